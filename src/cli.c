@@ -1,0 +1,229 @@
+/* cli.c — option parsing and model loading shared by the subcommands. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_fail(const char *what, const char *value) {
+    fprintf(stderr, "kvscope: %s: %s\n", what, value);
+    return 2;
+}
+
+const char *cli_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        cli_fail("missing value for option", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_long(const char *opt, const char *s, long lo, long hi, long *out) {
+    char what[128], *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno == ERANGE) {
+        snprintf(what, sizeof what, "%s expects a whole number", opt);
+        return cli_fail(what, s);
+    }
+    if (v < lo || v > hi) {
+        snprintf(what, sizeof what, "%s must be in %ld..%ld", opt, lo, hi);
+        return cli_fail(what, s);
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_double(const char *opt, const char *s, double lo, double hi, double *out) {
+    char what[128], *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v)) {
+        snprintf(what, sizeof what, "%s expects a number", opt);
+        return cli_fail(what, s);
+    }
+    if (v < lo || v > hi) {
+        snprintf(what, sizeof what, "%s must be in %g..%g", opt, lo, hi);
+        return cli_fail(what, s);
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_int_list(const char *opt, const char *s, long lo, long hi, int **out, int *n) {
+    size_t cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    int *ids = malloc(cap * sizeof *ids);
+    if (!ids) return cli_fail("out of memory parsing", opt);
+    char item[64];
+    int k = 0;
+    const char *p = s;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item) {
+            free(ids);
+            char what[128];
+            snprintf(what, sizeof what, "%s expects numbers separated by commas", opt);
+            return cli_fail(what, s);
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        long v;
+        if (cli_long(opt, item, lo, hi, &v)) {
+            free(ids);
+            return 2;
+        }
+        ids[k++] = (int)v;
+        p += len;
+        if (*p == '\0') break;
+        p++;
+    }
+    *out = ids;
+    *n = k;
+    return 0;
+}
+
+const char *const MODEL_ARGS_HELP =
+    "model and prompt:\n"
+    "  --prompt TEXT        prompt text (default \"The KV cache\"); the built-in model's\n"
+    "                       tokens are the text's UTF-8 bytes\n"
+    "  --prompt-ids LIST    token ids instead of text, e.g. 1,2,3\n"
+    "  --layers L           transformer blocks (default 1)\n"
+    "  --heads NH           attention heads (default 12)\n"
+    "  --dim C              width; must be divisible by NH (default 768)\n"
+    "  --ctx N              context length (default 1024)\n"
+    "  --vocab V            vocabulary size (default 256)\n"
+    "  --seed S             seed of the built-in weights (default 1)\n";
+
+void model_args_default(ModelArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->cfg = config_default();
+    a->seed = 1;
+    a->prompt = NULL;
+}
+
+int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
+    const char *o = argv[*i], *v;
+    long x;
+    struct { const char *name; int *field; long lo, hi; } ints[] = {
+        {"--layers", &a->cfg.L, 1, 256},   {"--heads", &a->cfg.NH, 1, 256},
+        {"--dim", &a->cfg.C, 1, 16384},    {"--ctx", &a->cfg.N, 1, 65536},
+        {"--vocab", &a->cfg.V, 1, 1000000},
+    };
+    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
+        if (strcmp(o, ints[k].name) != 0) continue;
+        if (!(v = cli_value(argc, argv, i))) return 2;
+        if (cli_long(o, v, ints[k].lo, ints[k].hi, &x)) return 2;
+        *ints[k].field = (int)x;
+        return 1;
+    }
+    if (strcmp(o, "--seed") == 0) {
+        char *end;
+        if (!(v = cli_value(argc, argv, i))) return 2;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (end == v || *end || errno == ERANGE || v[0] == '-')
+            return cli_fail("--seed expects a whole number ≥ 0", v);
+        a->seed = s;
+        return 1;
+    }
+    if (strcmp(o, "--prompt") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return 2;
+        a->prompt = v;
+        a->prompt_ids = NULL;
+        return 1;
+    }
+    if (strcmp(o, "--prompt-ids") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return 2;
+        a->prompt_ids = v;
+        a->prompt = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
+    char buf[64];
+    memset(out, 0, sizeof *out);
+    const Config *cfg = &a->cfg;
+    if (cfg->C % cfg->NH != 0) {
+        snprintf(buf, sizeof buf, "%d", cfg->C);
+        char what[96];
+        snprintf(what, sizeof what, "--dim must be divisible by --heads (%d)", cfg->NH);
+        return cli_fail(what, buf);
+    }
+    const char *bad = config_check(cfg);
+    if (bad) return cli_fail("bad model config", bad);
+
+    if (a->prompt_ids) {
+        if (cli_int_list("--prompt-ids", a->prompt_ids, 0, 2147483647L, &out->prompt, &out->T))
+            return 2;
+    } else {
+        out->tok = tokenizer_bytes();
+        if (!out->tok) return cli_fail("out of memory", "tokenizer"), 1;
+        const char *text = a->prompt ? a->prompt : "The KV cache";
+        if (tokenizer_encode(out->tok, text, &out->prompt, &out->T) != 0) {
+            loaded_free(out);
+            return cli_fail("out of memory", "prompt"), 1;
+        }
+        if (out->T == 0) {
+            loaded_free(out);
+            return cli_fail("empty prompt", "\"\"");
+        }
+    }
+    if (!out->tok && !(out->tok = tokenizer_bytes())) {
+        loaded_free(out);
+        return cli_fail("out of memory", "tokenizer"), 1;
+    }
+    for (int i = 0; i < out->T; i++) {
+        if (out->prompt[i] >= cfg->V) {
+            char what[96];
+            snprintf(what, sizeof what, "token id out of range (vocab %d)", cfg->V);
+            snprintf(buf, sizeof buf, "%d", out->prompt[i]);
+            loaded_free(out);
+            return cli_fail(what, buf);
+        }
+    }
+    if (out->T > cfg->N) {
+        char what[96];
+        snprintf(what, sizeof what, "prompt longer than the context (%d tokens)", cfg->N);
+        snprintf(buf, sizeof buf, "%d tokens", out->T);
+        loaded_free(out);
+        return cli_fail(what, buf);
+    }
+    if ((long)out->T + steps > cfg->N) {
+        char what[128];
+        snprintf(what, sizeof what, "--steps past the context (%d prompt tokens + steps > %d)",
+                 out->T, cfg->N);
+        snprintf(buf, sizeof buf, "%d", steps);
+        loaded_free(out);
+        return cli_fail(what, buf);
+    }
+    if (model_init_random(&out->model, cfg, a->seed) != 0) {
+        loaded_free(out);
+        fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
+        return 1;
+    }
+    return 0;
+}
+
+void loaded_free(Loaded *l) {
+    model_free(&l->model);
+    tokenizer_free(l->tok);
+    free(l->prompt);
+    memset(l, 0, sizeof *l);
+}
+
+const char *human_bytes(double bytes, char *buf, size_t size) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, size, "%.0f B", bytes);
+    else snprintf(buf, size, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
+}

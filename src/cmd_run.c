@@ -1,0 +1,184 @@
+/* cmd_run.c — `kvscope run`: prefill, N greedy decode steps, recorders attached. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "generate.h"
+#include "outdir.h"
+#include "record_csv.h"
+#include "sysinfo.h"
+
+static const char *const RUN_HELP =
+    "usage: kvscope run [options]\n"
+    "Prefill the prompt, then decode --steps tokens greedily, printing the Q/K/V shapes\n"
+    "and the KV-cache size of every step and writing CSV files into --out.\n\n"
+    "run options:\n"
+    "  --steps N            decode steps after the prefill (default 8)\n"
+    "  --no-cache           recompute the whole sequence at every step (the baseline)\n"
+    "  --article-bug        keep only the newest step's K/V, as one source article's\n"
+    "                       layer does in eval mode (shows what forgetting history does)\n"
+    "  --out DIR            output folder, replaced as a whole (default kvscope_out)\n"
+    "  --record LIST        files to write: shapes,attention,kv,flops,tokens,timing,logits\n"
+    "                       or all or none (default: all but logits)\n"
+    "  --logits             also write logits.csv\n"
+    "  --layers-shown LIST  layers in attention.csv, e.g. 0,2-3 or all\n"
+    "                       (default all when L <= 2, else the first and the last)\n"
+    "  --heads-shown LIST   heads in attention.csv (default all)\n"
+    "  --quiet              print nothing but errors\n";
+
+typedef struct {
+    ModelArgs model;
+    int steps;
+    GenMode mode;
+    const char *out;
+    unsigned record;
+    const char *layers_shown, *heads_shown;
+    int quiet;
+} RunArgs;
+
+static int parse_run(int argc, char **argv, RunArgs *a) {
+    model_args_default(&a->model);
+    a->steps = 8;
+    a->mode = GEN_CACHE;
+    a->out = "kvscope_out";
+    a->record = REC_DEFAULT;
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        long x;
+        int rc = model_args_parse(&a->model, argc, argv, &i);
+        if (rc == 1) continue;
+        if (rc) return rc;
+        if (strcmp(o, "--steps") == 0) {
+            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
+            a->steps = (int)x;
+        } else if (strcmp(o, "--no-cache") == 0) {
+            a->mode = GEN_RECOMPUTE;
+        } else if (strcmp(o, "--article-bug") == 0) {
+            a->mode = GEN_ARTICLE_BUG;
+        } else if (strcmp(o, "--out") == 0) {
+            if (!(a->out = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--record") == 0) {
+            if (!(v = cli_value(argc, argv, &i))) return 2;
+            if (record_parse(v, &a->record)) return cli_fail("unknown --record list", v);
+        } else if (strcmp(o, "--logits") == 0) {
+            a->record |= REC_LOGITS;
+        } else if (strcmp(o, "--layers-shown") == 0) {
+            if (!(a->layers_shown = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--heads-shown") == 0) {
+            if (!(a->heads_shown = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--quiet") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            printf("%s\n%s", RUN_HELP, MODEL_ARGS_HELP);
+            return -1;
+        } else {
+            return cli_fail("unknown option", o);
+        }
+    }
+    return 0;
+}
+
+/* One line per step in the spirit of the articles:
+ *   prefill  T=4  q=[1,4,768] k=[1,4,768] v=[1,4,768]  kv 24.0 KiB */
+static void print_step(const Generator *g, Phase ph, int step, int rows) {
+    char kv[32];
+    const int C = g->m->cfg.C, T = g->cache.len;
+    human_bytes((double)kvcache_bytes_used(&g->cache), kv, sizeof kv);
+    if (ph == PHASE_PREFILL) printf("prefill  T=%-3d", g->len);
+    else printf("decode %d T=%-3d", step, g->len);
+    printf("  q=[1,%d,%d] k=[1,%d,%d] v=[1,%d,%d]  kv %s\n", rows, C, T, C, T, C, kv);
+}
+
+int cmd_run(int argc, char **argv) {
+    RunArgs a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    Loaded ld;
+    if ((rc = model_args_load(&a.model, a.steps, &ld))) return rc;
+    const Config *cfg = &ld.model.cfg;
+
+    Selection layers, heads;
+    const char *ls = a.layers_shown;
+    char deflayers[32];
+    if (!ls) {
+        if (cfg->L <= 2) ls = "all";
+        else snprintf(deflayers, sizeof deflayers, "0,%d", cfg->L - 1), ls = deflayers;
+    }
+    if (select_parse(&layers, ls, cfg->L)) {
+        loaded_free(&ld);
+        return cli_fail("bad --layers-shown (layers are 0..L-1)", ls);
+    }
+    const char *hs = a.heads_shown ? a.heads_shown : "all";
+    if (select_parse(&heads, hs, cfg->NH)) {
+        loaded_free(&ld);
+        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    }
+
+    char err[4400];
+    OutDir od;
+    if (outdir_begin(&od, a.out, err, sizeof err)) {
+        loaded_free(&ld);
+        fprintf(stderr, "kvscope: %s\n", err);
+        return 2;
+    }
+
+    Generator g;
+    CsvRecorder rec;
+    Hooks hooks;
+    hooks_init(&hooks);
+    int status = 1;
+    if (generator_init(&g, &ld.model, a.mode)) {
+        fprintf(stderr, "kvscope: out of memory: generator\n");
+        outdir_abort(&od);
+        loaded_free(&ld);
+        return 1;
+    }
+    if (csv_recorder_open(&rec, od.tmp, a.record, &layers, &heads) ||
+        csv_recorder_attach(&rec, &hooks)) {
+        fprintf(stderr, "kvscope: cannot write CSV files in %s\n", a.out);
+        goto done;
+    }
+
+    char text[64];
+    for (int i = 0; i < ld.T; i++)
+        csv_recorder_token(&rec, 0, i, ld.prompt[i], tokenizer_token_text(ld.tok, ld.prompt[i], text, sizeof text));
+    double t0 = now_seconds();
+    if (generator_prefill(&g, ld.prompt, ld.T, &hooks)) {
+        fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
+        goto done;
+    }
+    csv_recorder_timing(&rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
+    if (!a.quiet) print_step(&g, PHASE_PREFILL, 0, ld.T);
+
+    for (int s = 1; s <= a.steps; s++) {
+        int tok = generator_argmax(&g), rows = generator_next_rows(&g);
+        csv_recorder_token(&rec, s, g.len, tok, tokenizer_token_text(ld.tok, tok, text, sizeof text));
+        t0 = now_seconds();
+        if (generator_decode(&g, tok, s, &hooks)) {
+            fprintf(stderr, "kvscope: decode step %d failed (out of memory?)\n", s);
+            goto done;
+        }
+        csv_recorder_timing(&rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
+        if (!a.quiet) print_step(&g, PHASE_DECODE, s, rows);
+    }
+    status = 0;
+
+done:
+    if (csv_recorder_close(&rec) != 0 && status == 0) {
+        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
+        status = 1;
+    }
+    if (status == 0 && outdir_commit(&od, err, sizeof err) != 0) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 1;
+    }
+    if (status != 0) outdir_abort(&od);
+    else if (!a.quiet) printf("wrote %s/\n", a.out);
+    generator_free(&g);
+    loaded_free(&ld);
+    return status;
+}

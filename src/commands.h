@@ -1,0 +1,9 @@
+/* commands.h — the subcommands of bin/kvscope. Each takes the arguments after its
+ * name and returns the exit status (0 ok, 1 failure, 2 bad input). */
+#ifndef KVSCOPE_COMMANDS_H
+#define KVSCOPE_COMMANDS_H
+
+int cmd_run(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+#endif

@@ -1,0 +1,40 @@
+/* generate.h — prefill, then greedy decode, with the cache or without it.
+ *
+ * The three cache modes are the three stories the lessons tell:
+ *   GEN_CACHE       prefill once, then one token per step against the KV cache;
+ *   GEN_RECOMPUTE   no cache: every decode step runs the whole sequence again;
+ *   GEN_ARTICLE_BUG the cache of one source article, which in eval mode keeps only
+ *                   the newest step's K and V (k[:, -seq_len:]) and so forgets history.
+ */
+#ifndef KVSCOPE_GENERATE_H
+#define KVSCOPE_GENERATE_H
+
+#include "hooks.h"
+#include "kvcache.h"
+#include "model.h"
+
+typedef enum { GEN_CACHE, GEN_RECOMPUTE, GEN_ARTICLE_BUG } GenMode;
+
+typedef struct {
+    Model *m;          /* not owned */
+    GenMode mode;
+    KVCache cache;
+    int *tokens;       /* (N) the sequence so far: prompt, then generated tokens */
+    int len;
+    float *logits;     /* (V) logits of the last position after the last step */
+    FlopCount total;   /* FLOPs of every step so far */
+} Generator;
+
+/* 0, or -1 when out of memory. */
+int generator_init(Generator *g, Model *m, GenMode mode);
+void generator_free(Generator *g);
+/* Step 0: run the prompt (n ≥ 1 tokens) in one batched pass. 0 or an error (model_forward). */
+int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks);
+/* The greedy choice: argmax of the current logits (the lowest id on a tie). */
+int generator_argmax(const Generator *g);
+/* Decode step `step` (1, 2, ...): append token and run it. 0 or an error. */
+int generator_decode(Generator *g, int token, int step, Hooks *hooks);
+/* Rows the next decode step would compute (1 with a cache, len+1 without). */
+int generator_next_rows(const Generator *g);
+
+#endif

@@ -1,0 +1,41 @@
+/* main.c — bin/kvscope: dispatch to a subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "version.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *what;
+} commands[] = {
+    {"run", cmd_run, "prefill + greedy decode, print shapes and KV size, write CSVs"},
+    {"verify", cmd_verify, "check that the KV cache gives the same logits as recomputing"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: kvscope <command> [options]   (kvscope <command> --help)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].what);
+    fprintf(f, "\n  --help     this text\n  --version  kvscope's version\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("kvscope %s\n", KVSCOPE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "kvscope: unknown command: %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,348 @@
+/* model.c — built-in weights and the forward pass with its KV cache. */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+Config config_default(void) {
+    Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f};
+    return c;
+}
+
+const char *config_check(const Config *cfg) {
+    if (cfg->L < 1 || cfg->L > 256) return "layers must be 1..256";
+    if (cfg->NH < 1 || cfg->NH > 256) return "heads must be 1..256";
+    if (cfg->C < 1 || cfg->C > 16384) return "dim must be 1..16384";
+    if (cfg->C % cfg->NH != 0) return "dim must be divisible by heads";
+    if (cfg->N < 1 || cfg->N > 65536) return "ctx must be 1..65536";
+    if (cfg->V < 1 || cfg->V > 1000000) return "vocab must be 1..1000000";
+    if (!(cfg->eps > 0.0f)) return "layer_norm_epsilon must be > 0";
+    return NULL;
+}
+
+/* ---- the tensor table -------------------------------------------------- */
+
+static void spec(TensorSpec *s, int *i, size_t *off, const char *name, size_t r, size_t c) {
+    if (s) {
+        TensorSpec *t = &s[*i];
+        snprintf(t->name, sizeof t->name, "%s", name);
+        t->ndim = c ? 2 : 1;
+        t->shape[0] = r;
+        t->shape[1] = c;
+        t->numel = c ? r * c : r;
+        t->offset = *off;
+    }
+    *off += c ? r * c : r;
+    (*i)++;
+}
+
+static const char *const block_names[12] = {
+    "ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+    "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+    "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias",
+};
+
+int model_tensor_specs(const Config *cfg, TensorSpec *specs) {
+    size_t C = (size_t)cfg->C, off = 0;
+    int i = 0;
+    char name[48];
+    spec(specs, &i, &off, "wte.weight", (size_t)cfg->V, C);
+    spec(specs, &i, &off, "wpe.weight", (size_t)cfg->N, C);
+    for (int l = 0; l < cfg->L; l++) {
+        const size_t rows[12] = {C, C, C, 3 * C, C, C, C, C, C, 4 * C, 4 * C, C};
+        const size_t cols[12] = {0, 0, 3 * C, 0, C, 0, 0, 0, 4 * C, 0, C, 0};
+        for (int j = 0; j < 12; j++) {
+            snprintf(name, sizeof name, "h.%d.%s", l, block_names[j]);
+            spec(specs, &i, &off, name, rows[j], cols[j]);
+        }
+    }
+    spec(specs, &i, &off, "ln_f.weight", C, 0);
+    spec(specs, &i, &off, "ln_f.bias", C, 0);
+    return i;
+}
+
+size_t model_num_params(const Config *cfg) {
+    size_t C = (size_t)cfg->C;
+    return (size_t)cfg->V * C + (size_t)cfg->N * C + 2 * C +
+           (size_t)cfg->L * (12 * C * C + 13 * C);
+}
+
+/* ---- built-in weights ---------------------------------------------------
+ * PRNG: splitmix64 (Steele, Lea, Flood 2014). Tensor i of the table draws from
+ * its own stream, seeded with seed ^ (0xD1B54A32D192ED03 · (i+1)), so adding a
+ * layer does not change the others. A normal draw is the Irwin-Hall sum of 12
+ * uniforms minus 6 (mean 0, variance 1), in double: no libm call, so the
+ * weights are the same bytes on every IEEE-754 machine.
+ * Scales (std): wte 0.1, wpe 0.05, c_attn 0.05 (scores of a few units, so the
+ * attention patterns have contrast), c_fc 0.02, both c_proj 0.02/√(2L) as in
+ * GPT-2, layernorm weights 1 ± 0.05, biases 0.02 or 0.01. */
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double normal_draw(uint64_t *s) {
+    double a = 0.0;
+    for (int i = 0; i < 12; i++) a += (double)(splitmix64(s) >> 11) * 0x1.0p-53;
+    return a - 6.0;
+}
+
+static void scale_for(const char *name, int L, double *mean, double *std) {
+    const char *leaf = strrchr(name, '.'); /* ".weight" or ".bias" */
+    int is_bias = leaf && strcmp(leaf, ".bias") == 0;
+    double proj = 0.02 / sqrt(2.0 * L);
+    *mean = 0.0;
+    if (strcmp(name, "wte.weight") == 0) *std = 0.1;
+    else if (strcmp(name, "wpe.weight") == 0) *std = 0.05;
+    else if (strstr(name, "ln_")) {
+        *mean = is_bias ? 0.0 : 1.0;
+        *std = is_bias ? 0.02 : 0.05;
+    } else if (strstr(name, "c_attn")) *std = is_bias ? 0.02 : 0.05;
+    else if (strstr(name, "c_proj")) *std = is_bias ? 0.01 : proj;
+    else *std = is_bias ? 0.01 : 0.02; /* c_fc */
+}
+
+static void point_weights(Model *m) {
+    const Config *cfg = &m->cfg;
+    size_t C = (size_t)cfg->C;
+    float *p = m->w.blob;
+    m->w.wte = p;
+    p += (size_t)cfg->V * C;
+    m->w.wpe = p;
+    p += (size_t)cfg->N * C;
+    for (int l = 0; l < cfg->L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        b->ln_1_w = p; p += C;
+        b->ln_1_b = p; p += C;
+        b->c_attn_w = p; p += C * 3 * C;
+        b->c_attn_b = p; p += 3 * C;
+        b->attn_proj_w = p; p += C * C;
+        b->attn_proj_b = p; p += C;
+        b->ln_2_w = p; p += C;
+        b->ln_2_b = p; p += C;
+        b->c_fc_w = p; p += C * 4 * C;
+        b->c_fc_b = p; p += 4 * C;
+        b->mlp_proj_w = p; p += 4 * C * C;
+        b->mlp_proj_b = p; p += C;
+    }
+    m->w.ln_f_w = p; p += C;
+    m->w.ln_f_b = p;
+}
+
+int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
+    memset(m, 0, sizeof *m);
+    m->cfg = *cfg;
+    m->w.blob = blob;
+    m->w.num_params = model_num_params(cfg);
+    m->owns_blob = take_ownership;
+    m->w.h = calloc((size_t)cfg->L, sizeof *m->w.h);
+    if (!m->w.h) {
+        m->w.blob = NULL; /* the caller keeps its blob on failure */
+        return -1;
+    }
+    point_weights(m);
+    return 0;
+}
+
+int model_init_random(Model *m, const Config *cfg, uint64_t seed) {
+    size_t n = model_num_params(cfg);
+    float *blob = malloc(n * sizeof(float));
+    if (!blob) return -1;
+    int ns = model_tensor_specs(cfg, NULL);
+    TensorSpec *specs = malloc((size_t)ns * sizeof *specs);
+    if (!specs) {
+        free(blob);
+        return -1;
+    }
+    model_tensor_specs(cfg, specs);
+    for (int i = 0; i < ns; i++) {
+        uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(i + 1));
+        double mean, std;
+        scale_for(specs[i].name, cfg->L, &mean, &std);
+        float *t = blob + specs[i].offset;
+        for (size_t j = 0; j < specs[i].numel; j++) t[j] = (float)(mean + std * normal_draw(&s));
+    }
+    free(specs);
+    if (model_init_from_blob(m, cfg, blob, 1) != 0) {
+        free(blob);
+        return -1;
+    }
+    return 0;
+}
+
+static void runstate_free(RunState *s) {
+    free(s->x); free(s->ln); free(s->qkv); free(s->q); free(s->atty);
+    free(s->proj); free(s->fc); free(s->scores); free(s->pattern);
+    memset(s, 0, sizeof *s);
+}
+
+void model_free(Model *m) {
+    if (m->owns_blob) free(m->w.blob);
+    free(m->w.h);
+    runstate_free(&m->s);
+    memset(m, 0, sizeof *m);
+}
+
+static int grow(float **p, size_t n) {
+    float *q = realloc(*p, n * sizeof(float));
+    if (!q) return -1;
+    *p = q;
+    return 0;
+}
+
+/* Room for n rows attending over Tt columns; capacities double so decode steps
+ * do not reallocate every time. */
+static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
+    size_t C = (size_t)cfg->C;
+    if (n > s->rows) {
+        int r = s->rows ? s->rows : 1;
+        while (r < n) r *= 2;
+        if (grow(&s->x, r * C) || grow(&s->ln, r * C) || grow(&s->qkv, r * 3 * C) ||
+            grow(&s->q, r * C) || grow(&s->atty, r * C) || grow(&s->proj, r * C) ||
+            grow(&s->fc, r * 4 * C))
+            return -1;
+        s->rows = r;
+        s->cols = 0; /* scores depend on rows too: force a regrow */
+    }
+    if (Tt > s->cols) {
+        int c = s->cols ? s->cols : 16;
+        while (c < Tt) c *= 2;
+        size_t sz = (size_t)cfg->NH * s->rows * c;
+        if (grow(&s->scores, sz) || grow(&s->pattern, sz)) return -1;
+        s->cols = c;
+    }
+    return 0;
+}
+
+static int emit(const StepLabel *lb, HookPoint pt, int layer, int pos0, int slot0,
+                const float *data, int ndim, int d0, int d1, int d2) {
+    HookEvent ev = {.point = pt, .phase = lb->phase, .step = lb->step, .layer = layer,
+                    .pos0 = pos0, .slot0 = slot0, .data = data, .ndim = ndim,
+                    .shape = {d0, d1, d2, 0}};
+    return hooks_emit(lb->hooks, &ev);
+}
+
+uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
+    uint64_t C = (uint64_t)cfg->C;
+    return (uint64_t)cfg->L * (24 * n * C * C + 4 * C * (n * p + n * (n + 1) / 2));
+}
+
+/* Fire hook point pt of layer l if anyone listens; a non-zero answer aborts. */
+#define FIRE(pt, l, data, ndim, d0, d1, d2)                                                  \
+    do {                                                                                    \
+        if (hooks_wants(hk, pt) && (rc = emit(lb, pt, l, pos0, p, data, ndim, d0, d1, d2))) \
+            return rc;                                                                      \
+    } while (0)
+
+int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                  const StepLabel *label, FlopCount *flops) {
+    const Config *cfg = &m->cfg;
+    const int C = cfg->C, NH = cfg->NH, hs = C / NH;
+    const int p = cache->len;      /* slots already cached: what the new tokens also attend to */
+    const int pos0 = cache->n_seen; /* absolute position of the first new token */
+    const int Tt = p + n;
+    const StepLabel none = {PHASE_PREFILL, 0, NULL};
+    const StepLabel *lb = label ? label : &none;
+    const Hooks *hk = lb->hooks;
+    RunState *s = &m->s;
+    int rc;
+
+    if (n < 1 || pos0 + n > cfg->N) return -1;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= cfg->V) return -1;
+    if (runstate_reserve(s, cfg, n, Tt) || kvcache_reserve(cache, n)) return -1;
+
+    const size_t nC = (size_t)n * C;
+    const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
+    FlopCount f = {0};
+
+    /* token + position embeddings */
+    for (int i = 0; i < n; i++)
+        residual_forward(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
+                         m->w.wpe + (size_t)(pos0 + i) * C, (size_t)C);
+    f.elementwise += nC;
+
+    for (int l = 0; l < cfg->L; l++) {
+        const BlockWeights *b = &m->w.h[l];
+        float *kc = cache->k[l], *vc = cache->v[l];
+        FIRE(HOOK_RESID_PRE, l, s->x, 2, n, C, 0);
+
+        /* attention: ln_1 → c_attn → split q, k, v → append k, v to the cache */
+        layernorm_forward(s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
+        FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
+        matmul_forward(s->qkv, s->ln, b->c_attn_w, b->c_attn_b, n, C, 3 * C);
+        for (int i = 0; i < n; i++) {
+            const float *row = s->qkv + (size_t)i * 3 * C;
+            memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
+            memcpy(kc + (size_t)(p + i) * C, row + C, (size_t)C * sizeof(float));
+            memcpy(vc + (size_t)(p + i) * C, row + 2 * C, (size_t)C * sizeof(float));
+        }
+        f.qkv += 6ull * n * C * C;
+        f.elementwise += KV_FLOPS_LAYERNORM * nC + 3 * nC;
+        FIRE(HOOK_Q, l, s->q, 3, n, NH, hs);
+        FIRE(HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs);
+        FIRE(HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs);
+        FIRE(HOOK_CACHE_K, l, kc, 3, Tt, NH, hs);
+        FIRE(HOOK_CACHE_V, l, vc, 3, Tt, NH, hs);
+
+        /* the heart of it: n new queries against all Tt cached keys and values */
+        attention_forward(s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+        f.attn += 4ull * C * pairs;
+        f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
+        FIRE(HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt);
+        FIRE(HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt);
+        FIRE(HOOK_Z, l, s->atty, 3, n, NH, hs);
+
+        matmul_forward(s->proj, s->atty, b->attn_proj_w, b->attn_proj_b, n, C, C);
+        FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
+        residual_forward(s->x, s->x, s->proj, nC);
+        f.attn_proj += 2ull * n * C * C;
+        f.elementwise += 2 * nC;
+        FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
+
+        /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
+        layernorm_forward(s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
+        FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
+        matmul_forward(s->fc, s->ln, b->c_fc_w, b->c_fc_b, n, C, 4 * C);
+        FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
+        gelu_forward(s->fc, s->fc, 4 * nC);
+        FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
+        matmul_forward(s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_b, n, 4 * C, C);
+        FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
+        residual_forward(s->x, s->x, s->proj, nC);
+        f.mlp += 16ull * n * C * C;
+        f.elementwise += KV_FLOPS_LAYERNORM * nC + 4 * nC + KV_FLOPS_GELU * 4 * nC + 2 * nC;
+        FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
+    }
+    cache->len = Tt;
+    cache->n_seen = pos0 + n;
+
+    if (logits) {
+        /* ln_f and the tied lm_head, for the last new token only */
+        const int l = -1;
+        float *last = s->x + (size_t)(n - 1) * C;
+        layernorm_forward(s->ln, last, m->w.ln_f_w, m->w.ln_f_b, 1, C, cfg->eps);
+        matmul_transposed_forward(logits, s->ln, m->w.wte, 1, C, cfg->V);
+        f.elementwise += KV_FLOPS_LAYERNORM * (uint64_t)C;
+        f.lm_head += 2ull * C * cfg->V;
+        FIRE(HOOK_LOGITS, l, logits, 1, cfg->V, 0, 0);
+    }
+
+    if (flops) flops_add(flops, &f);
+    if (hooks_wants(hk, HOOK_STEP_END)) {
+        StepStats st = {.tokens_new = n, .tokens_total = Tt,
+                        .kv_bytes = kvcache_bytes_used(cache),
+                        .kv_reserved = kvcache_bytes_reserved(cache), .flops = f};
+        HookEvent ev = {.point = HOOK_STEP_END, .phase = lb->phase, .step = lb->step,
+                        .layer = -1, .pos0 = pos0, .slot0 = p, .stats = &st};
+        if ((rc = hooks_emit(hk, &ev))) return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,116 @@
+/* model.h — GPT-2 as Hugging Face computes it: config, weights, run state, forward.
+ *
+ * Dimension letters: L layers, NH heads, C channels, hs = C/NH head size,
+ * N context (n_positions), V vocabulary, T tokens, n new tokens, p cached tokens.
+ *
+ * Per block (pre-LN):  x += c_proj(attn(ln_1(x)));  x += mlp.c_proj(gelu(c_fc(ln_2(x))))
+ * then ln_f and logits = x · wteᵀ (lm_head tied to wte).
+ */
+#ifndef KVSCOPE_MODEL_H
+#define KVSCOPE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hooks.h"
+#include "kvcache.h"
+
+typedef struct {
+    int L;      /* n_layer */
+    int NH;     /* n_head */
+    int C;      /* n_embd */
+    int N;      /* n_positions: the context */
+    int V;      /* vocab_size */
+    float eps;  /* layer_norm_epsilon, 1e-5 */
+} Config;
+
+/* The built-in model: GPT-2 small's widths, one layer, byte-level vocabulary. */
+Config config_default(void);
+/* NULL if cfg is usable, else a static message naming the bad field. */
+const char *config_check(const Config *cfg);
+
+/* One tensor of the weight blob, under its Hugging Face name. */
+typedef struct {
+    char name[48];    /* e.g. "h.0.attn.c_attn.weight" */
+    int ndim;         /* 1 or 2 */
+    size_t shape[2];  /* Conv1D weights are (in, out) */
+    size_t numel;
+    size_t offset;    /* in floats, from the start of the blob */
+} TensorSpec;
+
+/* Number of tensors: 2 + 12·L + 2. Fills specs (if not NULL) in HF order:
+ * wte, wpe, h.{l}.{ln_1.weight, ln_1.bias, attn.c_attn.weight, attn.c_attn.bias,
+ * attn.c_proj.weight, attn.c_proj.bias, ln_2.weight, ln_2.bias, mlp.c_fc.weight,
+ * mlp.c_fc.bias, mlp.c_proj.weight, mlp.c_proj.bias}, ln_f.weight, ln_f.bias. */
+int model_tensor_specs(const Config *cfg, TensorSpec *specs);
+size_t model_num_params(const Config *cfg);
+
+typedef struct {
+    const float *ln_1_w, *ln_1_b;         /* (C) */
+    const float *c_attn_w, *c_attn_b;     /* (C, 3C), (3C): q, k, v side by side */
+    const float *attn_proj_w, *attn_proj_b; /* (C, C), (C) */
+    const float *ln_2_w, *ln_2_b;         /* (C) */
+    const float *c_fc_w, *c_fc_b;         /* (C, 4C), (4C) */
+    const float *mlp_proj_w, *mlp_proj_b; /* (4C, C), (C) */
+} BlockWeights;
+
+typedef struct {
+    float *blob;          /* every parameter, one allocation (or a loader's buffer) */
+    size_t num_params;
+    const float *wte;     /* (V, C), also the lm_head */
+    const float *wpe;     /* (N, C) */
+    BlockWeights *h;      /* (L) */
+    const float *ln_f_w, *ln_f_b; /* (C) */
+} Weights;
+
+/* Activations for up to `rows` new tokens attending over up to `cols` tokens. Grows on demand. */
+typedef struct {
+    int rows, cols;
+    float *x;       /* (rows, C) the residual stream */
+    float *ln;      /* (rows, C) layernorm output */
+    float *qkv;     /* (rows, 3C) c_attn output */
+    float *q;       /* (rows, C) = (rows, NH, hs) */
+    float *k;       /* (rows, C) the new keys, as hooked */
+    float *v;       /* (rows, C) the new values, as hooked */
+    float *atty;    /* (rows, C) attention output, heads side by side */
+    float *proj;    /* (rows, C) c_proj / mlp c_proj output */
+    float *fc;      /* (rows, 4C) c_fc output, then GELU in place */
+    float *scores;  /* (NH, rows, cols) pre-softmax */
+    float *pattern; /* (NH, rows, cols) post-softmax */
+} RunState;
+
+typedef struct {
+    Config cfg;
+    Weights w;
+    RunState s;
+    int owns_blob;  /* 1 if w.blob is ours to free */
+} Model;
+
+/* Built-in weights from `seed` (see model.c for the PRNG and the scales).
+ * 0, or -1 when out of memory. */
+int model_init_random(Model *m, const Config *cfg, uint64_t seed);
+/* Point the weights into an existing blob laid out by model_tensor_specs.
+ * The model does not own it unless take_ownership is set. 0, or -1. */
+int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
+void model_free(Model *m);
+
+/* What a forward call is, for the hooks. */
+typedef struct {
+    Phase phase;
+    int step;
+    Hooks *hooks;      /* may be NULL: then no event is built */
+} StepLabel;
+
+/* Run n new tokens at positions cache->len .. cache->len+n-1: append their K and V
+ * to the cache and attend over every cached token. Writes the logits of the last
+ * new token to logits (V) when logits is not NULL. Adds this call's FLOPs to
+ * *flops when not NULL. Returns 0; -1 out of memory or past the context;
+ * a hook's non-zero return is passed on. */
+int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                  const StepLabel *label, FlopCount *flops);
+
+/* Closed forms, for tests and charts: FLOPs of the L blocks' matmuls and attention
+ * for n new tokens after p cached ones: L·(24·n·C² + 4·C·(n·p + n(n+1)/2)). */
+uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p);
+
+#endif

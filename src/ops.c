@@ -1,0 +1,113 @@
+/* ops.c — the plain kernels. Written to be read next to the lessons. */
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+void layernorm_forward(float *out, const float *inp, const float *w, const float *b,
+                       int T, int C, float eps) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        float *y = out + (size_t)t * C;
+        /* mean and variance in double: torch's float32 reductions are accurate to
+         * about an ulp, a naive float sum is not */
+        double mean = 0.0, var = 0.0;
+        for (int i = 0; i < C; i++) mean += x[i];
+        mean /= C;
+        for (int i = 0; i < C; i++) {
+            double d = x[i] - mean;
+            var += d * d;
+        }
+        var /= C;
+        float m = (float)mean;
+        float rstd = (float)(1.0 / sqrt(var + (double)eps));
+        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * rstd * w[i] + b[i];
+    }
+}
+
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+                    int T, int C, int OC) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        float *y = out + (size_t)t * OC;
+        memset(y, 0, (size_t)OC * sizeof(float));
+        /* walk W row by row: the inner loop runs over contiguous output columns */
+        for (int c = 0; c < C; c++) {
+            float a = x[c];
+            const float *wr = w + (size_t)c * OC;
+            for (int o = 0; o < OC; o++) y[o] += a * wr[o];
+        }
+        if (bias)
+            for (int o = 0; o < OC; o++) y[o] += bias[o];
+    }
+}
+
+void matmul_transposed_forward(float *out, const float *inp, const float *w,
+                               int T, int C, int OC) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        for (int o = 0; o < OC; o++) {
+            const float *wr = w + (size_t)o * C;
+            float s = 0.0f;
+            for (int c = 0; c < C; c++) s += x[c] * wr[c];
+            out[(size_t)t * OC + o] = s;
+        }
+    }
+}
+
+void gelu_forward(float *out, const float *inp, size_t n) {
+    const double pi = 3.14159265358979323846; /* math.pi */
+    const float k = (float)sqrt(2.0 / pi);
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+}
+
+void residual_forward(float *out, const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+void attention_forward(float *out, float *scores, float *pattern,
+                       const float *q, const float *kc, const float *vc,
+                       int n, int p, int NH, int hs) {
+    const int C = NH * hs, Tt = p + n;
+    /* Hugging Face divides by a float32 tensor holding hs ** 0.5 (a double) */
+    const float div = (float)sqrt((double)hs);
+    for (int i = 0; i < n; i++) {
+        const int pos = p + i; /* absolute position of this query */
+        for (int h = 0; h < NH; h++) {
+            const float *qi = q + (size_t)i * C + (size_t)h * hs;
+            float *sc = scores + ((size_t)h * n + i) * Tt;
+            float *pa = pattern + ((size_t)h * n + i) * Tt;
+            /* scores over keys 0..pos only: the causal mask is the loop bound */
+            float maxv = -INFINITY;
+            for (int t = 0; t <= pos; t++) {
+                const float *kt = kc + (size_t)t * C + (size_t)h * hs;
+                float dot = 0.0f;
+                for (int d = 0; d < hs; d++) dot += qi[d] * kt[d];
+                sc[t] = dot / div;
+                if (sc[t] > maxv) maxv = sc[t];
+            }
+            for (int t = pos + 1; t < Tt; t++) {
+                sc[t] = -INFINITY;
+                pa[t] = 0.0f;
+            }
+            float sum = 0.0f;
+            for (int t = 0; t <= pos; t++) {
+                pa[t] = expf(sc[t] - maxv);
+                sum += pa[t];
+            }
+            const float inv = 1.0f / sum;
+            for (int t = 0; t <= pos; t++) pa[t] *= inv;
+            /* weighted sum of the values */
+            float *oi = out + (size_t)i * C + (size_t)h * hs;
+            for (int d = 0; d < hs; d++) oi[d] = 0.0f;
+            for (int t = 0; t <= pos; t++) {
+                const float *vt = vc + (size_t)t * C + (size_t)h * hs;
+                const float w = pa[t];
+                for (int d = 0; d < hs; d++) oi[d] += w * vt[d];
+            }
+        }
+    }
+}

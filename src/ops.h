@@ -1,0 +1,61 @@
+/* ops.h — pure kernels of a GPT-2 block.
+ *
+ * Contract: output first, inputs after, dimensions last. No allocation, no I/O,
+ * no global state. Dimension letters used everywhere in kvscope:
+ *   T tokens (rows), C channels, NH heads, hs = C/NH head size, OC output channels.
+ * All matrices are row-major. Weights use Hugging Face's Conv1D layout (in, out):
+ * y = x·W + b, so W of a C→OC projection has shape (C, OC).
+ *
+ * Every kernel computes each output row with the same order of operations no
+ * matter how many rows are processed together. That is why a decode step with
+ * the KV cache gives bit-identical results to recomputing the whole sequence.
+ *
+ * FLOP conventions (one multiply or add = 1 FLOP; a multiply-add = 2):
+ *   matmul       2·T·C·OC            (the bias add is counted as elementwise)
+ *   attention    4·hs per (head, causal query/key pair): 2·hs for q·k, 2·hs for p·v
+ *   elementwise  KV_FLOPS_* per element, below.
+ */
+#ifndef KVSCOPE_OPS_H
+#define KVSCOPE_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    KV_FLOPS_LAYERNORM = 8, /* per element: mean add; var sub,mul,add; sub,mul(rstd),mul(w),add(b) */
+    KV_FLOPS_GELU = 9,      /* per element: x·x·x·c (3), +x, ·√(2/π), tanh, +1, 0.5·x, · */
+    KV_FLOPS_SOFTMAX = 5,   /* per causal entry: /√hs, −max, exp, sum, ·(1/sum) */
+    KV_FLOPS_ADD = 1        /* per element: a bias add, a residual add, wte + wpe */
+};
+
+/* out (T,C) = LayerNorm(inp (T,C)) · w (C) + b (C), biased variance, as torch. */
+void layernorm_forward(float *out, const float *inp, const float *w, const float *b,
+                       int T, int C, float eps);
+
+/* out (T,OC) = inp (T,C) · w (C,OC) + bias (OC); bias may be NULL.
+ * Row t of out depends on row t of inp only, in a fixed summation order. */
+void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
+                    int T, int C, int OC);
+
+/* out (T,OC) = inp (T,C) · wᵀ where w is (OC,C): the tied lm_head, logits = x·wteᵀ. */
+void matmul_transposed_forward(float *out, const float *inp, const float *w,
+                               int T, int C, int OC);
+
+/* Hugging Face "gelu_new": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). In place is fine. */
+void gelu_forward(float *out, const float *inp, size_t n);
+
+/* out = a + b elementwise; out may alias a. */
+void residual_forward(float *out, const float *a, const float *b, size_t n);
+
+/* Causal multi-head attention of n new queries at absolute positions p .. p+n-1.
+ *   q       (n, NH, hs)    the new tokens' queries
+ *   kc, vc  (p+n, NH, hs)  every cached key and value, the new ones already appended
+ *   out     (n, NH, hs)    softmax(q·kᵀ/√hs)·v, heads side by side (= (n, C))
+ *   scores  (NH, n, p+n)   scaled scores before softmax; future cells set to -INFINITY
+ *   pattern (NH, n, p+n)   softmax weights; future cells set to 0
+ * Only causal entries (key position ≤ query position) are computed or read. */
+void attention_forward(float *out, float *scores, float *pattern,
+                       const float *q, const float *kc, const float *vc,
+                       int n, int p, int NH, int hs);
+
+#endif

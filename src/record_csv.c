@@ -1,0 +1,188 @@
+/* record_csv.c — the CSV observer. */
+#include "record_csv.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "outdir.h"
+
+static const struct { const char *name; unsigned bit; } kinds[] = {
+    {"shapes", REC_SHAPES}, {"attention", REC_ATTENTION}, {"kv", REC_KV},
+    {"flops", REC_FLOPS},   {"tokens", REC_TOKENS},       {"logits", REC_LOGITS},
+    {"timing", REC_TIMING},
+};
+
+int record_parse(const char *spec, unsigned *what) {
+    if (strcmp(spec, "all") == 0) {
+        *what = REC_DEFAULT | REC_LOGITS;
+        return 0;
+    }
+    if (strcmp(spec, "none") == 0) {
+        *what = 0;
+        return 0;
+    }
+    unsigned w = 0;
+    const char *p = spec;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        size_t i;
+        for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+            if (strlen(kinds[i].name) == n && strncmp(p, kinds[i].name, n) == 0) break;
+        if (i == sizeof kinds / sizeof kinds[0]) return -1;
+        w |= kinds[i].bit;
+        p += n;
+        if (*p == ',') p++;
+    }
+    *what = w;
+    return 0;
+}
+
+void csv_write_field(FILE *f, const char *s) {
+    if (strpbrk(s, ",\"\n\r") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static FILE *open_csv(const char *dir, const char *name, const char *header) {
+    char path[4200];
+    if (path_join(path, sizeof path, dir, name) != 0) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    FILE *f = fopen(path, "w");
+    if (f) fputs(header, f);
+    return f;
+}
+
+int csv_recorder_open(CsvRecorder *r, const char *dir, unsigned what,
+                      const Selection *layers, const Selection *heads) {
+    memset(r, 0, sizeof *r);
+    r->what = what;
+    r->layers = *layers;
+    r->heads = *heads;
+    struct { unsigned bit; FILE **f; const char *name, *header; } files[] = {
+        {REC_SHAPES, &r->shapes, "shapes.csv", "phase,step,layer,name,shape\n"},
+        {REC_ATTENTION, &r->attention, "attention.csv",
+         "phase,step,layer,head,query_pos,key_pos,score,weight\n"},
+        {REC_KV, &r->kv, "kv_memory.csv", "phase,step,tokens,kv_bytes,kv_reserved_bytes\n"},
+        {REC_FLOPS, &r->flops, "flops.csv",
+         "phase,step,tokens_new,tokens_total,flops_layers,flops_lm_head,flops_elementwise,"
+         "flops_qkv,flops_attn,flops_attn_proj,flops_mlp\n"},
+        {REC_TOKENS, &r->tokens, "tokens.csv", "step,pos,token_id,text\n"},
+        {REC_LOGITS, &r->logits, "logits.csv", "phase,step,token_id,logit\n"},
+        {REC_TIMING, &r->timing, "timing.csv", "phase,step,seconds,rss_bytes\n"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (!(what & files[i].bit)) continue;
+        *files[i].f = open_csv(dir, files[i].name, files[i].header);
+        if (!*files[i].f) {
+            int e = errno;
+            csv_recorder_close(r);
+            errno = e;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void shape_text(const HookEvent *ev, char *buf, size_t size) {
+    int n = snprintf(buf, size, "1"); /* batch of one, as the articles print it */
+    for (int d = 0; d < ev->ndim && n > 0 && (size_t)n < size; d++)
+        n += snprintf(buf + n, size - (size_t)n, "x%d", ev->shape[d]);
+}
+
+static int on_event(const HookEvent *ev, void *user) {
+    CsvRecorder *r = user;
+    const char *ph = phase_name(ev->phase);
+    if (r->shapes && ev->data) {
+        char name[96], shape[96];
+        shape_text(ev, shape, sizeof shape);
+        fprintf(r->shapes, "%s,%d,%d,%s,%s\n", ph, ev->step, ev->layer,
+                hook_name(ev->point, ev->layer, name, sizeof name), shape);
+    }
+    if (r->attention && select_has(&r->layers, ev->layer)) {
+        const int NH = ev->shape[0], n = ev->shape[1], Tt = ev->shape[2];
+        size_t sz = (size_t)NH * n * Tt;
+        if (ev->point == HOOK_ATTN_SCORES) {
+            if (sz > r->scores_cap) {
+                float *p = realloc(r->scores, sz * sizeof *p);
+                if (!p) return -1;
+                r->scores = p;
+                r->scores_cap = sz;
+            }
+            memcpy(r->scores, ev->data, sz * sizeof *r->scores);
+        } else if (ev->point == HOOK_PATTERN && r->scores && sz <= r->scores_cap) {
+            for (int h = 0; h < NH; h++) {
+                if (!select_has(&r->heads, h)) continue;
+                for (int i = 0; i < n; i++) {
+                    /* query i sees cache slots 0 .. slot0 + i */
+                    const size_t row = ((size_t)h * n + i) * Tt;
+                    for (int t = 0; t <= ev->slot0 + i; t++)
+                        fprintf(r->attention, "%s,%d,%d,%d,%d,%d,%.9g,%.9g\n", ph, ev->step,
+                                ev->layer, h, ev->pos0 + i, t, r->scores[row + t],
+                                ev->data[row + t]);
+                }
+            }
+        }
+    }
+    if (r->logits && ev->point == HOOK_LOGITS)
+        for (int v = 0; v < ev->shape[0]; v++)
+            fprintf(r->logits, "%s,%d,%d,%.9g\n", ph, ev->step, v, ev->data[v]);
+    if (ev->point == HOOK_STEP_END) {
+        const StepStats *s = ev->stats;
+        const FlopCount *f = &s->flops;
+        if (r->kv)
+            fprintf(r->kv, "%s,%d,%d,%zu,%zu\n", ph, ev->step, s->tokens_total, s->kv_bytes,
+                    s->kv_reserved);
+        if (r->flops)
+            fprintf(r->flops,
+                    "%s,%d,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                    ",%" PRIu64 ",%" PRIu64 "\n",
+                    ph, ev->step, s->tokens_new, s->tokens_total, flops_layers(f), f->lm_head,
+                    f->elementwise, f->qkv, f->attn, f->attn_proj, f->mlp);
+    }
+    return 0;
+}
+
+int csv_recorder_attach(CsvRecorder *r, Hooks *h) {
+    uint32_t mask = HOOK_BIT(HOOK_STEP_END);
+    if (r->shapes) mask |= HOOK_ALL;
+    if (r->attention) mask |= HOOK_BIT(HOOK_ATTN_SCORES) | HOOK_BIT(HOOK_PATTERN);
+    if (r->logits) mask |= HOOK_BIT(HOOK_LOGITS);
+    return hooks_subscribe(h, mask, on_event, r);
+}
+
+void csv_recorder_token(CsvRecorder *r, int step, int pos, int token_id, const char *text) {
+    if (!r->tokens) return;
+    fprintf(r->tokens, "%d,%d,%d,", step, pos, token_id);
+    csv_write_field(r->tokens, text);
+    fputc('\n', r->tokens);
+}
+
+void csv_recorder_timing(CsvRecorder *r, Phase ph, int step, double seconds, size_t rss) {
+    if (r->timing) fprintf(r->timing, "%s,%d,%.9g,%zu\n", phase_name(ph), step, seconds, rss);
+}
+
+int csv_recorder_close(CsvRecorder *r) {
+    FILE **fs[] = {&r->shapes, &r->attention, &r->kv, &r->flops, &r->tokens, &r->logits, &r->timing};
+    int rc = r->failed ? -1 : 0;
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+        if (!*fs[i]) continue;
+        if (ferror(*fs[i])) rc = -1;
+        if (fclose(*fs[i]) != 0) rc = -1;
+        *fs[i] = NULL;
+    }
+    free(r->scores);
+    r->scores = NULL;
+    r->scores_cap = 0;
+    return rc;
+}

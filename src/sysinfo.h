@@ -1,0 +1,12 @@
+/* sysinfo.h — what is measured, not computed: the clock and the process's memory. */
+#ifndef KVSCOPE_SYSINFO_H
+#define KVSCOPE_SYSINFO_H
+
+#include <stddef.h>
+
+/* Seconds on the monotonic clock. */
+double now_seconds(void);
+/* Resident set size of this process in bytes, from /proc/self/statm; 0 if unknown. */
+size_t rss_bytes(void);
+
+#endif

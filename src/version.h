@@ -1,0 +1,4 @@
+#ifndef KVSCOPE_VERSION_H
+#define KVSCOPE_VERSION_H
+#define KVSCOPE_VERSION "0.1.0"
+#endif

@@ -1,0 +1,30 @@
+/* testutil.h — helpers shared by the test suites. */
+#ifndef KVSCOPE_TESTUTIL_H
+#define KVSCOPE_TESTUTIL_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+/* Path of the kvscope binary under test (set by the Makefile). */
+#ifndef KVSCOPE_BIN
+#define KVSCOPE_BIN "bin/kvscope"
+#endif
+
+/* A small config: L layers, NH heads, C width, context N, vocabulary V. */
+Config tiny_config(int L, int NH, int C, int N, int V);
+
+/* Run KVSCOPE_BIN with args (NULL-terminated), stdout and stderr to the files
+ * given (NULL: /dev/null). Returns the exit status, or -1 if it did not exit. */
+int run_kvscope(const char *const *args, const char *out_path, const char *err_path);
+
+/* A fresh empty folder under /tmp; returns its path in buf. */
+const char *make_temp_dir(char *buf, size_t size);
+/* 1 if the two files have the same bytes. */
+int files_equal(const char *a, const char *b);
+/* Whole file into a malloc'ed NUL-terminated buffer (NULL on error). */
+char *read_file(const char *path, size_t *len);
+/* Number of entries in a folder other than . and .. (-1 on error). */
+int count_entries(const char *dir);
+
+#endif
