@@ -35,16 +35,17 @@ CHECK_LIBS = $(shell pkg-config --libs check)
 CFLAGS  = $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS = $(OPT) $(EXTRA_LDFLAGS)
 
-B        := build/$(VARIANT)
+# B (build folder) and BIN can be overridden, e.g. to build twice side by side.
+B        ?= build/$(VARIANT)
 SRC      := $(filter-out src/main.c,$(wildcard src/*.c))
 OBJ      := $(SRC:src/%.c=$(B)/obj/%.o)
 LIB      := $(B)/libkvscope.a
 TEST_SRC := $(filter-out tests/check_main.c,$(wildcard tests/check_*.c)) $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(B)/tests/%.o) $(B)/tests/check_main.o
 ifeq ($(SAN),1)
-BIN      := $(B)/kvscope
+BIN      ?= $(B)/kvscope
 else
-BIN      := bin/kvscope
+BIN      ?= bin/kvscope
 endif
 TEST_BIN := $(B)/check_kvscope
 
@@ -82,11 +83,11 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 check: $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
-lessons: $(BIN)
-	$(BIN) run --prompt "The KV cache" --steps 8 --out data/run
+# Each lessons/lessonN.mk adds its target to LESSONS; tests/*/*.mk add bench and fuzz.
+LESSONS :=
+-include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard tests/*/*.mk))
 
-bench: $(BIN)
-	@echo "bench: see tests/bench"
+lessons: $(LESSONS)
 
 clean:
 	rm -rf build bin

@@ -1,0 +1,52 @@
+#!/bin/sh
+# render.sh — fill a lesson template with numbers and tables the tool generated.
+#
+#   sh lessons/render.sh lessons/lesson2.md.in lessons/lesson2.md
+#
+# Template directives (paths relative to the repository root):
+#   {{include PATH}}      the whole file (a generated markdown table, a code listing)
+#   {{value PATH KEY}}    the value of KEY in PATH, a CSV file with header "key,value"
+# A missing file or key stops the render with an error naming it, so a lesson can
+# never show a number the tool did not produce. The output is written atomically.
+set -eu
+in=$1
+out=$2
+tmp="$out.tmp.$$"
+trap 'rm -f "$tmp"' EXIT
+awk '
+function fail(msg) { printf "render: %s:%d: %s\n", FILENAME, FNR, msg > "/dev/stderr"; err = 1; exit 1 }
+function value(path, key,    line, n, f, found) {
+    found = 0
+    while ((getline line < path) > 0) {
+        n = index(line, ",")
+        if (n > 0 && substr(line, 1, n - 1) == key) { found = 1; f = substr(line, n + 1) }
+    }
+    if (close(path) < 0) fail("cannot read " path)
+    if (!found) fail("no key \"" key "\" in " path)
+    return f
+}
+function include(path,    line, s, ok) {
+    s = ""; ok = 0
+    while ((getline line < path) > 0) { s = s line "\n"; ok = 1 }
+    close(path)
+    if (!ok) fail("cannot read " path " (or it is empty)")
+    sub(/\n$/, "", s)
+    return s
+}
+{
+    line = $0; res = ""
+    while (match(line, /\{\{[a-z]+ [^}]*\}\}/)) {
+        d = substr(line, RSTART + 2, RLENGTH - 4)
+        res = res substr(line, 1, RSTART - 1)
+        line = substr(line, RSTART + RLENGTH)
+        n = split(d, a, " ")
+        if (a[1] == "include" && n == 2) res = res include(a[2])
+        else if (a[1] == "value" && n == 3) res = res value(a[2], a[3])
+        else fail("unknown directive {{" d "}}")
+    }
+    print res line
+}
+END { if (err) exit 1 }
+' "$in" > "$tmp"
+mv "$tmp" "$out"
+trap - EXIT
