@@ -83,9 +83,10 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 check: $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
-# Each lessons/lessonN.mk adds its target to LESSONS; tests/*/*.mk add bench and fuzz.
+# Each lessons/lessonN.mk adds its target to LESSONS; plots/*.mk add chart targets;
+# tests/*/*.mk add bench and fuzz.
 LESSONS :=
--include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard tests/*/*.mk))
+-include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard plots/*.mk)) $(sort $(wildcard tests/*/*.mk))
 
 lessons: $(LESSONS)
 
