@@ -1,0 +1,151 @@
+/* check_cli.c — bin/kvscope as a user meets it: bad input, determinism, output. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "testutil.h"
+
+/* Each bad input: exit 2, one "kvscope: ..." line, and --out left as it was. */
+static const char *const bad[][12] = {
+    {"run", "--bogus", NULL},
+    {"run", "--steps", "abc", NULL},
+    {"run", "--steps", "-1", NULL},
+    {"run", "--heads", "0", NULL},
+    {"run", "--dim", "100", "--heads", "12", NULL},
+    {"run", "--prompt", "", NULL},
+    {"run", "--prompt", "a long prompt", "--ctx", "4", NULL},
+    {"run", "--prompt", "abc", "--ctx", "8", "--steps", "6", NULL},
+    {"run", "--prompt-ids", "1,2,300", NULL},
+    {"run", "--prompt-ids", "1,,2", NULL},
+    {"run", "--seed", "x1", NULL},
+    {"run", "--layers-shown", "5", NULL},
+    {"run", "--steps", NULL},
+    {"verify", "--vocab", "0", NULL},
+    {"nosuchcommand", NULL},
+};
+
+START_TEST(test_bad_input) {
+    char dir[64], out[128], marker[160], errf[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    snprintf(marker, sizeof marker, "%s/keep.txt", out);
+    FILE *f = fopen(marker, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("before", f);
+    fclose(f);
+    snprintf(errf, sizeof errf, "%s/err.txt", dir);
+
+    const char *args[16];
+    int n = 0;
+    for (; bad[_i][n]; n++) args[n] = bad[_i][n];
+    args[n++] = "--out";
+    args[n++] = out;
+    args[n] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, errf), 2);
+    char *err = read_file(errf, NULL);
+    ck_assert_ptr_nonnull(err);
+    ck_assert_msg(strncmp(err, "kvscope: ", 9) == 0, "stderr: %s", err);
+    ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
+    free(err);
+    ck_assert_int_eq(count_entries(out), 1); /* only keep.txt */
+    ck_assert_int_eq(count_entries(dir), 2); /* out/ and err.txt: no temporary folder */
+    char *keep = read_file(marker, NULL);
+    ck_assert_str_eq(keep, "before");
+    free(keep);
+}
+END_TEST
+
+START_TEST(test_bad_out) {
+    char dir[64], file[128], errf[128], path[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(file, sizeof file, "%s/afile", dir);
+    snprintf(errf, sizeof errf, "%s/err", dir);
+    FILE *f = fopen(file, "w");
+    fputs("x", f);
+    fclose(f);
+    const char *a1[] = {"run", "--quiet", "--out", file, NULL};
+    ck_assert_int_eq(run_kvscope(a1, NULL, errf), 2); /* not a directory */
+    snprintf(path, sizeof path, "%s/no/such/parent", dir);
+    const char *a2[] = {"run", "--quiet", "--out", path, NULL};
+    ck_assert_int_eq(run_kvscope(a2, NULL, errf), 2);
+    const char *a3[] = {"run", "--quiet", "--out", "/proc/kvscope-test", NULL};
+    ck_assert_int_eq(run_kvscope(a3, NULL, errf), 2); /* unwritable, even as root */
+    ck_assert_int_eq(count_entries(dir), 2);
+}
+END_TEST
+
+static const char *const csvs[] = {"shapes.csv", "attention.csv", "kv_memory.csv", "flops.csv", "tokens.csv", "logits.csv"};
+
+START_TEST(test_deterministic) {
+    char dir[64], a[128], b[128], c[128], fa[200], fb[200], fc[200];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(c, sizeof c, "%s/c", dir);
+    const char *ra[] = {"run", "--quiet", "--steps", "3", "--logits", "--out", a, NULL};
+    const char *rb[] = {"run", "--quiet", "--steps", "3", "--logits", "--out", b, NULL};
+    const char *rc[] = {"run", "--quiet", "--steps", "3", "--logits", "--seed", "2", "--out", c, NULL};
+    ck_assert_int_eq(run_kvscope(ra, NULL, NULL), 0);
+    ck_assert_int_eq(run_kvscope(rb, NULL, NULL), 0);
+    ck_assert_int_eq(run_kvscope(rc, NULL, NULL), 0);
+    for (size_t i = 0; i < sizeof csvs / sizeof csvs[0]; i++) {
+        snprintf(fa, sizeof fa, "%s/%s", a, csvs[i]);
+        snprintf(fb, sizeof fb, "%s/%s", b, csvs[i]);
+        ck_assert_msg(files_equal(fa, fb), "%s differs between two runs", csvs[i]);
+    }
+    snprintf(fa, sizeof fa, "%s/logits.csv", a);
+    snprintf(fc, sizeof fc, "%s/logits.csv", c);
+    ck_assert_msg(!files_equal(fa, fc), "another seed gave the same logits");
+    /* re-running into an existing folder replaces it whole */
+    ck_assert_int_eq(run_kvscope(ra, NULL, NULL), 0);
+    ck_assert_int_eq(count_entries(dir), 3);
+}
+END_TEST
+
+/* The printed lines follow the articles: shapes and KV size per step. */
+START_TEST(test_run_output) {
+    char dir[64], out[128], so[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/o", dir);
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    const char *args[] = {"run", "--prompt-ids", "1,2,3,4", "--steps", "1", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(args, so, NULL), 0);
+    char *txt = read_file(so, NULL);
+    ck_assert_ptr_nonnull(txt);
+    /* 2 · 1 layer · 4 tokens · 768 · 4 bytes = 24 KiB; 5 tokens = 30 KiB */
+    ck_assert_msg(strstr(txt, "prefill  T=4    q=[1,4,768] k=[1,4,768] v=[1,4,768]  kv 24.0 KiB"), "%s", txt);
+    ck_assert_msg(strstr(txt, "decode 1 T=5    q=[1,1,768] k=[1,5,768] v=[1,5,768]  kv 30.0 KiB"), "%s", txt);
+    free(txt);
+    char kv[200];
+    snprintf(kv, sizeof kv, "%s/kv_memory.csv", out);
+    txt = read_file(kv, NULL);
+    ck_assert_ptr_nonnull(txt);
+    ck_assert_msg(strstr(txt, "prefill,0,4,24576,"), "%s", txt);
+    ck_assert_msg(strstr(txt, "decode,1,5,30720,"), "%s", txt);
+    free(txt);
+}
+END_TEST
+
+START_TEST(test_verify) {
+    const char *ok[] = {"verify", "--steps", "5", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ok, NULL, NULL), 0);
+    const char *buggy[] = {"verify", "--steps", "3", "--quiet", "--article-bug", NULL};
+    ck_assert_int_eq(run_kvscope(buggy, NULL, NULL), 1);
+}
+END_TEST
+
+Suite *make_cli_suite(void) {
+    Suite *s = suite_create("cli");
+    TCase *t = tcase_create("cli");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, test_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(t, test_bad_out);
+    tcase_add_test(t, test_deterministic);
+    tcase_add_test(t, test_run_output);
+    tcase_add_test(t, test_verify);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,476 @@
+/* check_model.c — the engine against a naive double-precision reference, the
+ * cache against recompute, hook shapes, KV bytes and FLOP counts against their
+ * closed forms, softmax and causality. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "hooks.h"
+#include "model.h"
+#include "ops.h"
+#include "testutil.h"
+
+/* ---- a naive reference: plain loops, double precision, whole sequence ----
+ * Written from Hugging Face's GPT2Model: masked scores take a huge negative
+ * value and the softmax runs over the whole row, unlike the engine's loop bound. */
+
+static void ref_layernorm(double *y, const double *x, const float *w, const float *b, int C, double eps) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < C; i++) mean += x[i];
+    mean /= C;
+    for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
+    var /= C;
+    for (int i = 0; i < C; i++) y[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i];
+}
+
+/* y (OC) = x (IN) · W (IN, OC) + b */
+static void ref_linear(double *y, const double *x, const float *W, const float *b, int IN, int OC) {
+    for (int o = 0; o < OC; o++) {
+        double s = b[o];
+        for (int i = 0; i < IN; i++) s += x[i] * W[(size_t)i * OC + o];
+        y[o] = s;
+    }
+}
+
+/* Logits (V) of the last of T tokens. */
+static void ref_logits(const Model *m, const int *tok, int T, double *logits) {
+    const Config *c = &m->cfg;
+    const int C = c->C, NH = c->NH, hs = C / NH;
+    double *x = calloc((size_t)T * C, sizeof *x), *ln = calloc((size_t)T * C, sizeof *ln);
+    double *qkv = calloc((size_t)T * 3 * C, sizeof *qkv), *y = calloc((size_t)T * C, sizeof *y);
+    double *h = calloc((size_t)4 * C, sizeof *h), *o = calloc((size_t)C, sizeof *o);
+    double *att = calloc((size_t)T, sizeof *att);
+    ck_assert(x && ln && qkv && y && h && o && att);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++)
+            x[t * C + i] = (double)m->w.wte[(size_t)tok[t] * C + i] + m->w.wpe[(size_t)t * C + i];
+    for (int l = 0; l < c->L; l++) {
+        const BlockWeights *b = &m->w.h[l];
+        for (int t = 0; t < T; t++) {
+            ref_layernorm(ln + t * C, x + t * C, b->ln_1_w, b->ln_1_b, C, c->eps);
+            ref_linear(qkv + (size_t)t * 3 * C, ln + t * C, b->c_attn_w, b->c_attn_b, C, 3 * C);
+        }
+        for (int hd = 0; hd < NH; hd++)
+            for (int t = 0; t < T; t++) {
+                double mx = -INFINITY, sum = 0;
+                for (int u = 0; u < T; u++) {
+                    double s = 0;
+                    for (int d = 0; d < hs; d++)
+                        s += qkv[(size_t)t * 3 * C + hd * hs + d] * qkv[(size_t)u * 3 * C + C + hd * hs + d];
+                    s /= sqrt((double)hs);
+                    if (u > t) s = -1e300; /* the causal mask, as a huge negative score */
+                    att[u] = s;
+                    if (s > mx) mx = s;
+                }
+                for (int u = 0; u < T; u++) sum += att[u] = exp(att[u] - mx);
+                for (int d = 0; d < hs; d++) {
+                    double acc = 0;
+                    for (int u = 0; u < T; u++) acc += att[u] / sum * qkv[(size_t)u * 3 * C + 2 * C + hd * hs + d];
+                    y[t * C + hd * hs + d] = acc;
+                }
+            }
+        for (int t = 0; t < T; t++) {
+            ref_linear(o, y + t * C, b->attn_proj_w, b->attn_proj_b, C, C);
+            for (int i = 0; i < C; i++) x[t * C + i] += o[i];
+            ref_layernorm(ln + t * C, x + t * C, b->ln_2_w, b->ln_2_b, C, c->eps);
+            ref_linear(h, ln + t * C, b->c_fc_w, b->c_fc_b, C, 4 * C);
+            for (int i = 0; i < 4 * C; i++)
+                h[i] = 0.5 * h[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (h[i] + 0.044715 * h[i] * h[i] * h[i])));
+            ref_linear(o, h, b->mlp_proj_w, b->mlp_proj_b, 4 * C, C);
+            for (int i = 0; i < C; i++) x[t * C + i] += o[i];
+        }
+    }
+    ref_layernorm(ln, x + (size_t)(T - 1) * C, m->w.ln_f_w, m->w.ln_f_b, C, c->eps);
+    for (int v = 0; v < c->V; v++) {
+        double s = 0;
+        for (int i = 0; i < C; i++) s += ln[i] * m->w.wte[(size_t)v * C + i];
+        logits[v] = s;
+    }
+    free(x); free(ln); free(qkv); free(y); free(h); free(o); free(att);
+}
+
+/* max |a - ref| / max |ref| */
+static double rel_err(const float *a, const double *ref, int n) {
+    double d = 0, r = 0;
+    for (int i = 0; i < n; i++) {
+        d = fmax(d, fabs(a[i] - ref[i]));
+        r = fmax(r, fabs(ref[i]));
+    }
+    return d / fmax(r, 1e-30);
+}
+
+static const int ref_cfgs[][5] = { /* L, NH, C, T, V */
+    {1, 1, 4, 1, 7}, {1, 2, 8, 5, 16}, {2, 4, 16, 7, 32}, {3, 3, 12, 9, 20}, {1, 12, 768, 4, 256},
+};
+
+/* Engine vs reference after the prefill and after each of 4 cached decode steps.
+ * Tolerance 1e-4 relative: float32 accumulations of up to 4C terms against double. */
+START_TEST(test_reference) {
+    const int *k = ref_cfgs[_i];
+    Config cfg = tiny_config(k[0], k[1], k[2], 32, k[4]);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 42 + _i), 0);
+    Generator g;
+    ck_assert_int_eq(generator_init(&g, &m, GEN_CACHE), 0);
+    int toks[32];
+    for (int i = 0; i < 32; i++) toks[i] = (i * 7 + 3) % cfg.V;
+    double *ref = malloc((size_t)cfg.V * sizeof *ref);
+    ck_assert_ptr_nonnull(ref);
+    int T = k[3];
+    ck_assert_int_eq(generator_prefill(&g, toks, T, NULL), 0);
+    for (int s = 0; s <= 4; s++) {
+        if (s > 0) ck_assert_int_eq(generator_decode(&g, toks[T + s - 1], s, NULL), 0);
+        ref_logits(&m, toks, T + s, ref);
+        double e = rel_err(g.logits, ref, cfg.V);
+        ck_assert_msg(e <= 1e-4, "config %d step %d: relative error %.3g > 1e-4", _i, s, e);
+    }
+    free(ref);
+    generator_free(&g);
+    model_free(&m);
+}
+END_TEST
+
+/* The core truth: 20 decode steps with the cache give the logits of recomputing. */
+START_TEST(test_cache_equals_recompute) {
+    Config cfg = tiny_config(2, 4, 32, 64, 50);
+    if (_i == 1) cfg = config_default();
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 7), 0);
+    Generator a, b;
+    ck_assert_int_eq(generator_init(&a, &m, GEN_CACHE), 0);
+    Model m2;
+    ck_assert_int_eq(model_init_from_blob(&m2, &cfg, m.w.blob, 0), 0);
+    ck_assert_int_eq(generator_init(&b, &m2, GEN_RECOMPUTE), 0);
+    int prompt[5] = {1, 2, 3, 4, 5};
+    ck_assert_int_eq(generator_prefill(&a, prompt, 5, NULL), 0);
+    ck_assert_int_eq(generator_prefill(&b, prompt, 5, NULL), 0);
+    double worst = 0;
+    for (int s = 1; s <= 20; s++) {
+        int t = generator_argmax(&a);
+        ck_assert_int_eq(generator_decode(&a, t, s, NULL), 0);
+        ck_assert_int_eq(generator_decode(&b, t, s, NULL), 0);
+        for (int v = 0; v < cfg.V; v++) worst = fmax(worst, fabs(a.logits[v] - b.logits[v]));
+        ck_assert_int_eq(a.cache.len, 5 + s);
+    }
+    ck_assert_msg(worst <= 1e-5, "max |dlogit| %.3g > 1e-5", worst);
+    generator_free(&a);
+    generator_free(&b);
+    model_free(&m2);
+    model_free(&m);
+}
+END_TEST
+
+/* The articles' eval-mode cache (newest K/V only) must NOT match: the test that
+ * the comparison above can fail. */
+START_TEST(test_article_bug_differs) {
+    Config cfg = tiny_config(1, 2, 16, 32, 30);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 3), 0);
+    Generator a;
+    ck_assert_int_eq(generator_init(&a, &m, GEN_ARTICLE_BUG), 0);
+    int prompt[4] = {1, 2, 3, 4};
+    double *ref = malloc((size_t)cfg.V * sizeof *ref);
+    ck_assert_int_eq(generator_prefill(&a, prompt, 4, NULL), 0);
+    ck_assert_int_eq(a.cache.len, 4);
+    ck_assert_int_eq(generator_decode(&a, 5, 1, NULL), 0);
+    ck_assert_int_eq(a.cache.len, 1); /* history forgotten */
+    ck_assert_int_eq(a.cache.n_seen, 5);
+    ck_assert_int_eq(generator_decode(&a, 6, 2, NULL), 0);
+    int seq[6] = {1, 2, 3, 4, 5, 6};
+    ref_logits(&m, seq, 6, ref);
+    ck_assert_double_gt(rel_err(a.logits, ref, cfg.V), 1e-3);
+    free(ref);
+    generator_free(&a);
+    model_free(&m);
+}
+END_TEST
+
+/* ---- hook events ---- */
+
+typedef struct {
+    int n;
+    HookEvent ev[400];
+    double rowsum_err;  /* worst |Σ pattern row − 1| */
+    int masked_bad;     /* future cells that were not 0 / -inf */
+    StepStats st[16];   /* copies: ev->stats is valid during the callback only */
+    int nst;
+} Seen;
+
+static int seen_cb(const HookEvent *ev, void *user) {
+    Seen *s = user;
+    if (s->n < 400) {
+        s->ev[s->n] = *ev;
+        if (ev->stats && s->nst < 16) {
+            s->st[s->nst] = *ev->stats;
+            s->ev[s->n].stats = &s->st[s->nst++];
+        }
+        s->n++;
+    }
+    if (ev->point == HOOK_PATTERN || ev->point == HOOK_ATTN_SCORES) {
+        const int NH = ev->shape[0], n = ev->shape[1], Tt = ev->shape[2];
+        for (int h = 0; h < NH; h++)
+            for (int i = 0; i < n; i++) {
+                const float *r = ev->data + ((size_t)h * n + i) * Tt;
+                double sum = 0;
+                for (int t = 0; t < Tt; t++) {
+                    int future = t > ev->slot0 + i;
+                    if (ev->point == HOOK_PATTERN) {
+                        if (future && r[t] != 0.0f) s->masked_bad++;
+                        sum += r[t];
+                    } else if (future && !(isinf(r[t]) && r[t] < 0)) {
+                        s->masked_bad++;
+                    }
+                }
+                if (ev->point == HOOK_PATTERN) s->rowsum_err = fmax(s->rowsum_err, fabs(sum - 1.0));
+            }
+    }
+    return 0;
+}
+
+static const HookEvent *find(const Seen *s, HookPoint p, int step, int layer) {
+    for (int i = 0; i < s->n; i++)
+        if (s->ev[i].point == p && s->ev[i].step == step && s->ev[i].layer == layer) return &s->ev[i];
+    return NULL;
+}
+
+static void expect_shape(const HookEvent *e, int nd, int a, int b, int c) {
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->ndim, nd);
+    ck_assert_int_eq(e->shape[0], a);
+    if (nd > 1) ck_assert_int_eq(e->shape[1], b);
+    if (nd > 2) ck_assert_int_eq(e->shape[2], c);
+}
+
+START_TEST(test_hook_shapes) {
+    const int L = 2, NH = 3, C = 12, hs = 4, V = 20, T = 5;
+    Config cfg = tiny_config(L, NH, C, 32, V);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 1), 0);
+    Generator g;
+    ck_assert_int_eq(generator_init(&g, &m, GEN_CACHE), 0);
+    static Seen seen;
+    memset(&seen, 0, sizeof seen);
+    Hooks hk;
+    hooks_init(&hk);
+    ck_assert_int_eq(hooks_subscribe(&hk, HOOK_ALL, seen_cb, &seen), 0);
+    int prompt[5] = {1, 2, 3, 4, 5};
+    ck_assert_int_eq(generator_prefill(&g, prompt, T, &hk), 0);
+    for (int s = 1; s <= 3; s++) ck_assert_int_eq(generator_decode(&g, s, s, &hk), 0);
+    for (int s = 0; s <= 3; s++) {
+        int n = s == 0 ? T : 1, Tt = T + s;
+        for (int l = 0; l < L; l++) {
+            expect_shape(find(&seen, HOOK_RESID_PRE, s, l), 2, n, C, 0);
+            expect_shape(find(&seen, HOOK_Q, s, l), 3, n, NH, hs);
+            expect_shape(find(&seen, HOOK_K, s, l), 3, n, NH, hs);
+            expect_shape(find(&seen, HOOK_V, s, l), 3, n, NH, hs);
+            expect_shape(find(&seen, HOOK_CACHE_K, s, l), 3, Tt, NH, hs);
+            expect_shape(find(&seen, HOOK_CACHE_V, s, l), 3, Tt, NH, hs);
+            expect_shape(find(&seen, HOOK_ATTN_SCORES, s, l), 3, NH, n, Tt);
+            expect_shape(find(&seen, HOOK_PATTERN, s, l), 3, NH, n, Tt);
+            expect_shape(find(&seen, HOOK_Z, s, l), 3, n, NH, hs);
+            expect_shape(find(&seen, HOOK_MLP_PRE, s, l), 2, n, 4 * C, 0);
+            expect_shape(find(&seen, HOOK_RESID_POST, s, l), 2, n, C, 0);
+            ck_assert_int_eq(find(&seen, HOOK_Q, s, l)->pos0, Tt - n);
+            ck_assert_int_eq(find(&seen, HOOK_Q, s, l)->phase, s == 0 ? PHASE_PREFILL : PHASE_DECODE);
+        }
+        expect_shape(find(&seen, HOOK_LOGITS, s, -1), 1, V, 0, 0);
+        const HookEvent *e = find(&seen, HOOK_STEP_END, s, -1);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_int_eq(e->stats->tokens_new, n);
+        ck_assert_int_eq(e->stats->tokens_total, Tt);
+    }
+    ck_assert_msg(seen.rowsum_err < 1e-6, "softmax row sums off by %.3g", seen.rowsum_err);
+    ck_assert_int_eq(seen.masked_bad, 0);
+    generator_free(&g);
+    model_free(&m);
+}
+END_TEST
+
+/* Hook names round-trip and match TransformerLens spelling. */
+START_TEST(test_hook_names) {
+    char buf[64];
+    ck_assert_str_eq(hook_name(HOOK_Q, 0, buf, sizeof buf), "blocks.0.attn.hook_q");
+    ck_assert_str_eq(hook_name(HOOK_PATTERN, 11, buf, sizeof buf), "blocks.11.attn.hook_pattern");
+    ck_assert_str_eq(hook_name(HOOK_LN1, 2, buf, sizeof buf), "blocks.2.ln1.hook_normalized");
+    for (int p = 0; p < HOOK_COUNT; p++) {
+        int layer = (p == HOOK_LOGITS || p == HOOK_STEP_END) ? -1 : 3;
+        HookPoint q;
+        int l;
+        ck_assert_int_eq(hook_parse(hook_name((HookPoint)p, layer, buf, sizeof buf), &q, &l), 0);
+        ck_assert_int_eq(q, p);
+        ck_assert_int_eq(l, layer);
+    }
+    HookPoint q;
+    int l;
+    ck_assert_int_eq(hook_parse("blocks.x.attn.hook_q", &q, &l), -1);
+    ck_assert_int_eq(hook_parse("attn.hook_q", &q, &l), -1);
+}
+END_TEST
+
+/* ---- KV bytes and FLOPs against their closed forms ---- */
+
+START_TEST(test_kv_bytes) {
+    const int L = 3, C = 24;
+    Config cfg = tiny_config(L, 4, C, 100, 30);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 5), 0);
+    Generator g;
+    ck_assert_int_eq(generator_init(&g, &m, GEN_CACHE), 0);
+    int p[7] = {1, 2, 3, 4, 5, 6, 7};
+    ck_assert_int_eq(generator_prefill(&g, p, 7, NULL), 0);
+    for (int s = 0; s <= 40; s++) {
+        if (s) ck_assert_int_eq(generator_decode(&g, s % 30, s, NULL), 0);
+        size_t T = 7 + (size_t)s, per = 2 * (size_t)L * C * sizeof(float);
+        ck_assert_uint_eq(kvcache_bytes_used(&g.cache), 2 * (size_t)L * T * C * 4);
+        ck_assert_uint_ge(kvcache_bytes_reserved(&g.cache), kvcache_bytes_used(&g.cache));
+        ck_assert_uint_eq(kvcache_bytes_reserved(&g.cache) % per, 0);
+        ck_assert_uint_le(kvcache_bytes_reserved(&g.cache), 2 * per * (T < 16 ? 16 : T));
+    }
+    generator_free(&g);
+    model_free(&m);
+}
+END_TEST
+
+static const int flop_cfgs[][5] = { /* L, NH, C, n, p */
+    {1, 12, 768, 4, 0}, {1, 12, 768, 1, 4}, {2, 2, 16, 1, 30}, {3, 4, 32, 7, 9}, {12, 12, 96, 16, 16},
+};
+
+START_TEST(test_flops_formula) {
+    const int *k = flop_cfgs[_i];
+    const int L = k[0], NH = k[1], C = k[2], n = k[3], p = k[4], V = 50;
+    Config cfg = tiny_config(L, NH, C, 64, V);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 9), 0);
+    KVCache c;
+    ck_assert_int_eq(kvcache_init(&c, L, NH, C / NH, 64), 0);
+    int toks[64];
+    for (int i = 0; i < 64; i++) toks[i] = i % V;
+    float *logits = malloc(V * sizeof *logits);
+    if (p) ck_assert_int_eq(model_forward(&m, &c, toks, p, NULL, NULL, NULL), 0);
+    FlopCount f = {0};
+    ck_assert_int_eq(model_forward(&m, &c, toks + p, n, logits, NULL, &f), 0);
+    uint64_t N = (uint64_t)n, P = (uint64_t)p, CC = (uint64_t)C;
+    uint64_t want = (uint64_t)L * (24 * N * CC * CC + 4 * CC * (N * P + N * (N + 1) / 2));
+    ck_assert_uint_eq(flops_layers(&f), want);
+    ck_assert_uint_eq(flops_layers_formula(&cfg, N, P), want);
+    ck_assert_uint_eq(f.qkv, (uint64_t)L * 6 * N * CC * CC);
+    ck_assert_uint_eq(f.mlp, (uint64_t)L * 16 * N * CC * CC);
+    ck_assert_uint_eq(f.lm_head, 2 * CC * V);
+    /* elementwise: embeddings nC; per layer 63·n·C (see ops.h) + 5 per (head, pair); ln_f 8C */
+    uint64_t pairs = N * P + N * (N + 1) / 2;
+    ck_assert_uint_eq(f.elementwise, N * CC + (uint64_t)L * (63 * N * CC + 5 * (uint64_t)NH * pairs) + 8 * CC);
+    free(logits);
+    kvcache_free(&c);
+    model_free(&m);
+}
+END_TEST
+
+/* ---- attention: masked entries are never read, the future never leaks ---- */
+
+START_TEST(test_mask_never_read) {
+    const int NH = 2, hs = 4, C = 8, n = 3, p = 2, Tt = 5;
+    float q[3 * 8], kc[5 * 8], vc[5 * 8], out[3 * 8], out1[8], sc[2 * 3 * 5], pa[2 * 3 * 5];
+    float sc1[2 * 1 * 3], pa1[2 * 1 * 3];
+    for (int i = 0; i < n * C; i++) q[i] = (float)((i * 37 % 11) - 5) / 7.0f;
+    for (int i = 0; i < Tt * C; i++) {
+        kc[i] = (float)((i * 13 % 9) - 4) / 5.0f;
+        vc[i] = (float)((i * 29 % 7) - 3) / 3.0f;
+    }
+    /* query 0 (position p) must not read slots p+1.. : poison them */
+    float kpoison[5 * 8], vpoison[5 * 8];
+    memcpy(kpoison, kc, sizeof kc);
+    memcpy(vpoison, vc, sizeof vc);
+    for (int i = (p + 1) * C; i < Tt * C; i++) kpoison[i] = vpoison[i] = NAN;
+    attention_forward(out, sc, pa, q, kpoison, vpoison, n, p, NH, hs);
+    attention_forward(out1, sc1, pa1, q, kc, vc, 1, p, NH, hs);
+    for (int d = 0; d < C; d++) {
+        ck_assert(isfinite(out[d]));
+        ck_assert_float_eq(out[d], out1[d]); /* bit-identical, 1 row or 3 */
+    }
+}
+END_TEST
+
+START_TEST(test_causal) {
+    Config cfg = tiny_config(2, 2, 16, 32, 20);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 11), 0);
+    KVCache c;
+    ck_assert_int_eq(kvcache_init(&c, 2, 2, 8, 32), 0);
+    int a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 2, 3, 4, 19, 0};
+    float xa[6 * 16], xb[6 * 16];
+    ck_assert_int_eq(model_forward(&m, &c, a, 6, NULL, NULL, NULL), 0);
+    memcpy(xa, m.s.x, sizeof xa);
+    kvcache_reset(&c);
+    ck_assert_int_eq(model_forward(&m, &c, b, 6, NULL, NULL, NULL), 0);
+    memcpy(xb, m.s.x, sizeof xb);
+    /* rows 0..3 saw the same tokens: identical; rows 4, 5 saw different ones */
+    ck_assert_int_eq(memcmp(xa, xb, 4 * 16 * sizeof(float)), 0);
+    ck_assert_int_ne(memcmp(xa + 4 * 16, xb + 4 * 16, 16 * sizeof(float)), 0);
+    kvcache_free(&c);
+    model_free(&m);
+}
+END_TEST
+
+/* ---- seeded weights ---- */
+
+START_TEST(test_seeded_weights) {
+    Config cfg = tiny_config(2, 2, 16, 32, 40);
+    Model a, b, c;
+    ck_assert_int_eq(model_init_random(&a, &cfg, 1), 0);
+    ck_assert_int_eq(model_init_random(&b, &cfg, 1), 0);
+    ck_assert_int_eq(model_init_random(&c, &cfg, 2), 0);
+    size_t bytes = model_num_params(&cfg) * sizeof(float);
+    ck_assert_int_eq(memcmp(a.w.blob, b.w.blob, bytes), 0);
+    ck_assert_int_ne(memcmp(a.w.blob, c.w.blob, bytes), 0);
+    /* the table covers the blob exactly, in order */
+    int ns = model_tensor_specs(&cfg, NULL);
+    ck_assert_int_eq(ns, 2 + 12 * cfg.L + 2);
+    TensorSpec *sp = malloc((size_t)ns * sizeof *sp);
+    model_tensor_specs(&cfg, sp);
+    size_t off = 0;
+    for (int i = 0; i < ns; i++) {
+        ck_assert_uint_eq(sp[i].offset, off);
+        off += sp[i].numel;
+    }
+    ck_assert_uint_eq(off, model_num_params(&cfg));
+    ck_assert_str_eq(sp[4].name, "h.0.attn.c_attn.weight");
+    ck_assert_uint_eq(sp[4].shape[0], 16);
+    ck_assert_uint_eq(sp[4].shape[1], 48);
+    ck_assert_ptr_eq(a.w.h[0].c_attn_w, a.w.blob + sp[4].offset);
+    /* the weights have the documented scale: std of c_attn ≈ 0.05 */
+    double s2 = 0;
+    for (size_t i = 0; i < sp[4].numel; i++) s2 += (double)a.w.h[0].c_attn_w[i] * a.w.h[0].c_attn_w[i];
+    ck_assert_double_eq_tol(sqrt(s2 / sp[4].numel), 0.05, 0.005);
+    free(sp);
+    model_free(&a);
+    model_free(&b);
+    model_free(&c);
+}
+END_TEST
+
+Suite *make_model_suite(void) {
+    Suite *s = suite_create("model");
+    TCase *t = tcase_create("reference");
+    tcase_set_timeout(t, 60);
+    tcase_add_loop_test(t, test_reference, 0, (int)(sizeof ref_cfgs / sizeof ref_cfgs[0]));
+    tcase_add_loop_test(t, test_cache_equals_recompute, 0, 2);
+    tcase_add_test(t, test_article_bug_differs);
+    suite_add_tcase(s, t);
+    t = tcase_create("hooks");
+    tcase_add_test(t, test_hook_shapes);
+    tcase_add_test(t, test_hook_names);
+    suite_add_tcase(s, t);
+    t = tcase_create("counts");
+    tcase_set_timeout(t, 30);
+    tcase_add_test(t, test_kv_bytes);
+    tcase_add_loop_test(t, test_flops_formula, 0, (int)(sizeof flop_cfgs / sizeof flop_cfgs[0]));
+    suite_add_tcase(s, t);
+    t = tcase_create("attention");
+    tcase_add_test(t, test_mask_never_read);
+    tcase_add_test(t, test_causal);
+    tcase_add_test(t, test_seeded_weights);
+    suite_add_tcase(s, t);
+    return s;
+}
