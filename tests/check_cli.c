@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "outdir.h"
 #include "testutil.h"
 
 /* Each bad input: exit 2, one "kvscope: ..." line, and --out left as it was. */
@@ -55,6 +56,7 @@ START_TEST(test_bad_input) {
     char *keep = read_file(marker, NULL);
     ck_assert_str_eq(keep, "before");
     free(keep);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -74,6 +76,7 @@ START_TEST(test_bad_out) {
     const char *a3[] = {"run", "--quiet", "--out", "/proc/kvscope-test", NULL};
     ck_assert_int_eq(run_kvscope(a3, NULL, errf), 2); /* unwritable, even as root */
     ck_assert_int_eq(count_entries(dir), 2);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -102,6 +105,7 @@ START_TEST(test_deterministic) {
     /* re-running into an existing folder replaces it whole */
     ck_assert_int_eq(run_kvscope(ra, NULL, NULL), 0);
     ck_assert_int_eq(count_entries(dir), 3);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -126,6 +130,7 @@ START_TEST(test_run_output) {
     ck_assert_msg(strstr(txt, "prefill,0,4,24576,"), "%s", txt);
     ck_assert_msg(strstr(txt, "decode,1,5,30720,"), "%s", txt);
     free(txt);
+    remove_tree(dir);
 }
 END_TEST
 
