@@ -4,6 +4,8 @@
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
+#   make lessons MODEL=DIR  the lessons with a Hugging Face GPT-2 folder's weights
+#   make fuzz        libFuzzer on the safetensors reader and the pre-tokenizer (clang)
 #   make clean
 # Missing Debian packages are installed first when run as root (see .ci/deps.sh).
 
@@ -12,10 +14,16 @@ CC      ?= cc
 DEB_PACKAGES := gcc make pkg-config libpng-dev check gnuplot-nox libjansson-dev \
                 libutf8proc-dev libgif-dev fonts-wqy-zenhei
 PKGS    := libpng jansson libutf8proc
+# MODEL=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json,
+# merges.txt) that the lesson targets pass to kvscope instead of the built-in model.
+MODEL   ?=
+MODEL_ARGS = $(if $(MODEL),--model $(MODEL),)
 
 CSTD    := -std=c11 -D_XOPEN_SOURCE=700
 WARN    := -Wall -Wextra -pedantic
 OPT     := -O2
+# OpenMP threads in the kernels (src/kernels.c; OMP_NUM_THREADS sets how many); OMP=0 builds without.
+OPENMP  := $(if $(filter 0,$(OMP)),,-fopenmp)
 # WERROR=1 makes warnings errors (CI sets it).
 ifeq ($(WERROR),1)
 WARN    += -Werror
@@ -32,8 +40,8 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lgif -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
-CFLAGS  = $(CSTD) $(WARN) $(OPT) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDFLAGS = $(OPT) $(EXTRA_LDFLAGS)
+CFLAGS  = $(CSTD) $(WARN) $(OPT) $(OPENMP) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 
 # B (build folder) and BIN can be overridden, e.g. to build twice side by side.
 B        ?= build/$(VARIANT)
@@ -89,6 +97,7 @@ LESSONS :=
 -include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard plots/*.mk)) $(sort $(wildcard tests/*/*.mk))
 
 lessons: $(LESSONS)
+	@sh lessons/gallery.sh
 
 clean:
 	rm -rf build bin

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpe.h"
+#include "hf_model.h"
+#include "outdir.h"
+
 int cli_fail(const char *what, const char *value) {
     fprintf(stderr, "kvscope: %s: %s\n", what, value);
     return 2;
@@ -95,7 +99,10 @@ const char *const MODEL_ARGS_HELP =
     "  --dim C              width; must be divisible by NH (default 768)\n"
     "  --ctx N              context length (default 1024)\n"
     "  --vocab V            vocabulary size (default 256)\n"
-    "  --seed S             seed of the built-in weights (default 1)\n";
+    "  --seed S             seed of the built-in weights (default 1)\n"
+    "  --model DIR          a Hugging Face GPT-2 folder instead of the built-in model:\n"
+    "                       config.json + model.safetensors, and vocab.json + merges.txt\n"
+    "                       for GPT-2's tokenizer (without them: byte-level tokens)\n";
 
 void model_args_default(ModelArgs *a) {
     memset(a, 0, sizeof *a);
@@ -117,6 +124,7 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
         if (!(v = cli_value(argc, argv, i))) return 2;
         if (cli_long(o, v, ints[k].lo, ints[k].hi, &x)) return 2;
         *ints[k].field = (int)x;
+        a->cfg_option = ints[k].name;
         return 1;
     }
     if (strcmp(o, "--seed") == 0) {
@@ -127,6 +135,10 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
         if (end == v || *end || errno == ERANGE || v[0] == '-')
             return cli_fail("--seed expects a whole number ≥ 0", v);
         a->seed = s;
+        return 1;
+    }
+    if (strcmp(o, "--model") == 0) {
+        if (!(a->model_dir = cli_value(argc, argv, i))) return 2;
         return 1;
     }
     if (strcmp(o, "--prompt") == 0) {
@@ -144,10 +156,36 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
     return 0;
 }
 
+/* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
+ * 0, 1 or 2 with the error printed. */
+static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
+    char err[4600], vp[4200], mp[4200];
+    *tok = NULL;
+    if (a->model_dir && hf_has_tokenizer(a->model_dir)) {
+        Bpe *bpe;
+        path_join(vp, sizeof vp, a->model_dir, "vocab.json");
+        path_join(mp, sizeof mp, a->model_dir, "merges.txt");
+        int rc = bpe_load(&bpe, vp, mp, err, sizeof err);
+        if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer"), 1;
+        if (rc) return fprintf(stderr, "kvscope: %s\n", err), 2;
+        *tok = tokenizer_from_bpe(bpe);
+    } else {
+        *tok = tokenizer_bytes();
+    }
+    return *tok ? 0 : (cli_fail("out of memory", "tokenizer"), 1);
+}
+
 int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
-    char buf[64];
+    char buf[64], err[4600];
+    int rc;
     memset(out, 0, sizeof *out);
     const Config *cfg = &a->cfg;
+    Config hf_cfg;
+    if (a->model_dir) {
+        if (a->cfg_option) return cli_fail("--model takes the model's shape from config.json; drop", a->cfg_option);
+        if (hf_config_load(a->model_dir, &hf_cfg, err, sizeof err)) return fprintf(stderr, "kvscope: %s\n", err), 2;
+        cfg = &hf_cfg;
+    }
     if (cfg->C % cfg->NH != 0) {
         snprintf(buf, sizeof buf, "%d", cfg->C);
         char what[96];
@@ -161,8 +199,7 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
         if (cli_int_list("--prompt-ids", a->prompt_ids, 0, 2147483647L, &out->prompt, &out->T))
             return 2;
     } else {
-        out->tok = tokenizer_bytes();
-        if (!out->tok) return cli_fail("out of memory", "tokenizer"), 1;
+        if ((rc = open_tokenizer(a, &out->tok))) return rc;
         const char *text = a->prompt ? a->prompt : "The KV cache";
         if (tokenizer_encode(out->tok, text, &out->prompt, &out->T) != 0) {
             loaded_free(out);
@@ -173,9 +210,9 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
             return cli_fail("empty prompt", "\"\"");
         }
     }
-    if (!out->tok && !(out->tok = tokenizer_bytes())) {
+    if (!out->tok && (rc = open_tokenizer(a, &out->tok))) {
         loaded_free(out);
-        return cli_fail("out of memory", "tokenizer"), 1;
+        return rc;
     }
     for (int i = 0; i < out->T; i++) {
         if (out->prompt[i] >= cfg->V) {
@@ -201,7 +238,17 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
         loaded_free(out);
         return cli_fail(what, buf);
     }
-    if (model_init_random(&out->model, cfg, a->seed) != 0) {
+    if (a->model_dir) {
+        rc = hf_weights_load(a->model_dir, cfg, &out->model, err, sizeof err);
+        if (rc) {
+            loaded_free(out);
+            if (rc == HF_NOMEM)
+                fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
+            else
+                fprintf(stderr, "kvscope: %s\n", err);
+            return rc == HF_NOMEM ? 1 : 2;
+        }
+    } else if (model_init_random(&out->model, cfg, a->seed) != 0) {
         loaded_free(out);
         fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
         return 1;

@@ -26,6 +26,7 @@ typedef struct {
     const char *prompt;      /* text, tokenized by the model's tokenizer */
     const char *prompt_ids;  /* or ids given directly: "1,2,3" */
     const char *model_dir;   /* a Hugging Face GPT-2 folder instead of built-in weights */
+    const char *cfg_option;  /* the last of --layers/--heads/--dim/--ctx/--vocab given */
 } ModelArgs;
 
 void model_args_default(ModelArgs *a);

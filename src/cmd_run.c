@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget_opts.h"
 #include "cli.h"
 #include "commands.h"
 #include "generate.h"
+#include "heatmap_opts.h"
 #include "outdir.h"
 #include "record_csv.h"
 #include "sysinfo.h"
@@ -36,6 +38,8 @@ typedef struct {
     unsigned record;
     const char *layers_shown, *heads_shown;
     int quiet;
+    BudgetOpts budget; /* --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens */
+    HeatmapOpts heat;  /* --heatmaps, --plots, --cell, --grid, --no-gif */
 } RunArgs;
 
 static int parse_run(int argc, char **argv, RunArgs *a) {
@@ -44,11 +48,17 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
     a->mode = GEN_CACHE;
     a->out = "kvscope_out";
     a->record = REC_DEFAULT;
+    budget_opts_default(&a->budget);
+    heatmap_opts_default(&a->heat);
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
         long x;
         int rc = model_args_parse(&a->model, argc, argv, &i);
         if (rc == 1) continue;
+        if (rc) return rc;
+        if ((rc = budget_opts_parse(&a->budget, argc, argv, &i)) == 1) continue;
+        if (rc) return rc;
+        if ((rc = heatmap_opts_parse(&a->heat, argc, argv, &i)) == 1) continue;
         if (rc) return rc;
         if (strcmp(o, "--steps") == 0) {
             if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
@@ -71,7 +81,7 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
         } else if (strcmp(o, "--quiet") == 0) {
             a->quiet = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", RUN_HELP, MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP, MODEL_ARGS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -100,6 +110,10 @@ int cmd_run(int argc, char **argv) {
     Loaded ld;
     if ((rc = model_args_load(&a.model, a.steps, &ld))) return rc;
     const Config *cfg = &ld.model.cfg;
+    if ((rc = budget_opts_check(&a.budget, ld.T, a.mode))) {
+        loaded_free(&ld);
+        return rc;
+    }
 
     Selection layers, heads;
     const char *ls = a.layers_shown;
@@ -131,7 +145,7 @@ int cmd_run(int argc, char **argv) {
     Hooks hooks;
     hooks_init(&hooks);
     int status = 1;
-    if (generator_init(&g, &ld.model, a.mode)) {
+    if (generator_init(&g, &ld.model, a.mode) || budget_opts_apply(&a.budget, &g)) {
         fprintf(stderr, "kvscope: out of memory: generator\n");
         outdir_abort(&od);
         loaded_free(&ld);
@@ -142,24 +156,35 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "kvscope: cannot write CSV files in %s\n", a.out);
         goto done;
     }
+    if ((rc = heatmap_opts_begin(&a.heat, cfg, ld.T + a.steps, &layers, a.heads_shown, a.out,
+                                 od.tmp, &hooks))) {
+        status = rc;
+        goto done;
+    }
 
     char text[64];
     for (int i = 0; i < ld.T; i++)
         csv_recorder_token(&rec, 0, i, ld.prompt[i], tokenizer_token_text(ld.tok, ld.prompt[i], text, sizeof text));
     double t0 = now_seconds();
+    if (budget_cap_reached(&g, 0, ld.T)) { /* the cap stops a run cleanly: keep what we have */
+        status = 0;
+        goto done;
+    }
     if (generator_prefill(&g, ld.prompt, ld.T, &hooks)) {
-        fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
+        if (!heatmap_opts_failed(&a.heat)) fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
         goto done;
     }
     csv_recorder_timing(&rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
     if (!a.quiet) print_step(&g, PHASE_PREFILL, 0, ld.T);
 
     for (int s = 1; s <= a.steps; s++) {
+        if (budget_cap_reached(&g, s, ld.T)) break; /* checked before the step allocates */
         int tok = generator_argmax(&g), rows = generator_next_rows(&g);
         csv_recorder_token(&rec, s, g.len, tok, tokenizer_token_text(ld.tok, tok, text, sizeof text));
         t0 = now_seconds();
         if (generator_decode(&g, tok, s, &hooks)) {
-            fprintf(stderr, "kvscope: decode step %d failed (out of memory?)\n", s);
+            if (!heatmap_opts_failed(&a.heat))
+                fprintf(stderr, "kvscope: decode step %d failed (out of memory?)\n", s);
             goto done;
         }
         csv_recorder_timing(&rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
@@ -168,6 +193,7 @@ int cmd_run(int argc, char **argv) {
     status = 0;
 
 done:
+    status = heatmap_opts_finish(&a.heat, status);
     if (csv_recorder_close(&rec) != 0 && status == 0) {
         fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
         status = 1;
@@ -177,7 +203,9 @@ done:
         status = 1;
     }
     if (status != 0) outdir_abort(&od);
-    else if (!a.quiet) printf("wrote %s/\n", a.out);
+    status = heatmap_opts_commit(&a.heat, status);
+    if (status == 0 && !a.quiet) printf("wrote %s/\n", a.out);
+    if (status == 0 && !a.quiet && a.heat.plots) printf("wrote %s/\n", a.heat.plots);
     generator_free(&g);
     loaded_free(&ld);
     return status;

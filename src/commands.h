@@ -5,5 +5,10 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_budget(int argc, char **argv);
+int cmd_kvmem(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
 
 #endif

@@ -51,6 +51,18 @@ int generator_argmax(const Generator *g) {
 
 int generator_next_rows(const Generator *g) { return g->mode == GEN_RECOMPUTE ? g->len + 1 : 1; }
 
+int generator_next_eviction(const Generator *g, int *first) {
+    *first = g->sink;
+    if (g->mode != GEN_CACHE || g->window <= 0 || g->cache.len + 1 <= g->window) return 0;
+    return g->cache.len + 1 - g->window; /* the oldest tokens after the sinks */
+}
+
+int generator_next_kv_tokens(const Generator *g) {
+    int first;
+    if (g->mode == GEN_RECOMPUTE) return g->len + 1;
+    return g->cache.len + 1 - generator_next_eviction(g, &first);
+}
+
 int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
     if (g->len >= g->m->cfg.N) return -1;
     g->tokens[g->len++] = token;
@@ -61,7 +73,10 @@ int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
         kvcache_reset(&g->cache);
         rc = model_forward(g->m, &g->cache, g->tokens, g->len, g->logits, &lb, &g->total);
     } else {
-        rc = model_forward(g->m, &g->cache, &g->tokens[g->len - 1], 1, g->logits, &lb, &g->total);
+        int first, evict = generator_next_eviction(g, &first);
+        rc = evict ? kvcache_drop(&g->cache, first, evict) : 0; /* window: make room */
+        if (rc == 0)
+            rc = model_forward(g->m, &g->cache, &g->tokens[g->len - 1], 1, g->logits, &lb, &g->total);
         if (rc == 0) forget_history(g, 1);
     }
     if (rc) g->len--;

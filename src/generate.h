@@ -23,6 +23,9 @@ typedef struct {
     int len;
     float *logits;     /* (V) logits of the last position after the last step */
     FlopCount total;   /* FLOPs of every step so far */
+    int window, sink;  /* sliding window (GEN_CACHE): 0 = off; else the cache keeps at most
+                        * `window` tokens: the first `sink` positions and the most recent
+                        * window − sink. Set them before the prefill (0 ≤ sink < window). */
 } Generator;
 
 /* 0, or -1 when out of memory. */
@@ -36,5 +39,11 @@ int generator_argmax(const Generator *g);
 int generator_decode(Generator *g, int token, int step, Hooks *hooks);
 /* Rows the next decode step would compute (1 with a cache, len+1 without). */
 int generator_next_rows(const Generator *g);
+/* Cache slots the next decode step evicts before it runs (the window): *first, and
+ * the count returned (0 when nothing is evicted). */
+int generator_next_eviction(const Generator *g, int *first);
+/* Tokens the cache holds while the next decode step runs (after any eviction): what a
+ * memory cap must allow before the step allocates. */
+int generator_next_kv_tokens(const Generator *g);
 
 #endif

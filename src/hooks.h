@@ -59,6 +59,9 @@ typedef struct {
     size_t kv_bytes;      /* bytes of K and V held */
     size_t kv_reserved;   /* bytes of K and V allocated */
     FlopCount flops;      /* FLOPs of this step alone */
+    const int *slot_pos;  /* (tokens_total) absolute position held by each cache slot */
+    int evicted_pos0;     /* positions evicted from the cache since the previous step */
+    int evicted_n;        /*   (a sliding window): evicted_pos0 .. evicted_pos0+evicted_n-1 */
 } StepStats;
 
 typedef struct {

@@ -1,8 +1,38 @@
-/* kvcache.c — contiguous KV cache growing by doubling. */
+/* kvcache.c — contiguous KV cache growing by doubling, stored in fp32 or a smaller type. */
 #include "kvcache.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "halfprec.h"
+#include "quant.h"
+
+static const char *const dtype_names[KVDT_COUNT] = {"fp32", "fp16", "bf16", "int8", "q8_0"};
+
+const char *kvcache_dtype_name(KVDtype dt) {
+    return (unsigned)dt < KVDT_COUNT ? dtype_names[dt] : "?";
+}
+
+int kvcache_dtype_parse(const char *s, KVDtype *dt) {
+    for (int i = 0; i < KVDT_COUNT; i++)
+        if (strcmp(s, dtype_names[i]) == 0) {
+            *dt = (KVDtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+size_t kvcache_row_bytes(KVDtype dt, int NH, int hs) {
+    size_t C = (size_t)NH * hs;
+    switch (dt) {
+    case KVDT_FP32: return 4 * C;
+    case KVDT_FP16:
+    case KVDT_BF16: return 2 * C;
+    case KVDT_INT8: return int8_row_bytes(NH, hs);
+    case KVDT_Q8_0: return q8_0_row_bytes((int)C);
+    default: return 0;
+    }
+}
 
 int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len) {
     memset(c, 0, sizeof *c);
@@ -10,70 +40,186 @@ int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len) {
     c->NH = NH;
     c->hs = hs;
     c->max_len = max_len;
+    c->dtype = KVDT_FP32;
+    c->row_bytes = kvcache_row_bytes(KVDT_FP32, NH, hs);
     c->k = calloc((size_t)L, sizeof *c->k);
     c->v = calloc((size_t)L, sizeof *c->v);
-    if (!c->k || !c->v) {
+    c->kq = calloc((size_t)L, sizeof *c->kq);
+    c->vq = calloc((size_t)L, sizeof *c->vq);
+    if (!c->k || !c->v || !c->kq || !c->vq) {
         kvcache_free(c);
         return -1;
     }
     return 0;
 }
 
-void kvcache_free(KVCache *c) {
+/* Free the per-token storage, keep the layer tables. */
+static void release_storage(KVCache *c) {
     for (int l = 0; l < c->L; l++) {
-        if (c->k) free(c->k[l]);
-        if (c->v) free(c->v[l]);
+        if (c->k) free(c->k[l]), c->k[l] = NULL;
+        if (c->v) free(c->v[l]), c->v[l] = NULL;
+        if (c->kq) free(c->kq[l]), c->kq[l] = NULL;
+        if (c->vq) free(c->vq[l]), c->vq[l] = NULL;
     }
+    free(c->scratch_k);
+    free(c->scratch_v);
+    free(c->pos);
+    c->scratch_k = c->scratch_v = NULL;
+    c->pos = NULL;
+    c->capacity = 0;
+}
+
+void kvcache_free(KVCache *c) {
+    release_storage(c);
     free(c->k);
     free(c->v);
+    free(c->kq);
+    free(c->vq);
     memset(c, 0, sizeof *c);
 }
 
-void kvcache_reset(KVCache *c) { c->len = c->n_seen = 0; }
+int kvcache_set_dtype(KVCache *c, KVDtype dt) {
+    if (c->len != 0 || (unsigned)dt >= KVDT_COUNT) return -1;
+    release_storage(c);
+    c->dtype = dt;
+    c->row_bytes = kvcache_row_bytes(dt, c->NH, c->hs);
+    return 0;
+}
+
+void kvcache_set_max_bytes(KVCache *c, size_t max_bytes) { c->max_bytes = max_bytes; }
+
+void kvcache_reset(KVCache *c) { c->len = c->n_seen = c->evicted_n = 0; }
 
 int kvcache_drop(KVCache *c, int first, int count) {
     if (first < 0 || count < 0 || first + count > c->len) return -1;
-    size_t row = (size_t)c->NH * c->hs;
-    size_t tail = (size_t)(c->len - first - count) * row * sizeof(float);
+    size_t row = c->row_bytes, tail = (size_t)(c->len - first - count);
     for (int l = 0; l < c->L; l++) {
-        memmove(c->k[l] + first * row, c->k[l] + (first + count) * row, tail);
-        memmove(c->v[l] + first * row, c->v[l] + (first + count) * row, tail);
+        unsigned char *k = c->dtype == KVDT_FP32 ? (unsigned char *)c->k[l] : c->kq[l];
+        unsigned char *v = c->dtype == KVDT_FP32 ? (unsigned char *)c->v[l] : c->vq[l];
+        memmove(k + first * row, k + (first + count) * row, tail * row);
+        memmove(v + first * row, v + (first + count) * row, tail * row);
     }
+    if (count > 0 && c->pos) { /* remember which positions left, for the step's report */
+        int p0 = c->pos[first];
+        if (c->evicted_n == 0 || p0 < c->evicted_pos0) c->evicted_pos0 = p0;
+        c->evicted_n += count;
+    }
+    if (c->pos) memmove(c->pos + first, c->pos + first + count, tail * sizeof *c->pos);
     c->len -= count;
+    return 0;
+}
+
+int kvcache_fits(const KVCache *c, int n) {
+    return c->max_bytes == 0 || (size_t)(c->len + n) * kvcache_bytes_per_token(c) <= c->max_bytes;
+}
+
+static int grow(void **p, size_t bytes) {
+    void *q = realloc(*p, bytes);
+    if (!q) return -1;
+    *p = q;
     return 0;
 }
 
 int kvcache_reserve(KVCache *c, int n) {
     if (n < 0 || c->len + n > c->max_len) return -1;
+    if (!kvcache_fits(c, n)) return KVCACHE_OVER_BUDGET; /* checked before allocating */
     int need = c->len + n;
     if (need <= c->capacity) return 0;
     int cap = c->capacity ? c->capacity : 16;
     while (cap < need) cap *= 2;
     if (cap > c->max_len) cap = c->max_len;
-    size_t row = (size_t)c->NH * c->hs * sizeof(float);
-    for (int l = 0; l < c->L; l++) {
-        float *k = realloc(c->k[l], (size_t)cap * row);
-        if (!k) return -1;
-        c->k[l] = k;
-        float *v = realloc(c->v[l], (size_t)cap * row);
-        if (!v) return -1;
-        c->v[l] = v;
+    if (c->max_bytes) { /* never reserve past the cap: round the doubling down to it */
+        size_t most = c->max_bytes / kvcache_bytes_per_token(c);
+        if ((size_t)cap > most) cap = (int)most; /* ≥ need, since the cap fits need */
     }
+    size_t rows = (size_t)cap, C = (size_t)c->NH * c->hs;
+    for (int l = 0; l < c->L; l++) {
+        if (c->dtype == KVDT_FP32) {
+            if (grow((void **)&c->k[l], rows * c->row_bytes) ||
+                grow((void **)&c->v[l], rows * c->row_bytes))
+                return -1;
+        } else if (grow((void **)&c->kq[l], rows * c->row_bytes) ||
+                   grow((void **)&c->vq[l], rows * c->row_bytes)) {
+            return -1;
+        }
+    }
+    if (c->dtype != KVDT_FP32 && (grow((void **)&c->scratch_k, rows * C * sizeof(float)) ||
+                                grow((void **)&c->scratch_v, rows * C * sizeof(float))))
+        return -1;
+    if (grow((void **)&c->pos, rows * sizeof *c->pos)) return -1;
     c->capacity = cap;
     return 0;
 }
 
+static void encode_row(const KVCache *c, unsigned char *dst, const float *x) {
+    int C = c->NH * c->hs;
+    switch (c->dtype) {
+    case KVDT_FP16:
+    case KVDT_BF16:
+        for (int i = 0; i < C; i++) {
+            uint16_t h = c->dtype == KVDT_FP16 ? fp32_to_fp16(x[i]) : fp32_to_bf16(x[i]);
+            memcpy(dst + 2 * (size_t)i, &h, 2);
+        }
+        break;
+    case KVDT_INT8: int8_quantize_row(dst, x, c->NH, c->hs); break;
+    case KVDT_Q8_0: q8_0_quantize_row(dst, x, C); break;
+    default: memcpy(dst, x, (size_t)C * sizeof(float)); break;
+    }
+}
+
+static void decode_row(const KVCache *c, float *y, const unsigned char *src) {
+    int C = c->NH * c->hs;
+    switch (c->dtype) {
+    case KVDT_FP16:
+    case KVDT_BF16:
+        for (int i = 0; i < C; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * (size_t)i, 2);
+            y[i] = c->dtype == KVDT_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+        }
+        break;
+    case KVDT_INT8: int8_dequantize_row(y, src, c->NH, c->hs); break;
+    case KVDT_Q8_0: q8_0_dequantize_row(y, src, C); break;
+    default: memcpy(y, src, (size_t)C * sizeof(float)); break;
+    }
+}
+
+void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, int pos) {
+    size_t C = (size_t)c->NH * c->hs;
+    if (c->dtype == KVDT_FP32) {
+        memcpy(c->k[l] + (size_t)slot * C, k, C * sizeof(float));
+        memcpy(c->v[l] + (size_t)slot * C, v, C * sizeof(float));
+    } else {
+        encode_row(c, c->kq[l] + (size_t)slot * c->row_bytes, k);
+        encode_row(c, c->vq[l] + (size_t)slot * c->row_bytes, v);
+    }
+    c->pos[slot] = pos;
+}
+
+void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
+    if (c->dtype == KVDT_FP32) { /* zero-copy: attention reads the storage itself */
+        *k = c->k[l];
+        *v = c->v[l];
+        return;
+    }
+    size_t C = (size_t)c->NH * c->hs;
+    for (int t = 0; t < T; t++) {
+        decode_row(c, c->scratch_k + (size_t)t * C, c->kq[l] + (size_t)t * c->row_bytes);
+        decode_row(c, c->scratch_v + (size_t)t * C, c->vq[l] + (size_t)t * c->row_bytes);
+    }
+    *k = c->scratch_k;
+    *v = c->scratch_v;
+}
+
 float *kvcache_k_row(const KVCache *c, int l, int pos) {
-    return c->k[l] + (size_t)pos * c->NH * c->hs;
+    return c->dtype == KVDT_FP32 ? c->k[l] + (size_t)pos * c->NH * c->hs : NULL;
 }
 
 float *kvcache_v_row(const KVCache *c, int l, int pos) {
-    return c->v[l] + (size_t)pos * c->NH * c->hs;
+    return c->dtype == KVDT_FP32 ? c->v[l] + (size_t)pos * c->NH * c->hs : NULL;
 }
 
-size_t kvcache_bytes_per_token(const KVCache *c) {
-    return 2u * (size_t)c->L * c->NH * c->hs * sizeof(float);
-}
+size_t kvcache_bytes_per_token(const KVCache *c) { return 2u * (size_t)c->L * c->row_bytes; }
 
 size_t kvcache_bytes_used(const KVCache *c) {
     return kvcache_bytes_per_token(c) * (size_t)c->len;

@@ -1,16 +1,28 @@
 /* kvcache.h — the KV cache: per layer, the keys and values of every past token.
  *
- * Layout: k[l] and v[l] are (capacity, NH, hs) = (capacity, C) row-major float32;
- * rows 0..len-1 hold tokens 0..len-1 (unless some were dropped). Storage grows by doubling (bounded by the
- * context N), so "reserved" can be larger than "used".
+ * Layout: per layer l, one row per slot; a row is one token's C = NH·hs keys (or
+ * values), heads side by side. Slots 0..len-1 are in use; pos[slot] is the absolute
+ * position of the token a slot holds (slot == position unless slots were dropped).
+ * Storage grows by doubling (bounded by the context N and by max_bytes), so
+ * "reserved" can be larger than "used".
  *
- *   used bytes     = 2 · L · len      · C · sizeof(float)
- *   reserved bytes = 2 · L · capacity · C · sizeof(float)
+ * The storage type (dtype) decides the bytes of a row, row_bytes:
+ *   fp32  4·C          fp16, bf16  2·C
+ *   int8  C + 4·NH     (one float32 scale per token and head, see quant.h)
+ *   q8_0  ⌈C/32⌉·34    (blocks of 32 int8 + one fp16 scale, as llama.cpp)
+ *   bytes per token = 2 · L · row_bytes      used = len · that      reserved = capacity · that
+ *
+ * fp32 is stored as floats in k[l]/v[l] and read in place: no copy. Other types are
+ * stored in kq[l]/vq[l]; kvcache_store converts a new row, and kvcache_layer dequantizes
+ * a layer's rows into a float scratch buffer for attention (a working buffer of one
+ * layer, not counted as cache bytes).
  */
 #ifndef KVSCOPE_KVCACHE_H
 #define KVSCOPE_KVCACHE_H
 
 #include <stddef.h>
+
+typedef enum { KVDT_FP32, KVDT_FP16, KVDT_BF16, KVDT_INT8, KVDT_Q8_0, KVDT_COUNT } KVDtype;
 
 typedef struct {
     int L, NH, hs;   /* layers, heads, head size */
@@ -19,27 +31,58 @@ typedef struct {
     int len;         /* tokens stored (slots in use) */
     int n_seen;      /* tokens ever appended: the absolute position of the next one.
                       * Equals len unless tokens were dropped (kvcache_drop). */
-    float **k;       /* (L) pointers, each (capacity, NH*hs) */
-    float **v;       /* (L) pointers, each (capacity, NH*hs) */
+    KVDtype dtype;   /* storage type, KVDT_FP32 unless kvcache_set_dtype changed it */
+    size_t row_bytes;  /* bytes of one token's K (or V) row in one layer */
+    size_t max_bytes;  /* 0, or a cap on reserved bytes (kvcache_set_max_bytes) */
+    float **k;       /* (L) pointers, each (capacity, NH*hs); fp32 only, else NULL rows */
+    float **v;       /* (L) pointers, each (capacity, NH*hs); fp32 only */
+    unsigned char **kq, **vq; /* (L) pointers, each (capacity, row_bytes); other types */
+    float *scratch_k, *scratch_v; /* (capacity, NH*hs) one layer read back; other types */
+    int *pos;        /* (capacity) absolute position held by each slot */
+    int evicted_pos0, evicted_n; /* positions dropped since the last forward step (first,
+                      * count; contiguous in every use): model_forward reports them in its
+                      * HOOK_STEP_END stats, then sets evicted_n to 0 */
 } KVCache;
 
-/* Set up an empty cache (nothing reserved yet). Returns 0, or -1 when out of memory. */
+/* Set up an empty fp32 cache (nothing reserved yet). Returns 0, or -1 when out of memory. */
 int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len);
 /* Release everything; c may be zeroed or half-initialised. */
 void kvcache_free(KVCache *c);
+/* Change the storage type of an empty cache (len == 0); releases the reservation.
+ * 0, or -1 if the cache holds tokens or dt is not a type. */
+int kvcache_set_dtype(KVCache *c, KVDtype dt);
+/* Cap the reserved bytes (0 = no cap). Reservations never exceed it. */
+void kvcache_set_max_bytes(KVCache *c, size_t max_bytes);
 /* Forget every token but keep the reservation. */
 void kvcache_reset(KVCache *c);
-/* Make room for len + n tokens (doubling). 0, or -1 when out of memory or past max_len. */
+/* Make room for len + n tokens (doubling). 0; -1 when out of memory or past max_len;
+ * KVCACHE_OVER_BUDGET when len + n tokens would take more than max_bytes. */
+#define KVCACHE_OVER_BUDGET (-2)
 int kvcache_reserve(KVCache *c, int n);
+/* 1 if len + n tokens fit under max_bytes (always 1 without a cap). Allocates nothing. */
+int kvcache_fits(const KVCache *c, int n);
 /* Remove slots first .. first+count-1 of every layer, shifting later ones down.
  * Positions already seen stay seen (n_seen is kept). 0, or -1 on a bad range. */
 int kvcache_drop(KVCache *c, int first, int count);
-/* Rows where token len + i of layer l goes (after kvcache_reserve). */
+/* Store one token's K and V rows (C floats each) of layer l into slot `slot`
+ * (< capacity, after kvcache_reserve), converted to the storage type, and record
+ * its absolute position. */
+void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, int pos);
+/* Slots 0..T-1 of layer l as floats, (T, C) each: for fp32 the storage itself, for
+ * other types the values read back (dequantized) into the scratch buffers. */
+void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v);
+/* Rows of slot pos of layer l (fp32 caches only; NULL for other types). */
 float *kvcache_k_row(const KVCache *c, int l, int pos);
 float *kvcache_v_row(const KVCache *c, int l, int pos);
 
-size_t kvcache_bytes_per_token(const KVCache *c); /* 2 · L · C · sizeof(float) */
+/* Bytes of one row of C values stored as dt (NH heads of hs). */
+size_t kvcache_row_bytes(KVDtype dt, int NH, int hs);
+size_t kvcache_bytes_per_token(const KVCache *c); /* 2 · L · row_bytes */
 size_t kvcache_bytes_used(const KVCache *c);
 size_t kvcache_bytes_reserved(const KVCache *c);
+
+/* "fp32", "fp16", "bf16", "int8", "q8_0"; kvcache_dtype_parse returns -1 if unknown. */
+const char *kvcache_dtype_name(KVDtype dt);
+int kvcache_dtype_parse(const char *s, KVDtype *dt);
 
 #endif

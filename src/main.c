@@ -12,6 +12,11 @@ static const struct {
 } commands[] = {
     {"run", cmd_run, "prefill + greedy decode, print shapes and KV size, write CSVs"},
     {"verify", cmd_verify, "check that the KV cache gives the same logits as recomputing"},
+    {"export", cmd_export, "write the model as a Hugging Face GPT-2 folder (safetensors)"},
+    {"budget", cmd_budget, "KV cache in fp16/bf16/int8/q8_0 or a window: bytes vs logit error"},
+    {"compare", cmd_compare, "FLOPs and time per decode step with and without the cache"},
+    {"batch", cmd_batch, "many sequences at once: padded cache + mask, paged cache, prefix reuse"},
+    {"kvmem", cmd_kvmem, "KV-cache size of real models (GPT-2, LLaMA-2-7B, custom, GQA)"},
 };
 
 static void usage(FILE *f) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "ops.h"
 
 Config config_default(void) {
@@ -142,6 +143,7 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
     m->w.blob = blob;
     m->w.num_params = model_num_params(cfg);
     m->owns_blob = take_ownership;
+    m->kern = kern_detect();
     m->w.h = calloc((size_t)cfg->L, sizeof *m->w.h);
     if (!m->w.h) {
         m->w.blob = NULL; /* the caller keeps its blob on failure */
@@ -241,6 +243,70 @@ uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
             return rc;                                                                      \
     } while (0)
 
+/* ---- the parts of a block that do not touch the cache ---------------------
+ * Shared by model_forward (the rows of one sequence) and model_forward_rows (rows
+ * of many sequences): each row goes through the same kernels in the same order,
+ * so its result does not depend on which other rows share the call. */
+
+/* ln_1 → c_attn over rows 0..n-1 of s->x, into s->qkv (n, 3C). */
+static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
+    const Config *cfg = &m->cfg;
+    const BlockWeights *b = &m->w.h[l];
+    const int C = cfg->C;
+    const size_t nC = (size_t)n * C;
+    const Hooks *hk = lb->hooks;
+    RunState *s = &m->s;
+    int rc;
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
+    FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
+    kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_b, n, C, 3 * C);
+    f->qkv += 6ull * n * C * C;
+    f->elementwise += KV_FLOPS_LAYERNORM * nC + 3 * nC;
+    return 0;
+}
+
+/* attn.c_proj → residual → ln_2 → c_fc → GELU → mlp.c_proj → residual over n rows,
+ * from the attention output in s->atty (n, C). */
+static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
+    const Config *cfg = &m->cfg;
+    const BlockWeights *b = &m->w.h[l];
+    const int C = cfg->C;
+    const size_t nC = (size_t)n * C;
+    const Hooks *hk = lb->hooks;
+    RunState *s = &m->s;
+    int rc;
+    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_b, n, C, C);
+    FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
+    residual_forward(s->x, s->x, s->proj, nC);
+    f->attn_proj += 2ull * n * C * C;
+    f->elementwise += 2 * nC;
+    FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
+
+    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
+    FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
+    kern_matmul_forward(m->kern, s->fc, s->ln, b->c_fc_w, b->c_fc_b, n, C, 4 * C);
+    FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
+    kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
+    FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
+    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_b, n, 4 * C, C);
+    FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
+    residual_forward(s->x, s->x, s->proj, nC);
+    f->mlp += 16ull * n * C * C;
+    f->elementwise += KV_FLOPS_LAYERNORM * nC + 4 * nC + KV_FLOPS_GELU * 4 * nC + 2 * nC;
+    FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
+    return 0;
+}
+
+/* ln_f and the tied lm_head for one row x (C), into logits (V). */
+static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
+    const Config *cfg = &m->cfg;
+    layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
+    kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, 1, cfg->C, cfg->V);
+    f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
+    f->lm_head += 2ull * cfg->C * cfg->V;
+}
+
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                   const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
@@ -270,22 +336,20 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
     f.elementwise += nC;
 
     for (int l = 0; l < cfg->L; l++) {
-        const BlockWeights *b = &m->w.h[l];
-        float *kc = cache->k[l], *vc = cache->v[l];
+        const float *kc, *vc; /* this layer's cached keys and values, (Tt, C), set below */
         FIRE(HOOK_RESID_PRE, l, s->x, 2, n, C, 0);
 
         /* attention: ln_1 → c_attn → split q, k, v → append k, v to the cache */
-        layernorm_forward(s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
-        FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
-        matmul_forward(s->qkv, s->ln, b->c_attn_w, b->c_attn_b, n, C, 3 * C);
+        if ((rc = block_qkv(m, l, n, lb, pos0, p, &f))) return rc;
         for (int i = 0; i < n; i++) {
             const float *row = s->qkv + (size_t)i * 3 * C;
             memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
-            memcpy(kc + (size_t)(p + i) * C, row + C, (size_t)C * sizeof(float));
-            memcpy(vc + (size_t)(p + i) * C, row + 2 * C, (size_t)C * sizeof(float));
+            /* the cache stores K and V in its type (fp32: a plain copy) */
+            kvcache_store(cache, l, p + i, row + C, row + 2 * C, pos0 + i);
         }
-        f.qkv += 6ull * n * C * C;
-        f.elementwise += KV_FLOPS_LAYERNORM * nC + 3 * nC;
+        /* read them back as floats: fp32 in place, other types dequantized, so the
+         * new tokens attend to their own K and V exactly as stored */
+        kvcache_layer(cache, l, Tt, &kc, &vc);
         FIRE(HOOK_Q, l, s->q, 3, n, NH, hs);
         FIRE(HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs);
         FIRE(HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs);
@@ -293,33 +357,14 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
         FIRE(HOOK_CACHE_V, l, vc, 3, Tt, NH, hs);
 
         /* the heart of it: n new queries against all Tt cached keys and values */
-        attention_forward(s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
         FIRE(HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt);
         FIRE(HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt);
         FIRE(HOOK_Z, l, s->atty, 3, n, NH, hs);
 
-        matmul_forward(s->proj, s->atty, b->attn_proj_w, b->attn_proj_b, n, C, C);
-        FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
-        residual_forward(s->x, s->x, s->proj, nC);
-        f.attn_proj += 2ull * n * C * C;
-        f.elementwise += 2 * nC;
-        FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
-
-        /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
-        layernorm_forward(s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
-        FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
-        matmul_forward(s->fc, s->ln, b->c_fc_w, b->c_fc_b, n, C, 4 * C);
-        FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
-        gelu_forward(s->fc, s->fc, 4 * nC);
-        FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
-        matmul_forward(s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_b, n, 4 * C, C);
-        FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
-        residual_forward(s->x, s->x, s->proj, nC);
-        f.mlp += 16ull * n * C * C;
-        f.elementwise += KV_FLOPS_LAYERNORM * nC + 4 * nC + KV_FLOPS_GELU * 4 * nC + 2 * nC;
-        FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
+        if ((rc = block_rest(m, l, n, lb, pos0, p, &f))) return rc;
     }
     cache->len = Tt;
     cache->n_seen = pos0 + n;
@@ -327,22 +372,64 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
     if (logits) {
         /* ln_f and the tied lm_head, for the last new token only */
         const int l = -1;
-        float *last = s->x + (size_t)(n - 1) * C;
-        layernorm_forward(s->ln, last, m->w.ln_f_w, m->w.ln_f_b, 1, C, cfg->eps);
-        matmul_transposed_forward(logits, s->ln, m->w.wte, 1, C, cfg->V);
-        f.elementwise += KV_FLOPS_LAYERNORM * (uint64_t)C;
-        f.lm_head += 2ull * C * cfg->V;
+        final_logits(m, s->x + (size_t)(n - 1) * C, logits, &f);
         FIRE(HOOK_LOGITS, l, logits, 1, cfg->V, 0, 0);
     }
 
     if (flops) flops_add(flops, &f);
+    /* evictions since the previous step are reported once, with this step */
+    const int evicted_pos0 = cache->evicted_pos0, evicted_n = cache->evicted_n;
+    cache->evicted_n = 0;
     if (hooks_wants(hk, HOOK_STEP_END)) {
         StepStats st = {.tokens_new = n, .tokens_total = Tt,
                         .kv_bytes = kvcache_bytes_used(cache),
-                        .kv_reserved = kvcache_bytes_reserved(cache), .flops = f};
+                        .kv_reserved = kvcache_bytes_reserved(cache), .flops = f,
+                        .slot_pos = cache->pos, .evicted_pos0 = evicted_pos0,
+                        .evicted_n = evicted_n};
         HookEvent ev = {.point = HOOK_STEP_END, .phase = lb->phase, .step = lb->step,
                         .layer = -1, .pos0 = pos0, .slot0 = p, .stats = &st};
         if ((rc = hooks_emit(hk, &ev))) return rc;
     }
+    return 0;
+}
+
+/* Rows of many sequences in one pass: see model.h. */
+int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAttendFn attend,
+                       void *user, float *const *logits, FlopCount *flops) {
+    const Config *cfg = &m->cfg;
+    const int C = cfg->C, NH = cfg->NH;
+    const StepLabel none = {PHASE_DECODE, 0, NULL}; /* rows of many sequences: no hooks */
+    RunState *s = &m->s;
+    int rc;
+
+    if (R < 1 || !attend) return -1;
+    for (int r = 0; r < R; r++)
+        if (tokens[r] < 0 || tokens[r] >= cfg->V || pos[r] < 0 || pos[r] >= cfg->N) return -1;
+    if (runstate_reserve(s, cfg, R, 1)) return -1;
+    FlopCount f = {0};
+
+    for (int r = 0; r < R; r++) /* each row at its own sequence's position */
+        residual_forward(s->x + (size_t)r * C, m->w.wte + (size_t)tokens[r] * C,
+                         m->w.wpe + (size_t)pos[r] * C, (size_t)C);
+    f.elementwise += (uint64_t)R * C;
+
+    for (int l = 0; l < cfg->L; l++) {
+        /* the projections see all R rows at once: one (R×C)·W matmul */
+        if ((rc = block_qkv(m, l, R, &none, 0, 0, &f))) return rc;
+        /* attention is per row: each one reads its own sequence's cache */
+        uint64_t pairs = 0;
+        for (int r = 0; r < R; r++) {
+            int slots = attend(user, r, l, s->qkv + (size_t)r * 3 * C, s->atty + (size_t)r * C);
+            if (slots < 0) return -1;
+            pairs += (uint64_t)slots;
+        }
+        f.attn += 4ull * C * pairs;
+        f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
+        if ((rc = block_rest(m, l, R, &none, 0, 0, &f))) return rc;
+    }
+    if (logits)
+        for (int r = 0; r < R; r++)
+            if (logits[r]) final_logits(m, s->x + (size_t)r * C, logits[r], &f);
+    if (flops) flops_add(flops, &f);
     return 0;
 }

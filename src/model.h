@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hooks.h"
+#include "kernels.h"
 #include "kvcache.h"
 
 typedef struct {
@@ -84,6 +85,7 @@ typedef struct {
     Weights w;
     RunState s;
     int owns_blob;  /* 1 if w.blob is ours to free */
+    KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
@@ -108,6 +110,22 @@ typedef struct {
  * a hook's non-zero return is passed on. */
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                   const StepLabel *label, FlopCount *flops);
+
+/* Rows of many sequences in one pass (batched decode, see batch.h and paged.h).
+ * Row r is token tokens[r] at absolute position pos[r] of its own sequence. The
+ * projections and the MLP run on all R rows as one (R×C)·W matmul; attention is
+ * delegated per row: attend(user, r, l, qkv, out) gets row r's c_attn output
+ * qkv (3C: q, k, v side by side) for layer l, stores k and v wherever that row's
+ * sequence keeps its cache, writes the attention output out (C), and returns the
+ * number of cached slots the row attended (for the FLOP count), or < 0 on error.
+ * Rows are handed to attend in order 0..R-1 within a layer, so several rows of one
+ * sequence (a prefill) can be stored and attended one after the other.
+ * A row's result is bit-identical to running its sequence alone with
+ * model_forward. logits[r] (V) is written when logits and logits[r] are not NULL.
+ * No hooks fire. Returns 0, or -1 (bad token or position, out of memory, attend). */
+typedef int (*RowAttendFn)(void *user, int row, int layer, const float *qkv, float *out);
+int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAttendFn attend,
+                       void *user, float *const *logits, FlopCount *flops);
 
 /* Closed forms, for tests and charts: FLOPs of the L blocks' matmuls and attention
  * for n new tokens after p cached ones: L·(24·n·C² + 4·C·(n·p + n(n+1)/2)). */

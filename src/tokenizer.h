@@ -2,6 +2,7 @@
  *
  * The built-in model uses a byte-level vocabulary: a prompt's UTF-8 bytes are its
  * tokens (V = 256), so "人工智能是" is 15 tokens, three per character.
+ * A Hugging Face GPT-2 folder brings GPT-2's byte-level BPE instead (bpe.h).
  */
 #ifndef KVSCOPE_TOKENIZER_H
 #define KVSCOPE_TOKENIZER_H
@@ -12,12 +13,20 @@ typedef struct Tokenizer Tokenizer;
 
 /* The byte-level tokenizer. NULL when out of memory. */
 Tokenizer *tokenizer_bytes(void);
+/* GPT-2's BPE; takes ownership of bpe (freed here on failure too). NULL when out of memory. */
+struct Bpe;
+Tokenizer *tokenizer_from_bpe(struct Bpe *bpe);
 void tokenizer_free(Tokenizer *t);
 /* Largest id it can produce + 1. */
 int tokenizer_vocab_size(const Tokenizer *t);
 /* Encode text into *ids (malloc'ed, caller frees) of *n tokens. 0, or -1 when out of memory. */
 int tokenizer_encode(const Tokenizer *t, const char *text, int **ids, int *n);
+/* ids → text (malloc'ed, NUL-terminated; *len bytes without the NUL).
+ * 0, or -1 when out of memory or an id is out of range. */
+int tokenizer_decode(const Tokenizer *t, const int *ids, int n, char **text, size_t *len);
 /* A printable, CSV- and label-safe text for one token: "a", "\n", "<0xE4>".
+ * BPE tokens print their UTF-8 ("人", " the"); bytes that are not complete,
+ * printable UTF-8 print as "<0xE4>"; the text is cut at a character boundary.
  * Always NUL-terminated; returns buf. */
 const char *tokenizer_token_text(const Tokenizer *t, int id, char *buf, size_t size);
 

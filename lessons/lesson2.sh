@@ -1,0 +1,105 @@
+#!/bin/sh
+# lesson2.sh — data and figures of lesson 2 (prefill: the whole prompt at once).
+#   sh lessons/lesson2.sh BIN      (what `make lesson2` runs)
+# Writes data/lesson2/ (run/, sweep/, *.md, values.csv), plots/lesson2/, lessons/lesson2.md.
+. lessons/lib.sh
+lesson_begin 2 "$1"
+
+PROMPT="人工智能是"
+"$KV" run --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
+    --heads-shown all --plots "$P/hm" --no-gif --quiet
+for f in "$P"/hm/prefill_attn_L0_H*.png "$P"/hm/prefill_scores_L0_H*.png; do mv "$f" "$P/"; done
+rm -rf "$P/hm"
+chart heatmap "$P/prefill_weights_L0_H00_annotated" -e "dir='$D/run'; step=0; layer=0; head=0; value='weight'"
+chart heatmap "$P/prefill_scores_L0_H00_annotated" -e "dir='$D/run'; step=0; layer=0; head=0; value='score'"
+T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
+figure prefill_weights_L0_H00_annotated.png "Prefill, head 0: the ${T0}×${T0} attention weights of 人工智能是 (each row sums to 1; grey: the future, masked)"
+figure prefill_scores_L0_H00_annotated.png "Prefill, head 0: the scores q·k/√hs before the softmax"
+for h in 00 01 02 03 04 05 06 07 08 09 10 11; do
+    figure prefill_attn_L0_H$h.png "Prefill, head $((1$h - 100)): attention weights (raw heatmap, viridis 0..1, grey masked)"
+done
+for h in 00 01 02 03 04 05 06 07 08 09 10 11; do
+    figure prefill_scores_L0_H$h.png "Prefill, head $((1$h - 100)): scores before the softmax (raw heatmap, blue negative, red positive)"
+done
+V="$D/values.csv"
+kv "$V" prompt "$PROMPT"
+
+# One row of one head: scores before softmax, weights after. Query position QP
+# sees keys 0..QP; later keys are masked (they do not exist yet in a causal model).
+QP=4
+awk -F, -v qp=$QP '
+NR > 1 && $1 == "prefill" && $3 == 0 && $4 == 0 && $5 == qp {
+    n++; k[n] = $6; s[n] = $7; w[n] = $8; sum += $8
+}
+END {
+    print "| key position | score q·k/√hs | weight (softmax) |"
+    print "|---|---|---|"
+    for (i = 1; i <= n; i++) printf "| %d | %.4f | %.4f |\n", k[i], s[i], w[i]
+    printf "| sum | | %.4f |\n", sum
+}' "$D/run/attention.csv" > "$D/scores_row.md"
+kv "$V" qp $QP
+kv "$V" qp_keys $((QP + 1))
+
+# Shapes and bytes of the cache right after the prefill.
+awk -F, -v V="$V" '
+NR > 1 && $1 == "prefill" && $4 ~ /attn\.cache_k$/ { ck = $5 }
+NR > 1 && $1 == "prefill" && $4 ~ /attn\.cache_v$/ { cv = $5 }
+NR > 1 && $1 == "prefill" && $4 ~ /attn\.hook_pattern$/ { pat = $5; split($5, s, "x"); NH = s[2]; T = s[3] }
+NR > 1 && $1 == "prefill" && $4 ~ /hook_resid_pre$/ { split($5, s, "x"); C = s[3] }
+NR > 1 && $3 ~ /^[0-9]+$/ && $3 + 1 > L { L = $3 + 1 }
+END {
+    print "cache_k," ck >> V; print "cache_v," cv >> V; print "pattern," pat >> V
+    print "T," T >> V; print "NH," NH >> V; print "C," C >> V; print "L," L >> V
+    print "TT," T * T >> V; print "causal," T * (T + 1) / 2 >> V
+    print "causal_all_heads," NH * T * (T + 1) / 2 >> V
+}' "$D/run/shapes.csv"
+awk -F, -v V="$V" "$AWKLIB"'
+NR > 1 && $1 == "prefill" {
+    print "kv_bytes," $4 >> V; print "kv_bytes_c3," c3($4) >> V; print "kv_kib," kib($4) >> V
+    print "kv_reserved," $5 >> V; print "kv_reserved_c3," c3($5) >> V
+    print "kv_per_token," $4 / $3 >> V; print "kv_per_token_c3," c3($4 / $3) >> V
+}' "$D/run/kv_memory.csv"
+
+# The FLOPs of the prefill, split by operation (counted by the engine).
+awk -F, -v V="$V" "$AWKLIB"'
+NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+$1 == "prefill" {
+    split("flops_qkv flops_attn flops_attn_proj flops_mlp flops_lm_head flops_elementwise", op, " ")
+    name["flops_qkv"] = "c_attn: Q, K, V projections"
+    name["flops_attn"] = "attention: q·kᵀ and weights·V (causal)"
+    name["flops_attn_proj"] = "attention c_proj"
+    name["flops_mlp"] = "MLP: c_fc and c_proj"
+    name["flops_lm_head"] = "lm_head (last position only)"
+    name["flops_elementwise"] = "layer norms, softmax, GELU, residual adds"
+    tot = 0; for (i = 1; i <= 6; i++) tot += $(col[op[i]])
+    print "| operation | FLOPs | share |"
+    print "|---|---:|---:|"
+    for (i = 1; i <= 6; i++) { f = $(col[op[i]]); printf "| %s | %s | %.2f %% |\n", name[op[i]], c3(f), 100 * f / tot }
+    printf "| **total** | **%s** | 100 %% |\n", c3(tot)
+    print "flops_total," c3(tot) >> V
+    printf "attn_share,%.2f\n", 100 * $(col["flops_attn"]) / tot >> V
+    printf "mlp_share,%.1f\n", 100 * $(col["flops_mlp"]) / tot >> V
+}' "$D/run/flops.csv" > "$D/flops_split.md"
+
+# Why attention grows as T²: prefill prompts of T = 8 .. 256 tokens (ids 0..T-1).
+mkdir -p "$D/sweep"
+echo "T,flops_attn,flops_rest" > "$D/sweep/prefill_flops.csv"
+for T in 8 16 32 64 128 256; do
+    ids=$(awk -v n=$T 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }')
+    "$KV" run --prompt-ids "$ids" --steps 0 --record flops --out "$D/sweep/T$T" --quiet
+    awk -F, -v T=$T 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { printf "%d,%s,%.0f\n", T, $(c["flops_attn"]), $(c["flops_qkv"]) + $(c["flops_attn_proj"]) + $(c["flops_mlp"]) }' \
+        "$D/sweep/T$T/flops.csv" >> "$D/sweep/prefill_flops.csv"
+    rm -rf "$D/sweep/T$T"
+done
+awk -F, "$AWKLIB"'
+NR == 1 { print "| prompt tokens T | attention FLOPs | × previous row | projections + MLP FLOPs | × previous row | attention share |"
+          print "|---:|---:|---:|---:|---:|---:|"; next }
+{ printf "| %d | %s | %s | %s | %s | %.1f %% |\n", $1, c3($2), (pa ? sprintf("%.2f", $2 / pa) : ""),
+         c3($3), (pr ? sprintf("%.2f", $3 / pr) : ""), 100 * $2 / ($2 + $3); pa = $2; pr = $3 }
+' "$D/sweep/prefill_flops.csv" > "$D/prefill_sweep.md"
+
+chart lesson2_prefill_flops "$P/prefill_flops" -e "in='$D/sweep/prefill_flops.csv'"
+figure prefill_flops.png "FLOPs of a prefill vs prompt length: attention ×4 per doubling, projections and MLP ×2"
+
+lesson_end 2

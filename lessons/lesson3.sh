@@ -1,0 +1,79 @@
+#!/bin/sh
+# lesson3.sh — data and figures of lesson 3 (decode: one token at a time, the cache
+# grows by one row; the proof that it changes nothing; the article's bug).
+#   sh lessons/lesson3.sh BIN      (what `make lesson3` runs)
+# Writes data/lesson3/, plots/lesson3/, lessons/lesson3.md.
+. lessons/lib.sh
+lesson_begin 3 "$1"
+
+PROMPT="人工智能是"
+STEPS=8
+VSTEPS=20
+V="$D/values.csv"
+kv "$V" prompt "$PROMPT"
+kv "$V" steps $STEPS
+kv "$V" vsteps $VSTEPS
+
+"$KV" run --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --quiet
+for f in "$P"/hm/decode_*; do mv "$f" "$P/"; done
+rm -rf "$P/hm"
+chart heatmap "$P/staircase_s$(printf %03d $STEPS)_annotated" -e "dir='$D/run'; step=$STEPS; layer=0; head=0; value='weight'"
+figure "staircase_s$(printf %03d $STEPS)_annotated.png" "The staircase after $STEPS decode steps, head 0: the prefill square plus one 1×t row per step"
+figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0)"
+T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
+i=1
+while [ $i -le $STEPS ]; do
+    s=$(printf %03d $i)
+    figure decode_s${s}_attn_L0_H00.png "Decode step $i: the new token's attention row (1×$((i + T0)))"
+    figure decode_s${s}_kv_L0_H00.png "Decode step $i: the K and V caches the new token reads ($((i + T0))×64 each, head 0)"
+    figure decode_s${s}_stair_L0_H00.png "Decode step $i: the staircase so far"
+    i=$((i + 1))
+done
+# What the run prints (the folder line says where it wrote; the reader's will differ).
+"$KV" run --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
+"$KV" run --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug | grep -v '^wrote ' > "$D/bug_console.txt"
+rm -rf "$D/tmp"
+
+# Step by step: Q stays one row, K and V gain one row, the scores are 1×t.
+awk -F, '
+FNR == 1 { f++; next }
+f == 1 && $4 ~ /attn\.hook_q$/ { q[$2] = $5; ph[$2] = $1; if ($2 + 0 > last) last = $2 + 0 }
+f == 1 && $4 ~ /attn\.cache_k$/ { k[$2] = $5 }
+f == 1 && $4 ~ /attn\.hook_attn_scores$/ { s[$2] = $5 }
+f == 2 { b[$2] = $4 }
+END {
+    print "| phase | step | Q (new rows) | K cache = V cache | scores per head | KV bytes |"
+    print "|---|---:|---|---|---|---:|"
+    for (i = 0; i <= last; i++) printf "| %s | %d | %s | %s | %s | %s |\n", ph[i], i, q[i], k[i], s[i], b[i]
+}' "$D/run/shapes.csv" "$D/run/kv_memory.csv" > "$D/steps.md"
+awk -F, -v V="$V" "$AWKLIB"'
+NR > 1 && $1 == "prefill" { T0 = $3; b0 = $4 }
+NR > 1 { T = $3; b = $4 }
+END {
+    print "T0," T0 >> V; print "T_end," T >> V; print "kv0," c3(b0) >> V; print "kv_end," c3(b) >> V
+    print "kv_step," c3((b - b0) / (T - T0)) >> V
+}' "$D/run/kv_memory.csv"
+
+# The proof: with the cache and without it, the same logits.
+"$KV" verify --prompt "$PROMPT" --steps $VSTEPS --csv "$D/verify.csv" > "$D/verify_console.txt"
+awk -F, -v V="$V" 'NR > 1 { if ($2 + 0 > m) m = $2 + 0; n++ } END { printf "verify_max,%.9g\nverify_rows,%d\n", m, n >> V }' "$D/verify.csv"
+
+# The article's layer: after a decode step it keeps only that step's K and V.
+# verify exits 1 because the logits differ: that is the point here.
+st=0
+"$KV" verify --article-bug --prompt "$PROMPT" --steps $VSTEPS --csv "$D/article_bug.csv" > "$D/article_bug_console.txt" || st=$?
+if [ $st -ne 1 ]; then echo "lesson3: verify --article-bug exited $st, expected 1" >&2; exit 1; fi
+awk -F, -v V="$V" '
+NR > 1 { if ($2 + 0 > m) { m = $2 + 0; ms = $1 }
+         if ($2 + 0 > 0 && first == "") first = $1
+         if ($3 == 0) { nd++; if (fd == "") fd = $1 } }
+END { printf "bug_max,%.3g\nbug_max_step,%d\nbug_first,%d\nbug_diff_tokens,%d\nbug_first_diff_token,%s\n",
+             m, ms, first, nd, fd == "" ? "none" : fd >> V }' "$D/article_bug.csv"
+awk -F, "$AWKLIB"'
+NR == 1 { print "| step | max abs(Δlogit), cache vs recompute | same next token? |"; print "|---:|---:|---|"; next }
+{ printf "| %d | %.3g | %s |\n", $1, $2, $3 == 1 ? "yes" : "**no**" }' "$D/article_bug.csv" > "$D/article_bug.md"
+
+chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PROMPT'"
+figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: max |Δlogit| per decode step"
+
+lesson_end 3

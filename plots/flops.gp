@@ -1,0 +1,77 @@
+reset
+# flops.gp — FLOPs of one decode step and of the whole generation, with the KV cache
+# and without it (recomputing every token), on log-log axes. The points are what
+# kvscope's engine counted; the lines are the closed form
+#     per step  cache      L·(24·C² + 4·C·T)
+#               recompute  L·(24·T·C² + 2·C·T·(T+1))
+#     cumulative (prompt of P tokens, then one step per token up to T)
+#               cache      L·(24·T·C² + 2·C·T·(T+1))            (= one prefill of T tokens)
+#               recompute  Σ_{t=P..T} L·(24·t·C² + 2·C·t·(t+1))
+# The ratio of the two at the largest T is written on the chart.
+# Reads compare.csv from `kvscope compare` (columns T, flops_cache, flops_recompute,
+# cum_flops_cache, cum_formula_recompute, L, C, prompt_tokens).
+# By hand:
+#     gnuplot -e "in='data/compare/compare.csv'; out='plots/compare_flops'" plots/flops.gp
+# writes plots/compare_flops.png and plots/compare_flops.svg.
+load 'plots/style.gp'
+evaluate need_vars('in out')
+evaluate need_columns(in, 'T flops_cache flops_recompute cum_flops_cache cum_formula_recompute L C prompt_tokens')
+
+stats in using 'L' nooutput
+L = STATS_max
+stats in using 'C' nooutput
+C = STATS_max
+stats in using 'prompt_tokens' nooutput
+P = STATS_max
+stats in using 'T' nooutput
+Tmin = STATS_min
+Tmax = STATS_max
+stats in using 'flops_cache':'flops_recompute' nooutput
+# the last row is the largest T (kvscope writes the rows in order)
+ratio = STATS_max_y / (L * (24.0 * C * C + 4.0 * C * Tmax))
+
+step_cache(T) = L * (24.0 * C * C + 4.0 * C * T)
+step_rec(T) = L * (24.0 * T * C * C + 2.0 * C * T * (T + 1))
+S1(T) = (T * (T + 1.0) - (P - 1.0) * P) / 2          # Σ_{t=P..T} t
+S2(T) = (T * (T + 1.0) * (T + 2) - (P - 1.0) * P * (P + 1)) / 3   # Σ_{t=P..T} t·(t+1)
+cum_cache(T) = L * (24.0 * T * C * C + 2.0 * C * T * (T + 1))
+cum_rec(T) = L * (24.0 * C * C * S1(T) + 2.0 * C * S2(T))
+
+do for [fmt in FORMATS] {
+    evaluate terminal(fmt)
+    set multiplot layout 1,2 title sprintf("FLOPs with and without the KV cache  (L = %d, C = %d, prompt %d tokens)", L, C, P) font ',26'
+    set logscale xy
+    set xrange [Tmin / 1.4 : Tmax * 1.4]
+    set format x '%g'
+    set format y '10^{%T}'
+    set xlabel 'sequence length T (tokens)'
+    set key top left Left reverse
+    set samples 400
+
+    set title 'one decode step'
+    set ylabel 'FLOPs per step (L blocks)'
+    set yrange [step_cache(Tmin) / 3 : step_rec(Tmax) * 60]
+    unset label
+    unset arrow
+    set arrow 1 from Tmax * 1.15, step_cache(Tmax) to Tmax * 1.15, step_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
+    set label 1 sprintf("%.0f×", ratio) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
+    plot step_rec(x) ls 2 notitle, \
+         in using 'T':'flops_recompute' with points ls 2 title 'without cache (recompute T tokens)', \
+         step_cache(x) ls 1 notitle, \
+         in using 'T':'flops_cache' with points ls 1 title 'with KV cache (1 new token)', \
+         NaN with lines ls 8 lw 3 dt 1 linecolor rgb '#555555' title 'lines: closed form'
+
+    set title 'cumulative, up to T'
+    set yrange [cum_cache(Tmin) / 3 : cum_rec(Tmax) * 60]
+    set ylabel 'FLOPs to generate up to T'
+    unset arrow
+    unset label
+    set arrow 1 from Tmax * 1.15, cum_cache(Tmax) to Tmax * 1.15, cum_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
+    set label 1 sprintf("%.0f×", cum_rec(Tmax) / cum_cache(Tmax)) at Tmax * 1.02, sqrt(cum_cache(Tmax) * cum_rec(Tmax)) right font ',26' textcolor rgb '#333333'
+    plot cum_rec(x) ls 2 notitle, \
+         in using 'T':'cum_formula_recompute' with points ls 2 pointtype 4 title 'without cache (Σ of the steps)', \
+         cum_cache(x) ls 1 notitle, \
+         in using 'T':'cum_flops_cache' with points ls 1 title 'with KV cache (counted)'
+    unset multiplot
+    set output
+}

@@ -1,0 +1,87 @@
+reset
+# heatmap.gp — one attention heatmap for slides: the weights (or the scaled scores) of one
+# layer and head, with the token texts on both axes and a colour bar with its range.
+#   step = 0   the prefill: the T×T square of the prompt;
+#   step = s   the staircase after decode step s: the prefill square plus one row per step.
+# Reads attention.csv (phase,step,layer,head,query_pos,key_pos,score,weight) and tokens.csv
+# (step,pos,token_id,text) written by `kvscope run` into its --out folder.
+# Future (masked) cells are not in the CSV and show as the grey background.
+# Writes out.png (1600x900) and out.svg. By hand, from the repository root:
+#   gnuplot -e "dir='kvscope_out'; step=3; layer=0; head=0; value='weight'; out='/tmp/stair'" plots/heatmap.gp
+# value: 'weight' (viridis, 0..1) or 'score' (cool-warm, ±range; range=R fixes it,
+# default: the largest |score| drawn).
+if (!exists("dir")) dir = 'kvscope_out'
+if (!exists("step")) step = 0
+if (!exists("layer")) layer = 0
+if (!exists("head")) head = 0
+if (!exists("value")) value = 'weight'
+if (!exists("out")) out = sprintf('%s/heatmap_s%03d_L%d_H%02d_%s', dir, step, layer, head, value)
+load 'plots/style.gp'
+att = dir.'/attention.csv'
+tok = dir.'/tokens.csv'
+evaluate need_columns(att, 'phase step layer head query_pos key_pos score weight')
+evaluate need_columns(tok, 'step pos token_id text')
+if (value ne 'weight' && value ne 'score') exit error "value must be 'weight' or 'score'"
+
+# the rows drawn: this layer and head, from the prefill up to `step`
+keep(c) = (column('layer') == layer && column('head') == head && column('step') <= step)
+zcol = value eq 'weight' ? 'weight' : 'score'
+stats att using (keep(0) ? column('query_pos') : NaN):(keep(0) ? column(zcol) : NaN) nooutput
+if (!exists("STATS_records") || STATS_records == 0) \
+    exit error sprintf("no rows for layer %d head %d up to step %d in %s", layer, head, step, att)
+n = int(STATS_max_x) + 1
+zmax = STATS_max_y > -STATS_min_y ? STATS_max_y : -STATS_min_y
+if (!exists("range")) range = zmax > 0 ? zmax : 1
+stats tok using (column('step') == 0 ? 1 : NaN) nooutput
+T0 = STATS_records  # prompt length: the rows above the line come from the prefill
+
+# token texts: spaces made visible, escapes of enhanced text avoided with noenhanced
+vis(s) = strstrt(s, ' ') == 0 ? s : s[1:strstrt(s, ' ') - 1].'␣'.vis(s[strstrt(s, ' ') + 1:])
+label(s) = strlen(s) == 0 ? '␣' : vis(s)  # gnuplot may read a lone space as empty
+
+phase_txt = step == 0 ? 'prefill' : sprintf('prefill + %d decode step%s', step, step == 1 ? '' : 's')
+set title sprintf('%s, layer %d, head %d: %s', phase_txt, layer, head, \
+    value eq 'weight' ? 'attention weights (after softmax)' : 'attention scores q·k/√hs (before softmax)') noenhanced
+set xlabel 'key: cached token (slot)'
+set ylabel 'query: token being computed'
+set xrange [-0.5:n - 0.5]
+set yrange [n - 0.5:-0.5]
+set size ratio -1
+set xtics 1 noenhanced rotate by 60 right scale 0 font ',16'
+set ytics 1 noenhanced scale 0 font ',16'
+set grid noxtics noytics nomxtics nomytics
+set border 0
+set key top right opaque font ',16'
+if (step == 0) unset key
+set object 1 rectangle from graph 0, graph 0 to graph 1, graph 1 behind fillcolor rgb '#808080' fillstyle solid 1.0 noborder
+if (value eq 'weight') {
+    # viridis in 9 stops: src/colormap.c's table at 0, 1/8, ..., 1
+    set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
+                         5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
+    set cbrange [0:1]
+    set cblabel 'weight (0 to 1)'
+} else {
+    # Moreland's cool-warm in 7 stops: src/colormap.c's table at 0, 1/6, ..., 1
+    set palette defined (0 '#3b4cc0', 1 '#7092f3', 2 '#abc7fd', 3 '#dddddd', 4 '#f7b89d', \
+                         5 '#e7755b', 6 '#b40426')
+    set cbrange [-range:range]
+    set cblabel sprintf('score (clipped to ±%.3g)', range)
+}
+if (step > 0) {
+    set arrow 1 from graph 0, first T0 - 0.5 to graph 1, first T0 - 0.5 nohead front \
+        linecolor rgb '#E69F00' linewidth 3 dashtype 2
+}
+set colorbox vertical user origin graph 1.04, graph 0 size character 2, graph 1
+set cbtics font ',16'
+
+clip(z) = z < -range ? -range : (z > range ? range : z)
+do for [fmt in FORMATS] {
+    evaluate terminal(fmt)
+    plot att using (keep(0) ? column('key_pos') : NaN):(column('query_pos')):(0.5):(0.5):(clip(column(zcol))) \
+             with boxxyerror fillcolor palette z fillstyle solid 1.0 noborder notitle, \
+         (step > 0 ? NaN : 1/0) with lines linecolor rgb '#E69F00' linewidth 3 dashtype 2 \
+             title (step > 0 ? sprintf('below: rows of decode steps 1..%d', step) : ''), \
+         tok using (column('pos')):(NaN):xticlabels(label(strcol('text'))) notitle, \
+         tok using (NaN):(column('pos')):yticlabels(label(strcol('text'))) notitle
+    set output
+}

@@ -1,0 +1,57 @@
+# style.gp — the shared look of kvscope's charts, loaded by every plots/*.gp after `reset`:
+#     load 'plots/style.gp'
+# Grey L-shaped border, tics outside, light grid, Okabe-Ito colours (colour-blind safe),
+# 16:9 PNG (pngcairo, 1600x900) and SVG terminals, and helpers that check a script's inputs.
+#
+# Line styles (defined here, after any palette, so nothing overwrites them):
+#   1 blue   #0072B2  "with the KV cache"      2 vermillion #D55E00  "without the cache"
+#   3 green  #009E73                            4 orange     #E69F00
+#   5 purple #CC79A7                            6 sky blue   #56B4E9
+#   7 black  #000000                            8 grey       #999999  (reference lines)
+
+set encoding utf8
+set datafile separator ','
+set border 3 linecolor rgb '#808080' linewidth 1.5
+set tics nomirror out scale 0.75
+set tics textcolor rgb '#333333'
+set grid xtics ytics mxtics mytics linecolor rgb '#dcdcdc' linewidth 1 dashtype solid, linecolor rgb '#eeeeee' linewidth 1 dashtype solid
+set key opaque box linecolor rgb '#d0d0d0' samplen 2.5 spacing 1.2
+set title font ',26'
+set xlabel font ',22'
+set ylabel font ',22'
+
+# Okabe-Ito, as a palette (for images) and as line styles (for lines and points)
+set palette defined (0 '#0072B2', 1 '#56B4E9', 2 '#009E73', 3 '#F0E442', 4 '#E69F00', 5 '#D55E00')
+set style line 1 linecolor rgb '#0072B2' linewidth 3 pointtype 7 pointsize 1.6
+set style line 2 linecolor rgb '#D55E00' linewidth 3 pointtype 5 pointsize 1.5
+set style line 3 linecolor rgb '#009E73' linewidth 3 pointtype 9 pointsize 1.7
+set style line 4 linecolor rgb '#E69F00' linewidth 3 pointtype 13 pointsize 1.7
+set style line 5 linecolor rgb '#CC79A7' linewidth 3 pointtype 11 pointsize 1.7
+set style line 6 linecolor rgb '#56B4E9' linewidth 3 pointtype 7 pointsize 1.6
+set style line 7 linecolor rgb '#000000' linewidth 3 pointtype 6 pointsize 1.6
+set style line 8 linecolor rgb '#999999' linewidth 2 dashtype 2
+set style increment user
+
+# The two outputs of every chart: out.'.png' and out.'.svg'. A script draws in a loop:
+#     do for [fmt in FORMATS] { evaluate terminal(fmt); ...set and plot...; set output }
+FORMATS = 'png svg'
+FONT = 'DejaVu Sans,20'
+terminal(fmt) = fmt eq 'png' \
+    ? sprintf("set terminal pngcairo size 1600,900 enhanced font '%s' linewidth 1.5 background rgb 'white'; set output '%s.png'", FONT, out) \
+    : sprintf("set terminal svg size 1600,900 enhanced font '%s' linewidth 1.5 background rgb 'white'; set output '%s.svg'", FONT, out)
+
+# Input checks. A script calls
+#     evaluate need_vars('in out')
+#     evaluate need_columns(in, 'T flops_cache ...')
+# and stops with a message naming the missing variable, file or column.
+need_vars_from(names, i) = i > words(names) ? '' : \
+    (exists(word(names, i)) ? need_vars_from(names, i + 1) \
+     : sprintf("exit error \"missing variable %s: run as gnuplot -e \\\"in='file.csv'; out='path/without/extension'\\\" %s\"", word(names, i), ARG0))
+need_vars(names) = need_vars_from(names, 1)
+header_of(file) = system(sprintf("head -n 1 '%s' 2>/dev/null | tr -d '\\r'", file))
+first_missing(h, cols, i) = i > words(cols) ? '' : \
+    (strstrt(','.h.',', ','.word(cols, i).',') > 0 ? first_missing(h, cols, i + 1) : word(cols, i))
+need_columns(file, cols) = header_of(file) eq '' \
+    ? sprintf("exit error \"cannot read %s (or it is empty)\"", file) \
+    : (first_missing(header_of(file), cols, 1) eq '' ? '' \
+       : sprintf("exit error \"%s has no column '%s' (needs: %s)\"", file, first_missing(header_of(file), cols, 1), cols))

@@ -1,0 +1,188 @@
+/* batch.c — the padded batch and the one-row attention kernel both caches share. */
+#include "batch.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int attention_row_forward(float *out, float *scores, const float *q,
+                          const float *const *kr, const float *const *vr,
+                          const unsigned char *keep, int T, int NH, int hs) {
+    const float div = (float)sqrt((double)hs); /* as attention_forward */
+    int kept = 0;
+    for (int t = 0; t < T; t++) kept += !keep || keep[t];
+    if (kept == 0) return -1;
+    for (int h = 0; h < NH; h++) {
+        const size_t o = (size_t)h * hs;
+        const float *qh = q + o;
+        float maxv = -INFINITY;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) {
+                scores[t] = -INFINITY; /* the mask */
+                continue;
+            }
+            float dot = 0.0f;
+            for (int d = 0; d < hs; d++) dot += qh[d] * kr[t][o + d];
+            scores[t] = dot / div;
+            if (scores[t] > maxv) maxv = scores[t];
+        }
+        /* softmax in place; a masked slot's weight is exp(-inf) = 0: it is skipped */
+        float sum = 0.0f;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) {
+                scores[t] = 0.0f;
+                continue;
+            }
+            scores[t] = expf(scores[t] - maxv);
+            sum += scores[t];
+        }
+        const float inv = 1.0f / sum;
+        float *oh = out + o;
+        for (int d = 0; d < hs; d++) oh[d] = 0.0f;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) continue;
+            const float w = scores[t] * inv;
+            for (int d = 0; d < hs; d++) oh[d] += w * vr[t][o + d];
+        }
+    }
+    return kept;
+}
+
+int padded_init(PaddedBatch *pb, int L, int NH, int hs, int B, int W, int masked) {
+    memset(pb, 0, sizeof *pb);
+    if (L < 1 || NH < 1 || hs < 1 || B < 1 || W < 1) return -1;
+    pb->L = L;
+    pb->NH = NH;
+    pb->hs = hs;
+    pb->B = B;
+    pb->W = W;
+    pb->masked = masked;
+    size_t n = (size_t)L * B * W * NH * hs;
+    pb->k = calloc(n, sizeof *pb->k); /* zeros: the padding */
+    pb->v = calloc(n, sizeof *pb->v);
+    pb->keep = calloc((size_t)B * W, 1);
+    pb->len = calloc((size_t)B, sizeof *pb->len);
+    pb->kr = malloc((size_t)W * sizeof *pb->kr);
+    pb->vr = malloc((size_t)W * sizeof *pb->vr);
+    pb->scores = malloc((size_t)W * sizeof *pb->scores);
+    if (!pb->k || !pb->v || !pb->keep || !pb->len || !pb->kr || !pb->vr || !pb->scores) {
+        padded_free(pb);
+        return -1;
+    }
+    return 0;
+}
+
+void padded_free(PaddedBatch *pb) {
+    free(pb->k);
+    free(pb->v);
+    free(pb->keep);
+    free(pb->len);
+    free(pb->kr);
+    free(pb->vr);
+    free(pb->scores);
+    memset(pb, 0, sizeof *pb);
+}
+
+/* Where each row of a forward call goes. */
+typedef struct {
+    PaddedBatch *pb;
+    const int *seq;  /* (R) sequence of row r */
+    const int *slot; /* (R) slot of row r */
+} PaddedRows;
+
+static float *slot_row(float *base, const PaddedBatch *pb, int l, int b, int slot) {
+    return base + (((size_t)l * pb->B + b) * pb->W + slot) * pb->NH * pb->hs;
+}
+
+/* store k, v of the row at its slot, then attend over slots 0..slot of its sequence */
+static int padded_attend(void *user, int r, int l, const float *qkv, float *out) {
+    const PaddedRows *pr = user;
+    PaddedBatch *pb = pr->pb;
+    const int b = pr->seq[r], slot = pr->slot[r], C = pb->NH * pb->hs;
+    memcpy(slot_row(pb->k, pb, l, b, slot), qkv + C, (size_t)C * sizeof(float));
+    memcpy(slot_row(pb->v, pb, l, b, slot), qkv + 2 * C, (size_t)C * sizeof(float));
+    for (int t = 0; t <= slot; t++) {
+        pb->kr[t] = slot_row(pb->k, pb, l, b, t);
+        pb->vr[t] = slot_row(pb->v, pb, l, b, t);
+    }
+    const unsigned char *keep = pb->masked ? pb->keep + (size_t)b * pb->W : NULL;
+    return attention_row_forward(out, pb->scores, qkv, pb->kr, pb->vr, keep, slot + 1,
+                                 pb->NH, pb->hs);
+}
+
+int padded_prefill(Model *m, PaddedBatch *pb, int b, const int *tokens, int T, float *logits,
+                   FlopCount *flops) {
+    if (b < 0 || b >= pb->B || T < 1 || T > pb->W || pb->len[b] != 0) return -1;
+    int *idx = malloc((size_t)T * sizeof *idx);
+    int *seq = malloc((size_t)T * sizeof *seq);
+    float **lg = calloc((size_t)T, sizeof *lg);
+    int rc = -1;
+    if (idx && seq && lg) {
+        for (int i = 0; i < T; i++) {
+            idx[i] = i; /* position = slot = i */
+            seq[i] = b;
+            pb->keep[(size_t)b * pb->W + i] = 1;
+        }
+        lg[T - 1] = logits;
+        PaddedRows pr = {pb, seq, idx};
+        rc = model_forward_rows(m, tokens, idx, T, padded_attend, &pr, lg, flops);
+        if (rc == 0) {
+            pb->len[b] = T;
+            if (T > pb->width) pb->width = T; /* pad_kv_cache: every row padded to the longest */
+        } else {
+            memset(pb->keep + (size_t)b * pb->W, 0, (size_t)T);
+        }
+    }
+    free(idx);
+    free(seq);
+    free(lg);
+    return rc;
+}
+
+int padded_decode(Model *m, PaddedBatch *pb, const int *seqs, const int *tokens, int R,
+                  float *const *logits, FlopCount *flops) {
+    if (R < 1 || R > pb->B || pb->width >= pb->W) return -1;
+    int *pos = malloc((size_t)R * sizeof *pos);
+    int *slot = malloc((size_t)R * sizeof *slot);
+    int rc = -1;
+    if (pos && slot) {
+        rc = 0;
+        for (int r = 0; r < R && rc == 0; r++) {
+            if (seqs[r] < 0 || seqs[r] >= pb->B) rc = -1;
+            for (int q = 0; q < r && rc == 0; q++)
+                if (seqs[q] == seqs[r]) rc = -1;
+        }
+        for (int r = 0; r < R && rc == 0; r++) {
+            pos[r] = pb->len[seqs[r]];  /* its own next position: padding is not a token */
+            slot[r] = pb->width;        /* the stacked tensor's next slot, the same for all */
+            pb->keep[(size_t)seqs[r] * pb->W + pb->width] = 1;
+        }
+        if (rc == 0) {
+            PaddedRows pr = {pb, seqs, slot};
+            rc = model_forward_rows(m, tokens, pos, R, padded_attend, &pr, logits, flops);
+        }
+        if (rc == 0) {
+            for (int r = 0; r < R; r++) pb->len[seqs[r]]++;
+            pb->width++;
+        } else {
+            for (int b = 0; b < pb->B; b++) pb->keep[(size_t)b * pb->W + pb->width] = 0;
+        }
+    }
+    free(pos);
+    free(slot);
+    return rc;
+}
+
+size_t padded_bytes_per_token(const PaddedBatch *pb) {
+    return 2u * (size_t)pb->L * pb->NH * pb->hs * sizeof(float);
+}
+
+size_t padded_bytes_stacked(const PaddedBatch *pb) {
+    return padded_bytes_per_token(pb) * (size_t)pb->B * pb->width;
+}
+
+size_t padded_bytes_used(const PaddedBatch *pb) {
+    size_t n = 0;
+    for (int b = 0; b < pb->B; b++) n += (size_t)pb->len[b];
+    return padded_bytes_per_token(pb) * n;
+}

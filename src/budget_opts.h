@@ -1,0 +1,39 @@
+/* budget_opts.h — the options that keep the KV cache in budget, shared by `kvscope run`
+ * and `kvscope budget`: storage type, sliding window with sinks, memory cap.
+ * CLI layer: the parse and check functions print the error line themselves. */
+#ifndef KVSCOPE_BUDGET_OPTS_H
+#define KVSCOPE_BUDGET_OPTS_H
+
+#include <stddef.h>
+
+#include "generate.h"
+#include "kvcache.h"
+
+typedef struct {
+    KVDtype dtype;      /* --kv-dtype, default fp32 */
+    int window;         /* --window W: 0 = keep everything */
+    int sink;           /* --sink S: first positions kept by the window (default 0) */
+    int sink_given;
+    double max_kv_mb;   /* --max-kv-mb X: cap in MiB (2^20 bytes); 0 = none */
+    long max_tokens;    /* --max-tokens N: cap in cached tokens; 0 = none */
+} BudgetOpts;
+
+extern const char *const BUDGET_OPTS_HELP;
+
+void budget_opts_default(BudgetOpts *o);
+/* If argv[*i] is one of these options, consume it and its value: 1. Not one: 0.
+ * A bad value: 2 after the error line. */
+int budget_opts_parse(BudgetOpts *o, int argc, char **argv, int *i);
+/* Check the combination against the prompt length T and the generation mode:
+ * 0, or 2 after the error line (sink ≥ window, window < T, window without a cache). */
+int budget_opts_check(const BudgetOpts *o, int T, GenMode mode);
+/* The cap in bytes for a cache of bytes_per_token (the tighter of the two caps; 0 = none). */
+size_t budget_cap_bytes(const BudgetOpts *o, size_t bytes_per_token);
+/* Set the storage type, the window and the cap on a fresh generator. 0, or -1. */
+int budget_opts_apply(const BudgetOpts *o, Generator *g);
+/* Would the next step (decode step `step`, or the prefill of T tokens when step is 0)
+ * take the cache past its cap? Then print the one line that says so (step and bytes)
+ * and return 1; else 0. Called before the step allocates anything. */
+int budget_cap_reached(const Generator *g, int step, int T);
+
+#endif

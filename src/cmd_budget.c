@@ -1,0 +1,283 @@
+/* cmd_budget.c — `kvscope budget`: what a smaller or shorter KV cache costs in accuracy.
+ *
+ * Every storage type (fp32, fp16, bf16, int8, q8_0) decodes --steps tokens greedily
+ * next to an fp32 reference fed the same tokens; the logits of both are compared at
+ * every step. With --window, a windowed cache does the same against the full cache,
+ * step by step, with the attention weight the evicted positions held just before
+ * they were evicted (the previous step's pattern of the newest query). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget_opts.h"
+#include "cli.h"
+#include "commands.h"
+#include "generate.h"
+#include "outdir.h"
+
+static const char *const BUDGET_HELP =
+    "usage: kvscope budget [options]\n"
+    "Compare the KV cache stored as fp32, fp16, bf16, int8 and q8_0 (and, with --window,\n"
+    "a sliding window) against the full fp32 cache: bytes per token, max and mean\n"
+    "|delta logit|, and whether the greedy tokens stay the same.\n\n"
+    "budget options:\n"
+    "  --steps N            decode steps after the prefill (default 32)\n"
+    "  --window W           also compare a cache of at most W tokens (evicting the oldest)\n"
+    "  --sink S             ...that always keeps the first S positions (default 0)\n"
+    "  --out DIR            output folder, replaced as a whole (default kvscope_budget):\n"
+    "                       dtypes.csv, dtypes.md, summary.csv, and window.csv with --window\n"
+    "  --quiet              print nothing but errors\n";
+
+/* Logit differences accumulated over the steps of one comparison. */
+typedef struct {
+    double max_abs, sum_abs;
+    long n;           /* logits compared */
+    int agree, steps; /* greedy choices that agree, choices compared */
+} Drift;
+
+static double drift_step(Drift *d, const Generator *test, const Generator *ref) {
+    int V = test->m->cfg.V;
+    double mx = 0.0;
+    for (int i = 0; i < V; i++) {
+        double e = fabs((double)test->logits[i] - (double)ref->logits[i]);
+        if (e > mx) mx = e;
+        d->sum_abs += e;
+    }
+    if (mx > d->max_abs) d->max_abs = mx;
+    d->n += V;
+    d->agree += generator_argmax(test) == generator_argmax(ref);
+    d->steps++;
+    return mx;
+}
+
+/* The newest query's attention row of every layer and head from the last step:
+ * row[(l·NH + h)·N + slot]. */
+typedef struct {
+    int NH, N;
+    float *row;
+} LastPattern;
+
+static int keep_pattern(const HookEvent *ev, void *user) {
+    LastPattern *lp = user;
+    int NH = ev->shape[0], n = ev->shape[1], Tt = ev->shape[2];
+    for (int h = 0; h < NH; h++)
+        memcpy(lp->row + ((size_t)ev->layer * lp->NH + h) * lp->N,
+               ev->data + ((size_t)h * n + n - 1) * Tt, (size_t)Tt * sizeof(float));
+    return 0;
+}
+
+/* Two generators fed the same tokens: test chooses (greedy), ref follows. */
+typedef struct {
+    Generator test, ref;
+} Pair;
+
+static int pair_init(Pair *p, Model *m, KVDtype dt, int window, int sink) {
+    memset(p, 0, sizeof *p);
+    if (generator_init(&p->test, m, GEN_CACHE) || generator_init(&p->ref, m, GEN_CACHE) ||
+        kvcache_set_dtype(&p->test.cache, dt))
+        return -1;
+    p->test.window = window;
+    p->test.sink = sink;
+    return 0;
+}
+
+static void pair_free(Pair *p) {
+    generator_free(&p->test);
+    generator_free(&p->ref);
+}
+
+static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, FILE *summary,
+                        int quiet) {
+    char path[4200];
+    FILE *csv = NULL, *md = NULL;
+    if (path_join(path, sizeof path, dir, "dtypes.csv") || !(csv = fopen(path, "w"))) return 1;
+    if (path_join(path, sizeof path, dir, "dtypes.md") || !(md = fopen(path, "w"))) {
+        fclose(csv);
+        return 1;
+    }
+    fprintf(csv, "dtype,bytes_per_value,bytes_per_token,kv_bytes,max_abs_dlogit,mean_abs_dlogit,"
+                 "greedy_agree,greedy_steps,greedy_same\n");
+    fprintf(md, "| KV dtype | bytes per value | bytes per token | KV bytes after %d tokens | "
+                "max \\|Δlogit\\| | mean \\|Δlogit\\| | same greedy choice |\n"
+                "|---|---:|---:|---:|---:|---:|---|\n", ld->T + steps);
+    if (!quiet) printf("%-5s %9s %9s %12s %12s %s\n", "dtype", "B/value", "B/token", "max|dlogit|",
+                       "mean|dlogit|", "greedy");
+    int rc = 0;
+    for (int dt = 0; dt < KVDT_COUNT && rc == 0; dt++) {
+        Pair p;
+        Drift d = {0};
+        if (pair_init(&p, m, (KVDtype)dt, 0, 0) || generator_prefill(&p.test, ld->prompt, ld->T, NULL) ||
+            generator_prefill(&p.ref, ld->prompt, ld->T, NULL)) {
+            pair_free(&p);
+            rc = 1;
+            break;
+        }
+        drift_step(&d, &p.test, &p.ref);
+        for (int s = 1; s <= steps && rc == 0; s++) {
+            int tok = generator_argmax(&p.test);
+            if (generator_decode(&p.test, tok, s, NULL) || generator_decode(&p.ref, tok, s, NULL)) rc = 1;
+            else drift_step(&d, &p.test, &p.ref);
+        }
+        const KVCache *c = &p.test.cache;
+        size_t bpt = kvcache_bytes_per_token(c);
+        double bpv = (double)c->row_bytes / (double)(c->NH * c->hs);
+        const char *name = kvcache_dtype_name((KVDtype)dt);
+        double mean = d.sum_abs / (double)d.n;
+        const char *same = d.agree == d.steps ? "yes" : "no";
+        fprintf(csv, "%s,%.6g,%zu,%zu,%.9g,%.9g,%d,%d,%s\n", name, bpv, bpt, kvcache_bytes_used(c),
+                d.max_abs, mean, d.agree, d.steps, same);
+        fprintf(md, "| %s | %.5g | %zu | %zu | %.3g | %.3g | %s (%d of %d) |\n", name, bpv, bpt,
+                kvcache_bytes_used(c), d.max_abs, mean, same, d.agree, d.steps);
+        fprintf(summary, "bytes_per_token_%s,%zu\nbytes_per_value_%s,%.6g\nmax_dlogit_%s,%.3g\n"
+                         "mean_dlogit_%s,%.3g\ngreedy_same_%s,%s\n",
+                name, bpt, name, bpv, name, d.max_abs, name, mean, name, same);
+        if (!quiet) printf("%-5s %9.4g %9zu %12.3g %12.3g %s (%d/%d)\n", name, bpv, bpt, d.max_abs,
+                           mean, same, d.agree, d.steps);
+        pair_free(&p);
+    }
+    if (fclose(md) != 0) rc = 1;
+    if (fclose(csv) != 0) rc = 1;
+    return rc;
+}
+
+static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, int W, int S,
+                        FILE *summary, int quiet) {
+    const Config *cfg = &m->cfg;
+    char path[4200];
+    FILE *csv;
+    if (path_join(path, sizeof path, dir, "window.csv") || !(csv = fopen(path, "w"))) return 1;
+    fprintf(csv, "step,position,kv_tokens_full,kv_bytes_full,kv_tokens_window,kv_bytes_window,"
+                 "max_abs_dlogit,evicted_position,evicted_attention_mean,evicted_attention_max\n");
+    LastPattern lp = {cfg->NH, cfg->N, calloc((size_t)cfg->L * cfg->NH * cfg->N, sizeof(float))};
+    Hooks hooks;
+    hooks_init(&hooks);
+    Pair p;
+    Drift d = {0};
+    int rc = 0, n_evicted = 0;
+    double ev_sum = 0.0, ev_max = 0.0, last_dlogit = 0.0;
+    if (!lp.row || hooks_subscribe(&hooks, HOOK_BIT(HOOK_PATTERN), keep_pattern, &lp) ||
+        pair_init(&p, m, KVDT_FP32, W, S) || generator_prefill(&p.test, ld->prompt, ld->T, &hooks) ||
+        generator_prefill(&p.ref, ld->prompt, ld->T, NULL)) {
+        rc = 1;
+        goto out;
+    }
+    for (int s = 0; s <= steps; s++) {
+        int ev_pos = -1;
+        double ev_mean = 0.0, ev_hmax = 0.0;
+        if (s > 0) {
+            int first, ev = generator_next_eviction(&p.test, &first);
+            if (ev) { /* weight the evicted slots got from the newest query, one step ago */
+                ev_pos = p.test.cache.pos[first];
+                for (int l = 0; l < cfg->L; l++)
+                    for (int h = 0; h < cfg->NH; h++) {
+                        const float *row = lp.row + ((size_t)l * cfg->NH + h) * cfg->N;
+                        double w = 0.0;
+                        for (int j = first; j < first + ev; j++) w += row[j];
+                        ev_mean += w / (cfg->L * cfg->NH);
+                        if (w > ev_hmax) ev_hmax = w;
+                    }
+                n_evicted += ev;
+                ev_sum += ev_mean;
+                if (ev_hmax > ev_max) ev_max = ev_hmax;
+            }
+            int tok = generator_argmax(&p.test);
+            if (generator_decode(&p.test, tok, s, &hooks) || generator_decode(&p.ref, tok, s, NULL)) {
+                rc = 1;
+                break;
+            }
+        }
+        last_dlogit = drift_step(&d, &p.test, &p.ref);
+        fprintf(csv, "%d,%d,%d,%zu,%d,%zu,%.9g,%d,%.9g,%.9g\n", s, p.test.len - 1, p.ref.cache.len,
+                kvcache_bytes_used(&p.ref.cache), p.test.cache.len, kvcache_bytes_used(&p.test.cache),
+                last_dlogit, ev_pos, ev_mean, ev_hmax);
+    }
+    if (rc == 0) {
+        fprintf(summary, "window,%d\nsink,%d\nwindow_bytes_plateau,%zu\nfull_bytes_final,%zu\n"
+                         "window_max_dlogit,%.3g\nwindow_final_dlogit,%.3g\nwindow_mean_dlogit,%.3g\n"
+                         "window_greedy_agree,%d\nwindow_greedy_steps,%d\nwindow_evicted,%d\n"
+                         "evicted_attention_mean,%.3g\nevicted_attention_max,%.3g\n",
+                W, S, kvcache_bytes_used(&p.test.cache), kvcache_bytes_used(&p.ref.cache), d.max_abs,
+                last_dlogit, d.sum_abs / (double)d.n, d.agree, d.steps, n_evicted,
+                n_evicted ? ev_sum / n_evicted : 0.0, ev_max);
+        if (!quiet)
+            printf("window %d (sink %d): KV %zu bytes vs %zu full; max |dlogit| %.3g; "
+                   "greedy %d/%d; evicted %d positions holding %.3g of the attention on average\n",
+                   W, S, kvcache_bytes_used(&p.test.cache), kvcache_bytes_used(&p.ref.cache), d.max_abs,
+                   d.agree, d.steps, n_evicted, n_evicted ? ev_sum / n_evicted : 0.0);
+    }
+out:
+    pair_free(&p);
+    free(lp.row);
+    if (fclose(csv) != 0) rc = 1;
+    return rc;
+}
+
+int cmd_budget(int argc, char **argv) {
+    ModelArgs ma;
+    BudgetOpts bo;
+    int steps = 32, quiet = 0, rc;
+    const char *out = "kvscope_budget";
+    model_args_default(&ma);
+    budget_opts_default(&bo);
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        long x;
+        if ((rc = model_args_parse(&ma, argc, argv, &i)) == 1) continue;
+        if (rc) return rc;
+        if (strcmp(o, "--window") == 0 || strcmp(o, "--sink") == 0) {
+            if ((rc = budget_opts_parse(&bo, argc, argv, &i)) != 1) return rc ? rc : 2;
+        } else if (strcmp(o, "--steps") == 0) {
+            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
+            steps = (int)x;
+        } else if (strcmp(o, "--out") == 0) {
+            if (!(out = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            printf("%s\n%s", BUDGET_HELP, MODEL_ARGS_HELP);
+            return 0;
+        } else {
+            return cli_fail("unknown option", o);
+        }
+    }
+    Loaded ld;
+    if ((rc = model_args_load(&ma, steps, &ld))) return rc;
+    if ((rc = budget_opts_check(&bo, ld.T, GEN_CACHE))) {
+        loaded_free(&ld);
+        return rc;
+    }
+    char err[4400], path[4200];
+    OutDir od;
+    if (outdir_begin(&od, out, err, sizeof err)) {
+        loaded_free(&ld);
+        fprintf(stderr, "kvscope: %s\n", err);
+        return 2;
+    }
+    FILE *summary = NULL;
+    int status = 1;
+    if (path_join(path, sizeof path, od.tmp, "summary.csv") || !(summary = fopen(path, "w"))) {
+        fprintf(stderr, "kvscope: cannot write CSV files in %s\n", out);
+        goto done;
+    }
+    fprintf(summary, "key,value\nsteps,%d\nprompt_tokens,%d\ntokens,%d\n", steps, ld.T, ld.T + steps);
+    if (write_dtypes(od.tmp, &ld.model, &ld, steps, summary, quiet) ||
+        (bo.window && write_window(od.tmp, &ld.model, &ld, steps, bo.window, bo.sink, summary, quiet))) {
+        fprintf(stderr, "kvscope: budget run failed in %s (out of memory or disk full?)\n", out);
+        goto done;
+    }
+    status = 0;
+done:
+    if (summary && fclose(summary) != 0 && status == 0) {
+        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", out);
+        status = 1;
+    }
+    if (status == 0 && outdir_commit(&od, err, sizeof err) != 0) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 1;
+    }
+    if (status != 0) outdir_abort(&od);
+    else if (!quiet) printf("wrote %s/\n", out);
+    loaded_free(&ld);
+    return status;
+}

@@ -1,0 +1,639 @@
+/* cmd_compare.c — `kvscope compare`: one decode step with the KV cache and without it.
+ *
+ * For each length T of the sweep, the decode step that brings the sequence to T tokens
+ * is run two ways on the same tokens:
+ *   cache      one new row against the T cached keys and values (GEN_CACHE);
+ *   recompute  the whole sequence of T tokens from scratch (GEN_RECOMPUTE: a decode
+ *              step without a cache is a forward pass over all T tokens).
+ * The engine counts the FLOPs of both; they are written next to the closed form
+ * flops_layers_formula(), with the cumulative cost of generating up to T, the
+ * attention-only count the source articles use, the KV bytes and max |Δlogit|.
+ *
+ * Files (in --out, replaced as a whole):
+ *   compare.csv         counts, KV bytes, max |Δlogit|: a pure function of the options
+ *   prefill_decode.csv  the prefill and one decode step side by side (from hook events)
+ *   flops.md, prefill_decode.md, values.csv   for the lessons to embed
+ *   timing.csv, timing.md   measured seconds per step: differ run to run
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "generate.h"
+#include "gnuplot.h"
+#include "outdir.h"
+#include "sysinfo.h"
+
+static const char *const COMPARE_HELP =
+    "usage: kvscope compare [options]\n"
+    "Run the decode step that brings the sequence to T tokens with the KV cache and\n"
+    "without it (recomputing all T tokens), for every T of --lengths, and write the\n"
+    "counted FLOPs (next to the closed form), the cumulative FLOPs, the attention count\n"
+    "the source articles use, the KV bytes, max |dlogit| and the measured time.\n"
+    "Ctrl-C stops after the current length and keeps the lengths already measured.\n\n"
+    "compare options:\n"
+    "  --lengths LIST       sequence lengths T (default 16,32,64,128,256,512,1024);\n"
+    "                       each must be > the prompt length and <= the context\n"
+    "  --table-lengths LIST lengths of the articles' FLOP table, added to the sweep\n"
+    "                       (default 10,100,1000; \"none\" for none)\n"
+    "  --decode-at T        the decode step shown next to the prefill (default 100)\n"
+    "  --repeat K           timed runs per step (default 3); recompute steps longer than\n"
+    "                       256 tokens are timed K*256/T times, at least once\n"
+    "  --out DIR            output folder, replaced as a whole (default kvscope_compare)\n"
+    "  --charts DIR         also draw the charts into DIR with gnuplot (scripts from\n"
+    "                       --scripts, default plots)\n"
+    "  --scripts DIR        where the .gp chart scripts are (default plots)\n"
+    "  --quiet              print nothing but errors\n"
+    "The prompt defaults to the token ids 1,2,3,4 (a 4-token prefill, as in the article).\n"
+    "Exit status 130 after Ctrl-C (the files hold the lengths finished).\n";
+
+/* Set by the SIGINT handler: a signal handler can only reach file scope. */
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct {
+    ModelArgs model;
+    int *lengths, n_lengths;
+    int *table, n_table;
+    int decode_at;
+    int repeat;
+    const char *out, *charts, *scripts;
+    int quiet;
+} CompareArgs;
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sort and drop duplicates; returns the new count. */
+static int sort_unique(int *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_int);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || v[i] != v[k - 1]) v[k++] = v[i];
+    return k;
+}
+
+static int parse_compare(int argc, char **argv, CompareArgs *a) {
+    model_args_default(&a->model);
+    a->model.prompt_ids = "1,2,3,4";
+    a->decode_at = 100;
+    a->repeat = 3;
+    a->out = "kvscope_compare";
+    a->scripts = "plots";
+    int table_set = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *o = argv[i], *v;
+        long x;
+        int rc = model_args_parse(&a->model, argc, argv, &i);
+        if (rc == 1) continue;
+        if (rc) return rc;
+        if (strcmp(o, "--lengths") == 0) {
+            if (!(v = cli_value(argc, argv, &i))) return 2;
+            free(a->lengths);
+            a->lengths = NULL;
+            if (cli_int_list(o, v, 1, 65536, &a->lengths, &a->n_lengths)) return 2;
+        } else if (strcmp(o, "--table-lengths") == 0) {
+            if (!(v = cli_value(argc, argv, &i))) return 2;
+            free(a->table);
+            a->table = NULL;
+            a->n_table = 0;
+            table_set = 1;
+            if (strcmp(v, "none") != 0 && cli_int_list(o, v, 1, 65536, &a->table, &a->n_table)) return 2;
+        } else if (strcmp(o, "--decode-at") == 0) {
+            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 65536, &x)) return 2;
+            a->decode_at = (int)x;
+        } else if (strcmp(o, "--repeat") == 0) {
+            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 1000, &x)) return 2;
+            a->repeat = (int)x;
+        } else if (strcmp(o, "--out") == 0) {
+            if (!(a->out = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--charts") == 0) {
+            if (!(a->charts = cli_value(argc, argv, &i))) return 2;
+            if (!gnuplot_quotable(a->charts)) return cli_fail("--charts cannot hold a quote", a->charts);
+        } else if (strcmp(o, "--scripts") == 0) {
+            if (!(a->scripts = cli_value(argc, argv, &i))) return 2;
+            if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
+        } else if (strcmp(o, "--quiet") == 0) {
+            a->quiet = 1;
+        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            printf("%s\n%s", COMPARE_HELP, MODEL_ARGS_HELP);
+            return -1;
+        } else {
+            return cli_fail("unknown option", o);
+        }
+    }
+    if (!a->lengths) {
+        static const int def[] = {16, 32, 64, 128, 256, 512, 1024};
+        a->n_lengths = 7;
+        if (!(a->lengths = malloc(sizeof def))) return cli_fail("out of memory", "--lengths");
+        memcpy(a->lengths, def, sizeof def);
+    }
+    if (!table_set) {
+        static const int def[] = {10, 100, 1000};
+        a->n_table = 3;
+        if (!(a->table = malloc(sizeof def))) return cli_fail("out of memory", "--table-lengths");
+        memcpy(a->table, def, sizeof def);
+    }
+    if (a->out && !gnuplot_quotable(a->out) && a->charts) return cli_fail("--out cannot hold a quote", a->out);
+    return 0;
+}
+
+/* ---- an observer: the shape of one step, from its hook events --------------- */
+
+typedef struct {
+    int q_rows, k_rows;   /* rows of Q and of the cached K in layer 0 */
+    uint64_t scores;      /* causal attention scores computed in layer 0, all heads */
+    uint64_t flops;       /* the whole step, every op */
+    size_t kv_bytes;
+} StepShape;
+
+static int capture_shape(const HookEvent *ev, void *user) {
+    StepShape *s = user;
+    if (ev->point == HOOK_STEP_END) {
+        s->flops = flops_total(&ev->stats->flops);
+        s->kv_bytes = ev->stats->kv_bytes;
+    } else if (ev->layer == 0 && ev->point == HOOK_Q) {
+        s->q_rows = ev->shape[0];
+    } else if (ev->layer == 0 && ev->point == HOOK_CACHE_K) {
+        s->k_rows = ev->shape[0];
+    } else if (ev->layer == 0 && ev->point == HOOK_ATTN_SCORES) {
+        /* future cells are -inf: count the ones attention really computed */
+        size_t n = (size_t)ev->shape[0] * ev->shape[1] * ev->shape[2];
+        s->scores = 0;
+        for (size_t i = 0; i < n; i++) s->scores += isfinite(ev->data[i]) != 0;
+    }
+    return 0;
+}
+
+/* ---- timing ----------------------------------------------------------------- */
+
+typedef struct {
+    double med, min, max;
+    int n;
+} Timing;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median (mean of the middle two for an even count), min and max of t[0..n-1]. */
+static Timing summarize(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    Timing s = {n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t[0], t[n - 1], n};
+    return s;
+}
+
+/* Timed runs of a recompute step over T tokens: long ones are timed fewer times. */
+static int recompute_repeats(int K, int T) {
+    if (T <= 256) return K;
+    int r = (int)((long)K * 256 / T);
+    return r < 1 ? 1 : r;
+}
+
+/* Undo the last decode step of a cached generator so that it can be timed again:
+ * the same token then goes to the same slot and gives the same bytes. */
+static void rewind_step(Generator *g) {
+    kvcache_drop(&g->cache, g->cache.len - 1, 1);
+    g->cache.n_seen--;
+    g->len--;
+}
+
+/* ---- output ----------------------------------------------------------------- */
+
+typedef struct {
+    int T;
+    uint64_t f_cache, f_rec;         /* counted FLOPs of the L blocks, one step */
+    uint64_t tot_cache, tot_rec;     /* counted FLOPs of everything, one step */
+    uint64_t cum_cache;              /* counted, prefill + every decode step up to T */
+    uint64_t cum_rec_formula;        /* closed form: Σ over t = P..T of a pass over t tokens */
+    size_t kv_bytes, kv_reserved;
+    double dlogit;
+    Timing t_cache, t_rec;
+} Row;
+
+typedef struct {
+    FILE *csv, *timing;
+    char dir[4200];
+} Out;
+
+static FILE *open_in(const char *dir, const char *name) {
+    char path[4300];
+    if (path_join(path, sizeof path, dir, name)) return NULL;
+    return fopen(path, "w");
+}
+
+static int close_ok(FILE *f) {
+    if (!f) return 0;
+    int bad = ferror(f);
+    return (fclose(f) != 0 || bad) ? -1 : 0;
+}
+
+static void write_row(FILE *f, const Config *cfg, int P, const Row *r) {
+    const uint64_t T = (uint64_t)r->T;
+    fprintf(f, "%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%zu,%zu,%.9g,%d,%d,%d\n",
+            r->T, (unsigned long long)r->f_cache, (unsigned long long)r->f_rec,
+            (unsigned long long)flops_layers_formula(cfg, 1, T - 1),
+            (unsigned long long)flops_layers_formula(cfg, T, 0),
+            (unsigned long long)r->tot_cache, (unsigned long long)r->tot_rec,
+            (unsigned long long)r->cum_cache, (unsigned long long)flops_layers_formula(cfg, T, 0),
+            (unsigned long long)r->cum_rec_formula, (unsigned long long)T,
+            (unsigned long long)(T * (T + 1) / 2), (unsigned long long)T, (unsigned long long)(T * T),
+            (double)r->f_rec / (double)r->f_cache, r->kv_bytes, r->kv_reserved, r->dlogit, cfg->L,
+            cfg->C, P);
+}
+
+static const char *const CSV_HEADER =
+    "T,flops_cache,flops_recompute,formula_cache,formula_recompute,flops_total_cache,"
+    "flops_total_recompute,cum_flops_cache,cum_formula_cache,cum_formula_recompute,"
+    "attn_pairs_cache,attn_pairs_recompute,article_attn_cache,article_attn_recompute,"
+    "ratio,kv_bytes,kv_reserved_bytes,max_abs_dlogit,L,C,prompt_tokens\n";
+
+static const char *const TIMING_HEADER =
+    "T,cache_median_s,cache_min_s,cache_max_s,cache_runs,recompute_median_s,recompute_min_s,"
+    "recompute_max_s,recompute_runs,speedup\n";
+
+static void write_timing(FILE *f, const Row *r) {
+    fprintf(f, "%d,%.9g,%.9g,%.9g,%d,%.9g,%.9g,%.9g,%d,%.6g\n", r->T, r->t_cache.med, r->t_cache.min,
+            r->t_cache.max, r->t_cache.n, r->t_rec.med, r->t_rec.min, r->t_rec.max, r->t_rec.n,
+            r->t_rec.med / r->t_cache.med);
+}
+
+/* 1234567 → "1,234,567" */
+static const char *digits(uint64_t v, char *buf, size_t size) {
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
+    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static int is_in(const int *v, int n, int x) {
+    for (int i = 0; i < n; i++)
+        if (v[i] == x) return 1;
+    return 0;
+}
+
+/* The articles' tables, rebuilt from what was counted and measured. */
+static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg, int P,
+                        const Row *rows, int n, const StepShape *pre, const StepShape *dec, int dec_T) {
+    char d1[40], d2[40], h1[32], h2[32];
+    FILE *f = open_in(dir, "flops.md");
+    if (!f) return -1;
+    fprintf(f, "| T | articles: without cache (T²) | articles: with cache (T) "
+               "| counted FLOPs without cache | counted FLOPs with cache | ratio | KV cache (fp32) |\n");
+    fprintf(f, "|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        if (!is_in(a->table, a->n_table, r->T)) continue;
+        char c1[40], c2[40];
+        fprintf(f, "| %d | %s | %d | %s | %s | %.0f× | %s |\n", r->T,
+                digits((uint64_t)r->T * r->T, d1, sizeof d1), r->T, digits(r->f_rec, c1, sizeof c1),
+                digits(r->f_cache, c2, sizeof c2), (double)r->f_rec / (double)r->f_cache,
+                human_bytes((double)r->kv_bytes, h1, sizeof h1));
+    }
+    if (close_ok(f)) return -1;
+
+    int have_dec = dec->q_rows > 0;
+    if (!(f = open_in(dir, "prefill_decode.csv"))) return -1;
+    fprintf(f, "quantity,label,prefill,decode\n");
+    fprintf(f, "tokens,tokens T,%d,%d\n", P, have_dec ? dec_T : 0);
+    fprintf(f, "q_rows,Q rows,%d,%d\n", pre->q_rows, dec->q_rows);
+    fprintf(f, "k_rows,K rows,%d,%d\n", pre->k_rows, dec->k_rows);
+    fprintf(f, "attn_scores,attention scores,%llu,%llu\n", (unsigned long long)pre->scores,
+            (unsigned long long)dec->scores);
+    fprintf(f, "flops,FLOPs,%llu,%llu\n", (unsigned long long)pre->flops, (unsigned long long)dec->flops);
+    fprintf(f, "kv_bytes,KV bytes,%zu,%zu\n", pre->kv_bytes, dec->kv_bytes);
+    if (close_ok(f)) return -1;
+
+    if (!(f = open_in(dir, "prefill_decode.md"))) return -1;
+    fprintf(f, "| | prefill (T=%d) | decode step (T=%d) |\n|---|---:|---:|\n", P, dec_T);
+    fprintf(f, "| Q shape | (%d, %d) | (%d, %d) |\n", pre->q_rows, cfg->C, dec->q_rows, cfg->C);
+    fprintf(f, "| K shape (cached keys) | (%d, %d) | (%d, %d) |\n", pre->k_rows, cfg->C, dec->k_rows, cfg->C);
+    fprintf(f, "| articles' attention count | O(%d) | O(%d) |\n", P * P, dec_T);
+    fprintf(f, "| attention scores computed (causal, %d heads, per layer) | %s | %s |\n", cfg->NH,
+            digits(pre->scores, d1, sizeof d1), digits(dec->scores, d2, sizeof d2));
+    fprintf(f, "| FLOPs (counted, whole model) | %s | %s |\n", digits(pre->flops, d1, sizeof d1),
+            digits(dec->flops, d2, sizeof d2));
+    fprintf(f, "| KV cache after the step (fp32) | %s (%s B) | %s (%s B) |\n",
+            human_bytes((double)pre->kv_bytes, h1, sizeof h1), digits(pre->kv_bytes, d1, sizeof d1),
+            human_bytes((double)dec->kv_bytes, h2, sizeof h2), digits(dec->kv_bytes, d2, sizeof d2));
+    if (close_ok(f)) return -1;
+
+    if (!(f = open_in(dir, "values.csv"))) return -1;
+    fprintf(f, "key,value\nL,%d\nC,%d\nNH,%d\nprompt_tokens,%d\nrows,%d\n", cfg->L, cfg->C, cfg->NH, P, n);
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) worst = fmax(worst, rows[i].dlogit);
+    fprintf(f, "max_abs_dlogit,%.9g\n", worst);
+    if (n > 0) {
+        const Row *r = &rows[n - 1];
+        fprintf(f, "largest_T,%d\nratio_largest,%.1f\n", r->T, (double)r->f_rec / (double)r->f_cache);
+    }
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        fprintf(f, "flops_cache_%d,%llu\nflops_recompute_%d,%llu\nratio_%d,%.1f\nkv_bytes_%d,%zu\nkv_%d,%s\n",
+                r->T, (unsigned long long)r->f_cache, r->T, (unsigned long long)r->f_rec, r->T,
+                (double)r->f_rec / (double)r->f_cache, r->T, r->kv_bytes, r->T,
+                human_bytes((double)r->kv_bytes, h1, sizeof h1));
+    }
+    return close_ok(f);
+}
+
+static int write_timing_md(const char *dir, const Row *rows, int n) {
+    FILE *f = open_in(dir, "timing.md");
+    if (!f) return -1;
+    fprintf(f, "| T | with cache (median) | without cache (median) | speed-up |\n|---:|---:|---:|---:|\n");
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        fprintf(f, "| %d | %.3g ms | %.3g ms | %.0f× |\n", r->T, 1e3 * r->t_cache.med, 1e3 * r->t_rec.med,
+                r->t_rec.med / r->t_cache.med);
+    }
+    return close_ok(f);
+}
+
+/* ---- progress on a terminal ------------------------------------------------- */
+
+static void progress(int on, int t, int t_max, int row, int rows, double t0) {
+    if (!on) return;
+    char bar[41];
+    int w = (int)(40.0 * t / t_max);
+    for (int i = 0; i < 40; i++) bar[i] = i < w ? '#' : '.';
+    bar[40] = '\0';
+    fprintf(stderr, "\r[%s] T=%-5d length %d/%d  %.1f s ", bar, t, row, rows, now_seconds() - t0);
+    fflush(stderr);
+}
+
+static void progress_clear(int on) {
+    if (on) fprintf(stderr, "\r%70s\r", "");
+}
+
+/* ---- the sweep -------------------------------------------------------------- */
+
+static int draw_charts(const CompareArgs *a) {
+    if (!gnuplot_found()) {
+        fprintf(stderr, "kvscope: gnuplot not found: the CSV files are in %s/; install it with: %s\n",
+                a->out, GNUPLOT_INSTALL_HINT);
+        return 1;
+    }
+    if (make_dirs(a->charts) != 0) {
+        fprintf(stderr, "kvscope: cannot create --charts folder: %s\n", a->charts);
+        return 1;
+    }
+    static const struct { const char *script, *csv, *chart; } charts[] = {
+        {"flops.gp", "compare.csv", "compare_flops"},
+        {"prefill_decode.gp", "prefill_decode.csv", "prefill_decode"},
+        {"time.gp", "timing.csv", "compare_time_measured"},
+    };
+    for (size_t i = 0; i < sizeof charts / sizeof charts[0]; i++) {
+        char script[4300], vars[9000];
+        snprintf(script, sizeof script, "%s/%s", a->scripts, charts[i].script);
+        snprintf(vars, sizeof vars, "in='%s/%s'; out='%s/%s'", a->out, charts[i].csv, a->charts, charts[i].chart);
+        int rc = gnuplot_run(script, vars);
+        if (rc != 0) {
+            fprintf(stderr, "kvscope: gnuplot failed on %s (status %d)\n", script, rc);
+            return 1;
+        }
+        if (!a->quiet) printf("wrote %s/%s.png and .svg\n", a->charts, charts[i].chart);
+    }
+    return 0;
+}
+
+int cmd_compare(int argc, char **argv) {
+    CompareArgs a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_compare(argc, argv, &a);
+    if (rc) {
+        free(a.lengths);
+        free(a.table);
+        return rc < 0 ? 0 : rc;
+    }
+
+    /* the sweep: --lengths and --table-lengths, sorted */
+    int n_sweep = a.n_lengths + a.n_table;
+    int *sweep = malloc((size_t)(n_sweep + 1) * sizeof *sweep);
+    Row *rows = calloc((size_t)n_sweep + 1, sizeof *rows);
+    if (!sweep || !rows) {
+        free(sweep);
+        free(rows);
+        free(a.lengths);
+        free(a.table);
+        return cli_fail("out of memory", "sweep"), 1;
+    }
+    memcpy(sweep, a.lengths, (size_t)a.n_lengths * sizeof *sweep);
+    memcpy(sweep + a.n_lengths, a.table, (size_t)a.n_table * sizeof *sweep);
+    n_sweep = sort_unique(sweep, n_sweep);
+    int T_max = sweep[n_sweep - 1] > a.decode_at ? sweep[n_sweep - 1] : a.decode_at;
+
+    Loaded ld;
+    memset(&ld, 0, sizeof ld);
+    Model m2;
+    memset(&m2, 0, sizeof m2);
+    Generator gc, gr;
+    memset(&gc, 0, sizeof gc);
+    memset(&gr, 0, sizeof gr);
+    OutDir od;
+    int od_open = 0, status = 2, done = 0;
+    FILE *csv = NULL, *tcsv = NULL;
+    char err[4400], buf[64], d1[40], d2[40];
+    struct sigaction sa, old_sa;
+    int sig_set = 0;
+
+    if ((rc = model_args_load(&a.model, 0, &ld))) {
+        status = rc;
+        goto out;
+    }
+    const Config *cfg = &ld.model.cfg;
+    const int P = ld.T;
+    for (int i = 0; i < n_sweep; i++) {
+        if (sweep[i] <= P || sweep[i] > cfg->N) {
+            char what[128];
+            snprintf(what, sizeof what, "lengths must be in %d..%d (prompt %d tokens, context %d)", P + 1,
+                     cfg->N, P, cfg->N);
+            snprintf(buf, sizeof buf, "%d", sweep[i]);
+            status = cli_fail(what, buf);
+            goto out;
+        }
+    }
+    if (a.decode_at <= P || a.decode_at > cfg->N) {
+        snprintf(buf, sizeof buf, "%d", a.decode_at);
+        status = cli_fail("--decode-at must be past the prompt and within the context", buf);
+        goto out;
+    }
+    if (outdir_begin(&od, a.out, err, sizeof err)) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 2;
+        goto out;
+    }
+    od_open = 1;
+    status = 1;
+    /* the recompute runs get their own activations; the weights are shared */
+    if (model_init_from_blob(&m2, cfg, ld.model.w.blob, 0) || generator_init(&gc, &ld.model, GEN_CACHE) ||
+        generator_init(&gr, &m2, GEN_RECOMPUTE)) {
+        fprintf(stderr, "kvscope: out of memory: generators\n");
+        goto out;
+    }
+    if (!(csv = open_in(od.tmp, "compare.csv")) || !(tcsv = open_in(od.tmp, "timing.csv"))) {
+        fprintf(stderr, "kvscope: cannot write in %s\n", a.out);
+        goto out;
+    }
+    fputs(CSV_HEADER, csv);
+    fputs(TIMING_HEADER, tcsv);
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sig_set = sigaction(SIGINT, &sa, &old_sa) == 0;
+
+    StepShape pre = {0}, dec = {0};
+    Hooks hooks;
+    const uint32_t shape_points =
+        HOOK_BIT(HOOK_Q) | HOOK_BIT(HOOK_CACHE_K) | HOOK_BIT(HOOK_ATTN_SCORES) | HOOK_BIT(HOOK_STEP_END);
+    hooks_init(&hooks);
+    hooks_subscribe(&hooks, shape_points, capture_shape, &pre);
+    if (generator_prefill(&gc, ld.prompt, P, &hooks)) {
+        fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
+        goto out;
+    }
+    Hooks dec_hooks;
+    hooks_init(&dec_hooks);
+    hooks_subscribe(&dec_hooks, shape_points, capture_shape, &dec);
+
+    const int tty = isatty(STDERR_FILENO);
+    const double t0 = now_seconds();
+    double *times = malloc((size_t)a.repeat * sizeof *times);
+    if (!times) {
+        fprintf(stderr, "kvscope: out of memory: timing\n");
+        goto out;
+    }
+    uint64_t cum_cache = flops_layers(&gc.total);
+    uint64_t cum_rec = flops_layers_formula(cfg, (uint64_t)P, 0);
+    int row = 0;
+    for (int t = P + 1; t <= T_max && !interrupted; t++) {
+        int tok = generator_argmax(&gc);
+        int in_sweep = row < n_sweep && sweep[row] == t;
+        FlopCount before = gc.total;
+        double s0 = now_seconds();
+        if (generator_decode(&gc, tok, t - P, t == a.decode_at ? &dec_hooks : NULL)) {
+            fprintf(stderr, "kvscope: decode step at T=%d failed (out of memory?)\n", t);
+            goto out_times;
+        }
+        double s1 = now_seconds();
+        uint64_t f_step = flops_layers(&gc.total) - flops_layers(&before);
+        uint64_t tot_step = flops_total(&gc.total) - flops_total(&before);
+        cum_cache += f_step;
+        cum_rec += flops_layers_formula(cfg, (uint64_t)t, 0);
+        if (!in_sweep) continue;
+
+        Row *r = &rows[row];
+        r->T = t;
+        r->f_cache = f_step;
+        r->tot_cache = tot_step;
+        r->cum_cache = cum_cache;
+        r->cum_rec_formula = cum_rec;
+        r->kv_bytes = kvcache_bytes_used(&gc.cache);
+        r->kv_reserved = kvcache_bytes_reserved(&gc.cache);
+        progress(tty, t, T_max, row + 1, n_sweep, t0);
+
+        /* time the cached step again: undo it and redo it */
+        FlopCount after = gc.total;
+        times[0] = s1 - s0;
+        for (int k = 1; k < a.repeat; k++) {
+            rewind_step(&gc);
+            s0 = now_seconds();
+            if (generator_decode(&gc, tok, t - P, NULL)) {
+                fprintf(stderr, "kvscope: decode step at T=%d failed (out of memory?)\n", t);
+                goto out_times;
+            }
+            times[k] = now_seconds() - s0;
+        }
+        gc.total = after;
+        r->t_cache = summarize(times, a.repeat);
+
+        /* without a cache: a forward pass over all t tokens, the same ones */
+        int reps = recompute_repeats(a.repeat, t);
+        for (int k = 0; k < reps; k++) {
+            FlopCount rb = gr.total;
+            s0 = now_seconds();
+            if (generator_prefill(&gr, gc.tokens, t, NULL)) {
+                fprintf(stderr, "kvscope: recompute at T=%d failed (out of memory?)\n", t);
+                goto out_times;
+            }
+            times[k] = now_seconds() - s0;
+            r->f_rec = flops_layers(&gr.total) - flops_layers(&rb);
+            r->tot_rec = flops_total(&gr.total) - flops_total(&rb);
+        }
+        r->t_rec = summarize(times, reps);
+        double dl = 0.0;
+        for (int v = 0; v < cfg->V; v++) dl = fmax(dl, fabs((double)gc.logits[v] - (double)gr.logits[v]));
+        r->dlogit = dl;
+
+        write_row(csv, cfg, P, r);
+        write_timing(tcsv, r);
+        progress_clear(tty);
+        if (!a.quiet)
+            printf("T=%-5d FLOPs/step  cache %-14s recompute %-16s x%-7.1f  time %8.3g ms vs %8.3g ms  "
+                   "max|dlogit| %.3g\n",
+                   t, digits(r->f_cache, d1, sizeof d1), digits(r->f_rec, d2, sizeof d2),
+                   (double)r->f_rec / (double)r->f_cache, 1e3 * r->t_cache.med, 1e3 * r->t_rec.med, dl);
+        fflush(stdout);
+        row++;
+        progress(tty && row < n_sweep, t, T_max, row + 1, n_sweep, t0);
+    }
+    progress_clear(tty);
+    if (interrupted)
+        fprintf(stderr, "kvscope: interrupted: keeping the %d length%s finished\n", row, row == 1 ? "" : "s");
+    if (write_tables(od.tmp, &a, cfg, P, rows, row, &pre, &dec, a.decode_at) ||
+        write_timing_md(od.tmp, rows, row)) {
+        fprintf(stderr, "kvscope: cannot write the tables in %s (disk full?)\n", a.out);
+        goto out_times;
+    }
+    {
+        int bad = close_ok(csv) | close_ok(tcsv);
+        csv = tcsv = NULL;
+        if (bad) {
+            fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
+            goto out_times;
+        }
+    }
+    if (outdir_commit(&od, err, sizeof err)) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        goto out_times;
+    }
+    od_open = 0;
+    done = 1;
+    status = interrupted ? 130 : 0;
+    if (!a.quiet) printf("wrote %s/ in %.1f s\n", a.out, now_seconds() - t0);
+
+out_times:
+    free(times);
+out:
+    if (sig_set) sigaction(SIGINT, &old_sa, NULL);
+    if (csv) fclose(csv);
+    if (tcsv) fclose(tcsv);
+    if (od_open) outdir_abort(&od);
+    generator_free(&gc);
+    generator_free(&gr);
+    model_free(&m2);
+    loaded_free(&ld);
+    free(sweep);
+    free(rows);
+    free(a.lengths);
+    free(a.table);
+    if (done && status == 0 && a.charts) status = draw_charts(&a);
+    return status;
+}

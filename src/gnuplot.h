@@ -1,0 +1,24 @@
+/* gnuplot.h — draw a chart by feeding one of the chart scripts (plots/NAME.gp) to gnuplot.
+ *
+ * A script takes its inputs and outputs as variables, as on the command line:
+ *   gnuplot -e "in='data/compare/compare.csv'; out='plots/compare_flops'" plots/flops.gp
+ * Nothing here prints: gnuplot's own messages go to the caller's stderr.
+ */
+#ifndef KVSCOPE_GNUPLOT_H
+#define KVSCOPE_GNUPLOT_H
+
+/* How to get gnuplot when it is missing. */
+#define GNUPLOT_INSTALL_HINT "apt-get install gnuplot-nox"
+
+/* 1 if an executable named gnuplot is on PATH, else 0. */
+int gnuplot_found(void);
+
+/* Run script with the variables set by vars (gnuplot statements, e.g.
+ * "in='a.csv'; out='b'"). Returns gnuplot's exit status (0 ok), or -1 when it
+ * could not be started or vars holds a newline. */
+int gnuplot_run(const char *script, const char *vars);
+
+/* 1 if s can go between single quotes in a gnuplot statement (no quote, no newline). */
+int gnuplot_quotable(const char *s);
+
+#endif

@@ -1,0 +1,92 @@
+/* heatmap.h — an observer that draws attention and Q/K/V as PNG heatmaps.
+ *
+ * Subscribes to hook_q, hook_k, hook_v, cache_k, cache_v, hook_attn_scores and
+ * hook_pattern; the engine does not know it exists. For every selected layer l and
+ * head h (file names sort in step order; steps have at least 3 digits):
+ *
+ *   prefill_attn_L{l}_H{hh}.png     T×T weights after softmax (viridis, [0, 1])
+ *   prefill_scores_L{l}_H{hh}.png   T×T scaled scores before softmax (cool–warm, ±R_s)
+ *   prefill_qkv_L{l}_H{hh}.png      Q (T×hs) | Kᵀ (hs×T) | V (T×hs), side by side
+ *   decode_s{sss}_attn_L{l}_H{hh}.png   the step's query row(s) over the cache (n×t)
+ *   decode_s{sss}_kv_L{l}_H{hh}.png     the cache the step reads: K (t×hs) | V (t×hs)
+ *   decode_s{sss}_stair_L{l}_H{hh}.png  every attention row so far: the prefill square
+ *                                       plus one row per decode step (the staircase)
+ *   decode_stair_L{l}_H{hh}.gif     the staircase growing, one frame per step
+ *
+ * Pixels. Every matrix entry is a block of cell × cell pixels. Masked entries
+ * (future slots a query does not see) are COLOR_MASKED grey. Rows of the staircase
+ * and of the K/V cache carry a marker strip on their left, `strip` pixels wide:
+ * white for prompt rows, black for rows added by decode steps, orange for the
+ * row(s) added by this step. With grid on (and cell ≥ 4) the last pixel row and
+ * column of every cell are white lines. Matrices side by side are `gap` pixels apart.
+ *
+ * Colour scales, fixed for the whole run so frames compare:
+ *   weights  [0, 1], viridis;
+ *   scores, Q, K, V  symmetric [-R, R], cool–warm, one R per (layer, head, matrix),
+ *            set at the prefill and kept for every decode step: R is the 99th
+ *            percentile (nearest rank) of |x| over the prefill's entries of that
+ *            matrix (scores: the causal entries only), rounded up to two significant
+ *            digits (1 if that is 0). Larger values are clipped to the end colours.
+ * Each PNG states phase, step, layer, head, shape and range in its Description chunk.
+ *
+ * Pixels per cell when cfg.cell is 0: attention images  heatmap_auto_cell(T_max),
+ * Q/K/V images  heatmap_auto_cell(max(T_max, hs)), where T_max = prompt + steps.
+ */
+#ifndef KVSCOPE_HEATMAP_H
+#define KVSCOPE_HEATMAP_H
+
+#include <stddef.h>
+
+#include "gif_out.h"
+#include "hooks.h"
+#include "select.h"
+
+#define HEATMAP_TARGET_PX 768 /* auto cell: about this many pixels along the long side */
+#define HEATMAP_MAX_CELL 64
+
+typedef struct {
+    const char *dir;        /* existing folder the files go into */
+    int L, NH, hs;          /* the model's layers, heads, head size */
+    int T_max;              /* prompt + decode steps: sizes the GIF canvas and the cells */
+    Selection layers, heads;
+    int cell;               /* pixels per matrix entry; 0: automatic */
+    int grid;               /* thin white lines between cells */
+    int gif;                /* write the decode_stair GIFs */
+} HeatmapConfig;
+
+/* The staircase and the fixed ranges of one (layer, head). */
+typedef struct {
+    float r_scores, r_q, r_k, r_v; /* symmetric ranges set at the prefill; 0 until then */
+    float **rows;                  /* rows[pos]: attention weights of query pos (len[pos]) */
+    int *len;
+    int nrows;                     /* rows held: 0 .. nrows-1 */
+    int new0, new_n;               /* rows added by the last step */
+    GifOut gif;
+} HeadPlot;
+
+typedef struct {
+    HeatmapConfig cfg;
+    int cell_attn, cell_qkv, strip, gap;
+    int T0;              /* prompt length, from the prefill */
+    int step_digits;     /* width of the step number in file names */
+    HeadPlot *hp;        /* (L, NH); only selected entries are used */
+    float *buf_q, *buf_k; /* copies of hook_q/hook_k or cache_k until V arrives */
+    size_t buf_cap;
+    int files;           /* files written so far */
+    int failed;          /* set once; every later event is ignored */
+    char err[512];       /* the first error: "<file>: <reason>" */
+} Heatmap;
+
+/* Pixels per cell that put about HEATMAP_TARGET_PX pixels along n cells:
+ * HEATMAP_TARGET_PX / n, clamped to [1, HEATMAP_MAX_CELL]. */
+int heatmap_auto_cell(int n);
+
+/* 0, or -1 with a message in h->err (out of memory, bad config). */
+int heatmap_open(Heatmap *h, const HeatmapConfig *cfg);
+/* Subscribe to the hook points. 0 or -1. */
+int heatmap_attach(Heatmap *h, Hooks *hooks);
+/* Finish the GIFs and free everything. 0 if every file was written, else -1 and
+ * h->err says why (then the caller must not commit the folder). */
+int heatmap_close(Heatmap *h);
+
+#endif

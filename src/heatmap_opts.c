@@ -1,0 +1,126 @@
+/* heatmap_opts.c — see heatmap_opts.h. */
+#include "heatmap_opts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char *const HEATMAP_OPTS_HELP =
+    "heatmaps (PNG pictures of attention and Q/K/V at every step, see README):\n"
+    "  --heatmaps           draw them into <out>/heatmaps\n"
+    "  --plots DIR          draw them into DIR instead (implies --heatmaps); DIR is\n"
+    "                       replaced as a whole, like --out, and must not be inside it\n"
+    "  --cell PX            pixels per matrix entry, 1..64 (default: about 768 pixels\n"
+    "                       along prompt+steps tokens, at most 64)\n"
+    "  --grid               thin white lines between the cells\n"
+    "  --no-gif             no animated GIF of the decode steps\n"
+    "  layers: --layers-shown; heads: --heads-shown (default for heatmaps: head 0)\n";
+
+void heatmap_opts_default(HeatmapOpts *o) {
+    memset(o, 0, sizeof *o);
+    o->gif = 1;
+}
+
+int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v;
+    long x;
+    if (strcmp(a, "--heatmaps") == 0) {
+        o->on = 1;
+    } else if (strcmp(a, "--plots") == 0) {
+        if (!(o->plots = cli_value(argc, argv, i))) return 2;
+        o->on = 1;
+    } else if (strcmp(a, "--cell") == 0) {
+        if (!(v = cli_value(argc, argv, i)) || cli_long(a, v, 1, HEATMAP_MAX_CELL, &x)) return 2;
+        o->cell = (int)x;
+    } else if (strcmp(a, "--grid") == 0) {
+        o->grid = 1;
+    } else if (strcmp(a, "--no-gif") == 0) {
+        o->gif = 0;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* 1 if path is dir or lies inside it (by spelling: "a/b" is inside "a"). */
+static int inside(const char *path, const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
+                       const char *heads_shown, const char *out, const char *out_tmp,
+                       Hooks *hooks) {
+    if (!o->on) return 0;
+    HeatmapConfig hc = {.L = cfg->L, .NH = cfg->NH, .hs = cfg->C / cfg->NH, .T_max = T_max,
+                        .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif};
+    const char *hs = heads_shown ? heads_shown : "0";
+    if (select_parse(&hc.heads, hs, cfg->NH))
+        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    char err[4600];
+    if (o->plots) {
+        if (inside(o->plots, out) || inside(out, o->plots))
+            return cli_fail("--plots must be outside --out (leave it out for <out>/heatmaps)",
+                            o->plots);
+        /* the parent may not exist yet (plots/lessonN/heatmaps): make it */
+        char parent[4400];
+        snprintf(parent, sizeof parent, "%s", o->plots);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            if (make_dirs(parent) != 0) return cli_fail("cannot create folder", parent);
+        }
+        if (outdir_begin(&o->od, o->plots, err, sizeof err)) {
+            fprintf(stderr, "kvscope: %s\n", err);
+            return 2;
+        }
+        o->own_dir = 1;
+        snprintf(o->dir, sizeof o->dir, "%s", o->od.tmp);
+        snprintf(o->shown, sizeof o->shown, "%s", o->plots);
+    } else {
+        if (path_join(o->dir, sizeof o->dir, out_tmp, "heatmaps") != 0 || make_dirs(o->dir) != 0)
+            return cli_fail("cannot create folder", "heatmaps");
+        if (path_join(o->shown, sizeof o->shown, out, "heatmaps") != 0)
+            return cli_fail("path too long", out);
+    }
+    o->begun = 1;
+    hc.dir = o->dir;
+    if (heatmap_open(&o->hm, &hc) || heatmap_attach(&o->hm, hooks)) {
+        fprintf(stderr, "kvscope: heatmaps: %s\n", o->hm.err[0] ? o->hm.err : "too many observers");
+        return 1;
+    }
+    return 0;
+}
+
+int heatmap_opts_failed(const HeatmapOpts *o) { return o->begun && o->hm.failed; }
+
+int heatmap_opts_finish(HeatmapOpts *o, int status) {
+    if (!o->begun) return status;
+    if (heatmap_close(&o->hm) != 0) {
+        /* name the file as it would have been called, not by its temporary folder */
+        const char *e = o->hm.err;
+        size_t n = strlen(o->dir);
+        if (strncmp(e, o->dir, n) == 0) fprintf(stderr, "kvscope: %s%s\n", o->shown, e + n);
+        else fprintf(stderr, "kvscope: heatmaps: %s\n", e);
+        return 2;
+    }
+    return status;
+}
+
+int heatmap_opts_commit(HeatmapOpts *o, int status) {
+    if (!o->begun || !o->own_dir) return status;
+    o->own_dir = 0;
+    if (status != 0) {
+        outdir_abort(&o->od);
+        return status;
+    }
+    char err[4600];
+    if (outdir_commit(&o->od, err, sizeof err) != 0) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        outdir_abort(&o->od);
+        return 1;
+    }
+    return 0;
+}

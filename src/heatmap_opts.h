@@ -1,0 +1,44 @@
+/* heatmap_opts.h — `kvscope run --heatmaps`: the options, the folder and the
+ * observer's life cycle, so cmd_run.c needs only a few calls.
+ * CLI layer: these functions print the error line themselves. */
+#ifndef KVSCOPE_HEATMAP_OPTS_H
+#define KVSCOPE_HEATMAP_OPTS_H
+
+#include "heatmap.h"
+#include "model.h"
+#include "outdir.h"
+
+typedef struct {
+    int on;              /* --heatmaps (or --plots) */
+    const char *plots;   /* --plots DIR; NULL: <out>/heatmaps */
+    int cell, grid, gif; /* --cell PX (0 auto), --grid, --no-gif */
+    /* while running */
+    int begun, own_dir;  /* own_dir: --plots was given, so an OutDir of its own */
+    OutDir od;
+    char dir[4400];      /* where the images are written */
+    char shown[4400];    /* the same folder under the name the user will see */
+    Heatmap hm;
+} HeatmapOpts;
+
+extern const char *const HEATMAP_OPTS_HELP;
+
+void heatmap_opts_default(HeatmapOpts *o);
+/* If argv[*i] is one of these options, consume it (and its value): 1. Not one: 0.
+ * A bad value: 2 after the error line. */
+int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i);
+/* When on: make the folder (out_tmp/heatmaps, or the --plots folder as a whole),
+ * open the observer for T_max = prompt + steps tokens and subscribe it. Heads: the
+ * --heads-shown spec, or head 0 when NULL. 0, or 1/2 after the error line. */
+int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
+                       const char *heads_shown, const char *out, const char *out_tmp,
+                       Hooks *hooks);
+/* 1 if the observer has failed (its error line is printed by heatmap_opts_finish). */
+int heatmap_opts_failed(const HeatmapOpts *o);
+/* Finish the images (the GIFs) and free the observer; prints the error line of a
+ * failed write and returns 2 then, else status. Call before committing --out. */
+int heatmap_opts_finish(HeatmapOpts *o, int status);
+/* After --out was committed: commit the --plots folder when status is 0, else drop
+ * it. Returns status, or 1 after an error line if the commit failed. */
+int heatmap_opts_commit(HeatmapOpts *o, int status);
+
+#endif

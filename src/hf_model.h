@@ -1,0 +1,42 @@
+/* hf_model.h — a Hugging Face GPT-2 folder ⇄ kvscope's model.
+ *
+ * A folder holds config.json and model.safetensors (and, for the tokenizer,
+ * vocab.json + merges.txt; see bpe.h). As in Hugging Face's GPT2LMHeadModel:
+ *   - tensors are named as in model_tensor_specs(), with or without a
+ *     "transformer." prefix;
+ *   - h.N.attn.bias and h.N.attn.masked_bias are causal-mask buffers, not
+ *     weights: ignored;
+ *   - lm_head.weight is tied to wte.weight: absent, or equal to it;
+ *   - F32, F16 and BF16 tensors are converted to float32.
+ * Every expected tensor must be present with its expected shape, and nothing
+ * else may be there. Messages name the file, the tensor and the problem.
+ */
+#ifndef KVSCOPE_HF_MODEL_H
+#define KVSCOPE_HF_MODEL_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+/* Results: 0; HF_BAD invalid input (message in err); HF_NOMEM; HF_IO (message). */
+enum { HF_BAD = -1, HF_NOMEM = -2, HF_IO = -3 };
+
+/* dir/config.json → cfg: n_layer, n_head, n_embd, n_positions, vocab_size,
+ * layer_norm_epsilon (default 1e-5). Rejects settings kvscope does not compute
+ * (activation other than gelu_new, n_inner other than 4·n_embd, unscaled or
+ * layer-scaled attention). */
+int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize);
+
+/* dir/model.safetensors → m (which owns its blob), for cfg from hf_config_load.
+ * The file is memory-mapped, each tensor converted once into the blob laid out
+ * by model_tensor_specs(), then unmapped. */
+int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, size_t errsize);
+
+/* 1 if dir has both vocab.json and merges.txt. */
+int hf_has_tokenizer(const char *dir);
+
+/* Write m as dir/config.json + dir/model.safetensors: F32, names without prefix,
+ * no lm_head (tied), __metadata__ {"format":"pt"}. dir must exist. */
+int hf_export(const Model *m, const char *dir, char *err, size_t errsize);
+
+#endif

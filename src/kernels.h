@@ -1,0 +1,51 @@
+/* kernels.h — the engine's fast kernels: the same results as ops.h, bit for bit.
+ *
+ * ops.c holds the plain kernels the lessons quote. The engine calls these instead;
+ * each one computes every output element with exactly the operations of its plain
+ * twin, in the same order (same multiplies, same adds, no fused multiply-add, the
+ * same libm calls), so its results are the plain kernel's bytes. What changes is how
+ * the work is scheduled:
+ *   - vectors run across independent outputs (output columns, keys, heads), never
+ *     across a sum, so no summation is reordered;
+ *   - register tiles of several rows share each weight load (prefill);
+ *   - OpenMP threads take disjoint output columns, heads or rows, so the result does
+ *     not depend on the thread count (OMP_NUM_THREADS sets it).
+ * tests/check_kernels.c checks the equality with memcmp on awkward shapes.
+ *
+ * The level is picked at run time (kern_detect), so one binary runs everywhere:
+ *   KERN_PLAIN   the ops.c kernels, threaded where the work splits cleanly
+ *   KERN_AVX2    8-wide AVX2 vectors (x86-64 with AVX2; mul and add, not FMA)
+ */
+#ifndef KVSCOPE_KERNELS_H
+#define KVSCOPE_KERNELS_H
+
+#include <stddef.h>
+
+typedef enum { KERN_PLAIN, KERN_AVX2, KERN_LEVEL_COUNT } KernLevel;
+
+/* The best level this CPU runs. */
+KernLevel kern_detect(void);
+/* 1 if this CPU runs lv. */
+int kern_supported(KernLevel lv);
+/* "plain", "avx2". */
+const char *kern_name(KernLevel lv);
+/* Threads a parallel kernel uses (1 without OpenMP). */
+int kern_threads(void);
+
+/* As matmul_forward: out (T,OC) = inp (T,C) · w (C,OC) + bias (OC, may be NULL). */
+void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                         const float *bias, int T, int C, int OC);
+/* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C). */
+void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
+                                    const float *w, int T, int C, int OC);
+/* As attention_forward (same shapes and outputs). */
+void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
+                            const float *q, const float *kc, const float *vc,
+                            int n, int p, int NH, int hs);
+/* As gelu_forward; in place is fine. */
+void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n);
+/* As layernorm_forward. */
+void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                            const float *b, int T, int C, float eps);
+
+#endif

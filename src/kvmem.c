@@ -1,0 +1,69 @@
+/* kvmem.c — the KV-cache size formula and the model presets. */
+#include "kvmem.h"
+
+#include <string.h>
+
+static const KvShape PRESETS[] = {
+    /* name          L   NH  kv  hs   N */
+    {"gpt2",        12, 12, 12, 64, 1024},
+    {"gpt2-medium", 24, 16, 16, 64, 1024},
+    {"gpt2-large",  36, 20, 20, 64, 1024},
+    {"gpt2-xl",     48, 25, 25, 64, 1024},
+    {"llama-2-7b",  32, 32, 32, 128, 4096},
+};
+
+const KvShape *kvmem_presets(int *n) {
+    *n = (int)(sizeof PRESETS / sizeof PRESETS[0]);
+    return PRESETS;
+}
+
+const KvShape *kvmem_preset(const char *name) {
+    for (size_t i = 0; i < sizeof PRESETS / sizeof PRESETS[0]; i++)
+        if (strcmp(PRESETS[i].name, name) == 0) return &PRESETS[i];
+    return NULL;
+}
+
+static const struct { const char *name; int bytes; } DTYPES[KV_DTYPE_COUNT] = {
+    [KV_FP32] = {"fp32", 4}, [KV_FP16] = {"fp16", 2}, [KV_BF16] = {"bf16", 2}, [KV_INT8] = {"int8", 1},
+};
+
+int kvmem_dtype_bytes(KvDtype dt) { return dt < KV_DTYPE_COUNT ? DTYPES[dt].bytes : 0; }
+
+const char *kvmem_dtype_name(KvDtype dt) { return dt < KV_DTYPE_COUNT ? DTYPES[dt].name : "?"; }
+
+int kvmem_dtype_parse(const char *s, KvDtype *dt) {
+    for (int i = 0; i < KV_DTYPE_COUNT; i++)
+        if (strcmp(s, DTYPES[i].name) == 0) {
+            *dt = (KvDtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *kvmem_check(const KvShape *s) {
+    if (s->L < 1) return "layers must be at least 1";
+    if (s->NH < 1) return "heads must be at least 1";
+    if (s->kv_heads < 1) return "kv heads must be at least 1";
+    if (s->kv_heads > s->NH) return "kv heads cannot exceed heads";
+    if (s->NH % s->kv_heads != 0) return "heads must be a multiple of kv heads";
+    if (s->hs < 1) return "head dim must be at least 1";
+    if (s->N < 1) return "context must be at least 1";
+    return NULL;
+}
+
+/* *acc *= x, or -1 on overflow. */
+static int mul_checked(uint64_t *acc, uint64_t x) {
+    if (x != 0 && *acc > UINT64_MAX / x) return -1;
+    *acc *= x;
+    return 0;
+}
+
+int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, KvDtype dt, uint64_t *out) {
+    uint64_t b = 2; /* K and V */
+    if (mul_checked(&b, (uint64_t)s->L) || mul_checked(&b, (uint64_t)s->kv_heads) ||
+        mul_checked(&b, (uint64_t)s->hs) || mul_checked(&b, tokens) || mul_checked(&b, batch) ||
+        mul_checked(&b, (uint64_t)kvmem_dtype_bytes(dt)))
+        return -1;
+    *out = b;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* kvmem.h — how much memory the KV cache of a real model takes.
+ *
+ *   bytes = 2 (K and V) × L × n_kv_head × hs × tokens × batch × bytes per element
+ *
+ * With multi-head attention n_kv_head = NH; grouped-query attention (GQA) and
+ * multi-query attention (MQA) keep fewer K/V heads, and the cache shrinks by
+ * NH / n_kv_head. Pure arithmetic: no allocation, no I/O.
+ *
+ * The presets are the published configs (see the Hugging Face config.json of each
+ * model): GPT-2 small/medium/large/xl (context 1024, hs 64) and LLaMA-2-7B
+ * (32 layers, 32 heads, hs 128, context 4096, MHA).
+ */
+#ifndef KVSCOPE_KVMEM_H
+#define KVSCOPE_KVMEM_H
+
+#include <stdint.h>
+
+typedef enum { KV_FP32, KV_FP16, KV_BF16, KV_INT8, KV_DTYPE_COUNT } KvDtype;
+
+typedef struct {
+    const char *name;  /* "gpt2", "llama-2-7b", or "custom" */
+    int L;             /* n_layer */
+    int NH;            /* n_head: query heads */
+    int kv_heads;      /* heads that keep K and V (= NH for MHA) */
+    int hs;            /* head size (head_dim) */
+    int N;             /* context: the most tokens the model takes */
+} KvShape;
+
+/* The presets, in order of size. *n receives their number. */
+const KvShape *kvmem_presets(int *n);
+/* The preset called name ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",
+ * "llama-2-7b"), or NULL. */
+const KvShape *kvmem_preset(const char *name);
+
+/* Bytes per element of a dtype: fp32 4, fp16 2, bf16 2, int8 1 (no scales). */
+int kvmem_dtype_bytes(KvDtype dt);
+/* "fp32", "fp16", "bf16", "int8". */
+const char *kvmem_dtype_name(KvDtype dt);
+/* Parse one of those names. 0, or -1 if unknown. */
+int kvmem_dtype_parse(const char *s, KvDtype *dt);
+
+/* NULL if s is usable (every field ≥ 1, kv_heads ≤ NH and divides it), else a
+ * static message naming the bad field. */
+const char *kvmem_check(const KvShape *s);
+
+/* bytes = 2 · L · kv_heads · hs · tokens · batch · dtype bytes into *out.
+ * 0, or -1 when the product does not fit in 64 bits. */
+int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, KvDtype dt, uint64_t *out);
+
+#endif

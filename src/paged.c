@@ -1,0 +1,182 @@
+/* paged.c — the block pool, its free list, and attention through a block table. */
+#include "paged.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+
+int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_blocks,
+               int max_seqs, int max_len) {
+    memset(pc, 0, sizeof *pc);
+    if (L < 1 || NH < 1 || hs < 1 || block_size < 1 || n_blocks < 1 || max_seqs < 1 ||
+        max_len < 1)
+        return -1;
+    pc->L = L;
+    pc->NH = NH;
+    pc->hs = hs;
+    pc->block_size = block_size;
+    pc->n_blocks = n_blocks;
+    pc->max_seqs = max_seqs;
+    pc->max_blocks = (max_len + block_size - 1) / block_size;
+    size_t n = (size_t)L * n_blocks * block_size * NH * hs;
+    size_t slots = (size_t)pc->max_blocks * block_size;
+    pc->k = malloc(n * sizeof *pc->k);
+    pc->v = malloc(n * sizeof *pc->v);
+    pc->free_list = malloc((size_t)n_blocks * sizeof *pc->free_list);
+    pc->seq = calloc((size_t)max_seqs, sizeof *pc->seq);
+    pc->kr = malloc(slots * sizeof *pc->kr);
+    pc->vr = malloc(slots * sizeof *pc->vr);
+    pc->scores = malloc(slots * sizeof *pc->scores);
+    if (!pc->k || !pc->v || !pc->free_list || !pc->seq || !pc->kr || !pc->vr || !pc->scores) {
+        paged_free(pc);
+        return -1;
+    }
+    for (int s = 0; s < max_seqs; s++)
+        if (!(pc->seq[s].table = malloc((size_t)pc->max_blocks * sizeof(int)))) {
+            paged_free(pc);
+            return -1;
+        }
+    /* block 0 on top: blocks are handed out 0, 1, 2, ... while none was returned */
+    for (int i = 0; i < n_blocks; i++) pc->free_list[i] = n_blocks - 1 - i;
+    pc->n_free = n_blocks;
+    return 0;
+}
+
+void paged_free(PagedCache *pc) {
+    if (pc->seq)
+        for (int s = 0; s < pc->max_seqs; s++) free(pc->seq[s].table);
+    free(pc->seq);
+    free(pc->k);
+    free(pc->v);
+    free(pc->free_list);
+    free(pc->kr);
+    free(pc->vr);
+    free(pc->scores);
+    memset(pc, 0, sizeof *pc);
+}
+
+int paged_reserve(PagedCache *pc, int s, int n) {
+    if (s < 0 || s >= pc->max_seqs || n < 0) return -1;
+    PagedSeq *q = &pc->seq[s];
+    const long need_slots = (long)q->len + n;
+    const int need = (int)((need_slots + pc->block_size - 1) / pc->block_size);
+    if (need > pc->max_blocks) return -1;
+    if (need - q->n_blocks > pc->n_free) return PAGED_NO_BLOCKS;
+    while (q->n_blocks < need) q->table[q->n_blocks++] = pc->free_list[--pc->n_free];
+    return 0;
+}
+
+void paged_release(PagedCache *pc, int s) {
+    if (s < 0 || s >= pc->max_seqs) return;
+    PagedSeq *q = &pc->seq[s];
+    /* push in reverse so the sequence's first block is the next one handed out */
+    while (q->n_blocks > 0) pc->free_list[pc->n_free++] = q->table[--q->n_blocks];
+    q->len = 0;
+}
+
+static float *row(const PagedCache *pc, float *base, int s, int l, int t) {
+    const PagedSeq *q = &pc->seq[s];
+    const int block = q->table[t / pc->block_size], off = t % pc->block_size;
+    return base + (((size_t)l * pc->n_blocks + block) * pc->block_size + off) * pc->NH * pc->hs;
+}
+
+float *paged_k_row(const PagedCache *pc, int s, int l, int t) { return row(pc, pc->k, s, l, t); }
+float *paged_v_row(const PagedCache *pc, int s, int l, int t) { return row(pc, pc->v, s, l, t); }
+
+typedef struct {
+    PagedCache *pc;
+    const int *seq;  /* (R) */
+    const int *slot; /* (R) token index of row r in its sequence */
+} PagedRows;
+
+/* store k, v at the row's slot; gather the sequence's rows through its block
+ * table and attend over slots 0..slot */
+static int paged_attend(void *user, int r, int l, const float *qkv, float *out) {
+    const PagedRows *pr = user;
+    PagedCache *pc = pr->pc;
+    const int s = pr->seq[r], slot = pr->slot[r], C = pc->NH * pc->hs;
+    memcpy(paged_k_row(pc, s, l, slot), qkv + C, (size_t)C * sizeof(float));
+    memcpy(paged_v_row(pc, s, l, slot), qkv + 2 * C, (size_t)C * sizeof(float));
+    for (int t = 0; t <= slot; t++) {
+        pc->kr[t] = paged_k_row(pc, s, l, t);
+        pc->vr[t] = paged_v_row(pc, s, l, t);
+    }
+    return attention_row_forward(out, pc->scores, qkv, pc->kr, pc->vr, NULL, slot + 1, pc->NH,
+                                 pc->hs);
+}
+
+int paged_forward(Model *m, PagedCache *pc, const int *seqs, const int *tokens, int R,
+                  float *const *logits, FlopCount *flops) {
+    if (R < 1) return -1;
+    int *slot = malloc((size_t)R * sizeof *slot);
+    int *add = calloc((size_t)pc->max_seqs, sizeof *add);
+    int rc = slot && add ? 0 : -1;
+    for (int r = 0; r < R && rc == 0; r++) {
+        if (seqs[r] < 0 || seqs[r] >= pc->max_seqs) rc = -1;
+        else slot[r] = pc->seq[seqs[r]].len + add[seqs[r]]++;
+    }
+    /* blocks first; on failure give back what this call took */
+    int *had = rc == 0 ? malloc((size_t)pc->max_seqs * sizeof *had) : NULL;
+    if (rc == 0 && !had) rc = -1;
+    if (rc == 0) {
+        for (int s = 0; s < pc->max_seqs; s++) had[s] = pc->seq[s].n_blocks;
+        for (int s = 0; s < pc->max_seqs && rc == 0; s++)
+            if (add[s]) rc = paged_reserve(pc, s, add[s]);
+        if (rc == 0) {
+            PagedRows pr = {pc, seqs, slot};
+            int *pos = slot; /* position = slot: a paged sequence has no padding */
+            rc = model_forward_rows(m, tokens, pos, R, paged_attend, &pr, logits, flops);
+        }
+        if (rc == 0) {
+            for (int s = 0; s < pc->max_seqs; s++) pc->seq[s].len += add[s];
+        } else {
+            for (int s = 0; s < pc->max_seqs; s++) {
+                PagedSeq *q = &pc->seq[s];
+                while (q->n_blocks > had[s]) pc->free_list[pc->n_free++] = q->table[--q->n_blocks];
+            }
+        }
+    }
+    free(had);
+    free(slot);
+    free(add);
+    return rc;
+}
+
+int paged_check(const PagedCache *pc) {
+    int *seen = calloc((size_t)pc->n_blocks, sizeof *seen);
+    if (!seen) return -1;
+    int ok = 1, count = 0;
+    for (int i = 0; i < pc->n_free && ok; i++) {
+        int b = pc->free_list[i];
+        if (b < 0 || b >= pc->n_blocks || seen[b]++) ok = 0;
+        count++;
+    }
+    for (int s = 0; s < pc->max_seqs && ok; s++) {
+        const PagedSeq *q = &pc->seq[s];
+        if (q->n_blocks != (q->len + pc->block_size - 1) / pc->block_size) ok = 0;
+        for (int i = 0; i < q->n_blocks && ok; i++) {
+            int b = q->table[i];
+            if (b < 0 || b >= pc->n_blocks || seen[b]++) ok = 0;
+            count++;
+        }
+    }
+    free(seen);
+    return ok && count == pc->n_blocks ? 0 : -1;
+}
+
+int paged_blocks_owned(const PagedCache *pc) { return pc->n_blocks - pc->n_free; }
+
+size_t paged_block_bytes(const PagedCache *pc) {
+    return 2u * (size_t)pc->L * pc->block_size * pc->NH * pc->hs * sizeof(float);
+}
+
+size_t paged_bytes_reserved(const PagedCache *pc) {
+    return paged_block_bytes(pc) * (size_t)paged_blocks_owned(pc);
+}
+
+size_t paged_bytes_used(const PagedCache *pc) {
+    size_t n = 0;
+    for (int s = 0; s < pc->max_seqs; s++) n += (size_t)pc->seq[s].len;
+    return 2u * (size_t)pc->L * pc->NH * pc->hs * sizeof(float) * n;
+}

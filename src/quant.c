@@ -1,0 +1,86 @@
+/* quant.c — int8 (per token and head) and q8_0 (blocks of 32) quantization. */
+#include "quant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "halfprec.h"
+
+size_t int8_row_bytes(int NH, int hs) { return (size_t)NH * hs + 4u * (size_t)NH; }
+
+size_t q8_0_row_bytes(int C) { return (size_t)(C + Q8_0_BLOCK - 1) / Q8_0_BLOCK * Q8_0_BLOCK_BYTES; }
+
+static float absmax(const float *x, int n) {
+    float a = 0.0f;
+    for (int i = 0; i < n; i++) a = fmaxf(a, fabsf(x[i]));
+    return a;
+}
+
+/* q = round(x / d) in -127..127; d == 0 means the group is all zeros. */
+static void quantize_group(signed char *q, const float *x, int n, float d) {
+    for (int i = 0; i < n; i++) {
+        float r = d > 0.0f ? roundf(x[i] / d) : 0.0f;
+        if (r > 127.0f) r = 127.0f;  /* only reachable through a rounding of x/d */
+        if (r < -127.0f) r = -127.0f;
+        q[i] = (signed char)r;
+    }
+}
+
+void int8_quantize_row(unsigned char *dst, const float *x, int NH, int hs) {
+    signed char *q = (signed char *)(dst + 4u * (size_t)NH);
+    for (int h = 0; h < NH; h++) {
+        float d = absmax(x + (size_t)h * hs, hs) / 127.0f;
+        memcpy(dst + 4u * (size_t)h, &d, sizeof d);
+        quantize_group(q + (size_t)h * hs, x + (size_t)h * hs, hs, d);
+    }
+}
+
+float int8_row_scale(const unsigned char *src, int h) {
+    float d;
+    memcpy(&d, src + 4u * (size_t)h, sizeof d);
+    return d;
+}
+
+void int8_dequantize_row(float *y, const unsigned char *src, int NH, int hs) {
+    const signed char *q = (const signed char *)(src + 4u * (size_t)NH);
+    for (int h = 0; h < NH; h++) {
+        float d = int8_row_scale(src, h);
+        for (int i = 0; i < hs; i++) y[(size_t)h * hs + i] = (float)q[(size_t)h * hs + i] * d;
+    }
+}
+
+/* The smallest fp16 ≥ a (a ≥ 0, finite), capped at the largest finite fp16. */
+static uint16_t fp16_at_least(float a) {
+    uint16_t h = fp32_to_fp16(a);
+    if (h >= 0x7C00u) return 0x7BFFu;
+    if (fp16_to_fp32(h) < a) h++; /* next fp16 up (the encoding is monotonic) */
+    return h >= 0x7C00u ? 0x7BFFu : h;
+}
+
+void q8_0_quantize_row(unsigned char *dst, const float *x, int C) {
+    for (int b = 0; b * Q8_0_BLOCK < C; b++) {
+        int n = C - b * Q8_0_BLOCK < Q8_0_BLOCK ? C - b * Q8_0_BLOCK : Q8_0_BLOCK;
+        const float *xb = x + (size_t)b * Q8_0_BLOCK;
+        unsigned char *blk = dst + (size_t)b * Q8_0_BLOCK_BYTES;
+        uint16_t dh = fp16_at_least(absmax(xb, n) / 127.0f);
+        blk[0] = (unsigned char)(dh & 0xFFu); /* little-endian, as ggml writes it */
+        blk[1] = (unsigned char)(dh >> 8);
+        signed char *q = (signed char *)(blk + 2);
+        quantize_group(q, xb, n, fp16_to_fp32(dh));
+        for (int i = n; i < Q8_0_BLOCK; i++) q[i] = 0;
+    }
+}
+
+float q8_0_block_scale(const unsigned char *src, int block) {
+    const unsigned char *blk = src + (size_t)block * Q8_0_BLOCK_BYTES;
+    return fp16_to_fp32((uint16_t)(blk[0] | (blk[1] << 8)));
+}
+
+void q8_0_dequantize_row(float *y, const unsigned char *src, int C) {
+    for (int b = 0; b * Q8_0_BLOCK < C; b++) {
+        int n = C - b * Q8_0_BLOCK < Q8_0_BLOCK ? C - b * Q8_0_BLOCK : Q8_0_BLOCK;
+        float d = q8_0_block_scale(src, b);
+        const signed char *q = (const signed char *)(src + (size_t)b * Q8_0_BLOCK_BYTES + 2);
+        for (int i = 0; i < n; i++) y[(size_t)b * Q8_0_BLOCK + i] = (float)q[i] * d;
+    }
+}

@@ -1,0 +1,40 @@
+/* quant.h — 8-bit quantization of K/V rows: int8 per head, and llama.cpp's q8_0.
+ *
+ * Both are symmetric: a group of values x shares one scale d, stores
+ * q = round(x / d) in -127..127, and reads back q·d. With d ≥ max|x| / 127 no value
+ * is clipped, so the round-trip error of every value is at most d / 2 — half a step.
+ *
+ *   int8  one group per token and head: hs int8 values + one float32 scale d.
+ *         A row of C = NH·hs values takes C + 4·NH bytes.
+ *   q8_0  blocks of 32 values, each { fp16 d; int8 qs[32] } = 34 bytes, the layout of
+ *         llama.cpp's block_q8_0. A row of C values takes ⌈C/32⌉·34 bytes (a last,
+ *         partial block is padded with zeros). The scale is the smallest fp16 ≥ max|x|/127,
+ *         and q is computed with that stored scale, so the half-step bound holds for
+ *         what is actually read back.
+ * Non-finite inputs are not supported (K and V of a finite model are finite).
+ * Pure functions: no allocation, no state. */
+#ifndef KVSCOPE_QUANT_H
+#define KVSCOPE_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define Q8_0_BLOCK 32                      /* values per q8_0 block */
+#define Q8_0_BLOCK_BYTES (2 + Q8_0_BLOCK)  /* fp16 scale + 32 int8 */
+
+size_t int8_row_bytes(int NH, int hs);     /* NH·hs + 4·NH */
+size_t q8_0_row_bytes(int C);              /* ⌈C/32⌉ · 34 */
+
+/* Quantize C = NH·hs floats x into dst (int8_row_bytes); layout: NH float32 scales,
+ * then NH·hs int8 values, head by head. */
+void int8_quantize_row(unsigned char *dst, const float *x, int NH, int hs);
+void int8_dequantize_row(float *y, const unsigned char *src, int NH, int hs);
+/* The scale head h of a quantized row uses (for tests and lessons). */
+float int8_row_scale(const unsigned char *src, int h);
+
+/* Quantize C floats x into dst (q8_0_row_bytes) block by block. */
+void q8_0_quantize_row(unsigned char *dst, const float *x, int C);
+void q8_0_dequantize_row(float *y, const unsigned char *src, int C);
+float q8_0_block_scale(const unsigned char *src, int block);
+
+#endif

@@ -1,0 +1,261 @@
+/* bench.c — the C side of `make bench`: times kvscope's forward pass and the
+ * machine's memory bandwidth, and prints "key,value" lines for tests/bench/bench.py.
+ *
+ *   bench_kvscope gpt2        GPT-2 small shapes (C=768 NH=12 L=12 V=50257, N=1025):
+ *                             prefill 128 and 512, decode with the cache at 128/512/1024
+ *                             cached tokens (full model and blocks only), recompute at 128,
+ *                             and the same decode and prefill with a no-op observer
+ *   bench_kvscope small L     the built-in model's widths (C=768 NH=12 V=256, N=1025) with
+ *                             L layers: prefill 128, decode with the cache and recompute at
+ *                             128/256/512/1024 cached tokens (recompute: once, it is slow)
+ *   bench_kvscope triad       STREAM-style triad a = b + s·c over 3 × 128 MiB, GB/s
+ *
+ * Threads: OMP_NUM_THREADS (the script sets it). Weights are the built-in seeded ones;
+ * the cache is filled with seeded values instead of a long prefill (a decode step's
+ * time does not depend on what the cache holds). N is 1025 so that a step can run
+ * with 1024 tokens cached. Times are medians of a few runs inside this process; the
+ * script takes medians over interleaved processes.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "kernels.h"
+#include "kvcache.h"
+#include "model.h"
+#include "sysinfo.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_kvscope: %s\n", what);
+    exit(1);
+}
+
+static int noop_observer(const HookEvent *ev, void *user) {
+    (void)ev;
+    (void)user;
+    return 0;
+}
+
+typedef struct {
+    Model m;
+    KVCache c;
+    float *logits;
+    int *tokens; /* (N) a fixed token sequence */
+    Hooks noop;  /* one observer on every hook point that does nothing */
+} Bench;
+
+static void bench_init(Bench *b, const Config *cfg) {
+    if (model_init_random(&b->m, cfg, 1) != 0) die("out of memory (model)");
+    if (kvcache_init(&b->c, cfg->L, cfg->NH, cfg->C / cfg->NH, cfg->N) != 0) die("out of memory");
+    b->logits = malloc((size_t)cfg->V * sizeof(float));
+    b->tokens = malloc((size_t)cfg->N * sizeof(int));
+    if (!b->logits || !b->tokens) die("out of memory");
+    for (int i = 0; i < cfg->N; i++) b->tokens[i] = (int)((i * 2654435761u) % (unsigned)cfg->V);
+    hooks_init(&b->noop);
+    if (hooks_subscribe(&b->noop, HOOK_ALL, noop_observer, NULL) != 0) die("hooks");
+}
+
+static void bench_free(Bench *b) {
+    model_free(&b->m);
+    kvcache_free(&b->c);
+    free(b->logits);
+    free(b->tokens);
+}
+
+/* Cache holding p tokens of seeded values, as if a prompt of p tokens had run. */
+static void fill_cache(Bench *b, int p) {
+    const int C = b->m.cfg.C;
+    float *k = malloc((size_t)C * sizeof(float)), *v = malloc((size_t)C * sizeof(float));
+    if (!k || !v) die("out of memory");
+    kvcache_reset(&b->c);
+    if (kvcache_reserve(&b->c, p + 1) != 0) die("cache reserve");
+    uint32_t s = 12345u;
+    for (int l = 0; l < b->m.cfg.L; l++)
+        for (int t = 0; t < p; t++) {
+            for (int i = 0; i < C; i++) {
+                s = s * 1664525u + 1013904223u;
+                k[i] = (float)((double)(s >> 8) / 8388608.0 - 1.0);
+                v[i] = -k[i] * 0.5f;
+            }
+            kvcache_store(&b->c, l, t, k, v, t);
+        }
+    b->c.len = p;
+    b->c.n_seen = p;
+    free(k);
+    free(v);
+}
+
+/* Seconds of one prefill of T tokens into an empty cache (logits of the last one);
+ * *flops gets the engine's count. */
+static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
+    FlopCount f = {0};
+    StepLabel lb = {PHASE_PREFILL, 0, hooks};
+    kvcache_reset(&b->c);
+    double t0 = now_seconds();
+    if (model_forward(&b->m, &b->c, b->tokens, T, b->logits, &lb, &f) != 0) die("forward");
+    double t1 = now_seconds();
+    if (flops) *flops = flops_total(&f);
+    return t1 - t0;
+}
+
+/* Seconds of one decode step with p tokens cached (fill_cache(p) first); the cache
+ * is put back to p tokens afterwards so the same step can be timed again. */
+static double time_decode(Bench *b, int p, int with_logits, Hooks *hooks) {
+    StepLabel lb = {PHASE_DECODE, 1, hooks};
+    double t0 = now_seconds();
+    if (model_forward(&b->m, &b->c, &b->tokens[p], 1, with_logits ? b->logits : NULL, &lb, NULL))
+        die("forward");
+    double t1 = now_seconds();
+    b->c.len = p;
+    b->c.n_seen = p;
+    return t1 - t0;
+}
+
+/* Median of reps decode steps (after one warm-up) in ms. */
+static double decode_ms(Bench *b, int p, int with_logits, Hooks *hooks, int reps) {
+    double v[16];
+    time_decode(b, p, with_logits, hooks);
+    for (int r = 0; r < reps; r++) v[r] = time_decode(b, p, with_logits, hooks);
+    return 1e3 * median(v, reps);
+}
+
+static double prefill_ms(Bench *b, int T, Hooks *hooks, int reps, uint64_t *flops) {
+    double v[16];
+    time_prefill(b, T, hooks, flops);
+    for (int r = 0; r < reps; r++) v[r] = time_prefill(b, T, hooks, flops);
+    return 1e3 * median(v, reps);
+}
+
+/* Bytes a decode step must read: every weight it uses once, plus the K and V of
+ * p+1 tokens in every layer. Blocks only: without ln_f and the lm_head (wte). */
+static double decode_bytes(const Config *cfg, int p, int with_logits) {
+    double C = cfg->C, L = cfg->L;
+    double w = L * (12 * C * C + 13 * C) + (with_logits ? (double)cfg->V * C + 2 * C : 0.0);
+    return 4.0 * (w + 2.0 * L * (p + 1) * C);
+}
+
+static void header(const Config *cfg) {
+    printf("threads,%d\nkernels,%s\nL,%d\nC,%d\nNH,%d\nV,%d\n", kern_threads(),
+           kern_name(kern_detect()), cfg->L, cfg->C, cfg->NH, cfg->V);
+}
+
+static void run_gpt2(void) {
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    Bench b;
+    bench_init(&b, &cfg);
+    header(&cfg);
+    static const int Tp[] = {128, 512};
+    for (int i = 0; i < 2; i++) {
+        uint64_t fl = 0;
+        double ms = prefill_ms(&b, Tp[i], NULL, Tp[i] > 128 ? 2 : 5, &fl);
+        printf("prefill_%d_ms,%.4f\nprefill_%d_flops,%llu\nprefill_%d_gflops,%.3f\n", Tp[i], ms,
+               Tp[i], (unsigned long long)fl, Tp[i], fl / (ms * 1e6));
+    }
+    static const int P[] = {128, 512, 1024};
+    for (int i = 0; i < 3; i++) {
+        fill_cache(&b, P[i]);
+        for (int full = 1; full >= 0; full--) {
+            const char *what = full ? "full" : "blocks";
+            double ms = decode_ms(&b, P[i], full, NULL, 7);
+            double bytes = decode_bytes(&cfg, P[i], full);
+            printf("decode_%s_%d_ms,%.4f\ndecode_%s_%d_bytes,%.0f\ndecode_%s_%d_gbs,%.3f\n", what,
+                   P[i], ms, what, P[i], bytes, what, P[i], bytes / (ms * 1e6));
+        }
+    }
+    /* recompute: the whole sequence of 129 tokens from scratch, as `run --no-cache` */
+    printf("recompute_128_ms,%.4f\n", prefill_ms(&b, 129, NULL, 3, NULL));
+    /* hooks: no observer vs one that subscribes to every point and does nothing;
+     * alternated so that drift hits both alike */
+    double off[8], on[8], poff[4], pon[4];
+    fill_cache(&b, 512);
+    time_decode(&b, 512, 1, NULL);
+    for (int r = 0; r < 8; r++) {
+        off[r] = time_decode(&b, 512, 1, NULL);
+        on[r] = time_decode(&b, 512, 1, &b.noop);
+    }
+    for (int r = 0; r < 4; r++) {
+        poff[r] = time_prefill(&b, 128, NULL, NULL);
+        pon[r] = time_prefill(&b, 128, &b.noop, NULL);
+    }
+    printf("hooks_off_decode_512_ms,%.4f\nhooks_noop_decode_512_ms,%.4f\n", 1e3 * median(off, 8),
+           1e3 * median(on, 8));
+    printf("hooks_off_prefill_128_ms,%.4f\nhooks_noop_prefill_128_ms,%.4f\n",
+           1e3 * median(poff, 4), 1e3 * median(pon, 4));
+    bench_free(&b);
+}
+
+static void run_small(int L, int recompute) {
+    Config cfg = config_default();
+    cfg.L = L;
+    cfg.N = 1025;
+    Bench b;
+    bench_init(&b, &cfg);
+    header(&cfg);
+    printf("prefill_128_ms,%.4f\n", prefill_ms(&b, 128, NULL, 5, NULL));
+    static const int P[] = {128, 256, 512, 1024};
+    for (int i = 0; i < 4; i++) {
+        fill_cache(&b, P[i]);
+        printf("decode_%d_ms,%.4f\n", P[i], decode_ms(&b, P[i], 1, NULL, 7));
+    }
+    /* recompute: one step = the whole sequence of p+1 tokens; once per p if asked,
+     * three times for L=1 (it is quick there) */
+    for (int i = 0; i < 4 && recompute; i++)
+        printf("recompute_%d_ms,%.4f\n", P[i], prefill_ms(&b, P[i] + 1, NULL, L == 1 ? 3 : 1, NULL));
+    bench_free(&b);
+}
+
+static void run_triad(void) {
+    const size_t n = (size_t)1 << 25; /* 128 MiB per array: far beyond the caches */
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
+    if (!a || !b || !c) die("out of memory");
+    const float s = 3.0f;
+    long ln = (long)n;
+    /* first touch in parallel, so pages sit where the threads run */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (long i = 0; i < ln; i++) {
+        a[i] = 0.0f;
+        b[i] = 1.0f;
+        c[i] = 2.0f;
+    }
+    double v[7];
+    for (int r = 0; r < 7; r++) {
+        double t0 = now_seconds();
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (long i = 0; i < ln; i++) a[i] = b[i] + s * c[i];
+        v[r] = now_seconds() - t0;
+    }
+    /* STREAM counts 3 arrays: 2 read, 1 written */
+    printf("threads,%d\ntriad_gbs,%.3f\n", kern_threads(), 3.0 * n * sizeof(float) / (median(v, 7) * 1e9));
+    if (a[12345] != 7.0f) die("triad result");
+    free(a);
+    free(b);
+    free(c);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "gpt2") == 0) run_gpt2();
+    else if (argc >= 3 && strcmp(argv[1], "small") == 0)
+        run_small(atoi(argv[2]), argc < 4 || strcmp(argv[3], "--no-recompute") != 0);
+    else if (argc >= 2 && strcmp(argv[1], "triad") == 0) run_triad();
+    else {
+        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad\n");
+        return 2;
+    }
+    return fflush(stdout) == 0 ? 0 : 1;
+}

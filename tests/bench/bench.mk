@@ -1,0 +1,12 @@
+# make bench — the speed benchmark: tests/bench/bench.c (the C harness) driven by
+# tests/bench/bench.py, which also times PyTorch (Debian's python3-torch, installed
+# here, not by the default build) and OpenBLAS, and prints one table. Measured, not
+# tested: nothing it prints is committed. BENCH_ARGS=--quick runs fewer rounds.
+BENCH_BIN := $(B)/bench_kvscope
+
+$(BENCH_BIN): tests/bench/bench.c $(LIB)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
+
+bench: $(BENCH_BIN)
+	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0
+	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) $(BENCH_ARGS)

@@ -1,0 +1,225 @@
+/* check_kernels.c — the fast kernels (kernels.h) against the plain ones (ops.h).
+ *
+ * Tolerance: none. The fast kernels claim the plain kernels' exact bytes (same
+ * operations in the same order per element), so every comparison is memcmp, on
+ * shapes chosen to hit every tile, strip and leftover path, with 1 and 2 threads.
+ * A CPU without AVX2 has only the plain level: then these tests compare the
+ * threaded dispatch against the plain kernels, which still must match. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "kernels.h"
+#include "model.h"
+#include "ops.h"
+#include "testutil.h"
+
+static void set_threads(int n) {
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+/* Values in [-1, 1) with a few exact zeros and negative zeros, from a fixed LCG. */
+static void fill(float *a, size_t n, uint32_t seed) {
+    uint32_t s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        float v = (float)((double)(s >> 8) / 8388608.0 - 1.0);
+        if ((s >> 3) % 37 == 0) v = ((s >> 5) & 1) ? 0.0f : -0.0f;
+        a[i] = v;
+    }
+}
+
+static float *alloc_filled(size_t n, uint32_t seed) {
+    float *a = malloc((n ? n : 1) * sizeof *a);
+    ck_assert_ptr_nonnull(a);
+    fill(a, n, seed);
+    return a;
+}
+
+/* The fastest level this CPU has. */
+static KernLevel fast(void) { return kern_detect(); }
+
+START_TEST(test_matmul_exact) {
+    static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {8, 8}, {17, 24}, {33, 70}, {64, 200}, {96, 288}, {5, 131}};
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+                for (int with_bias = 0; with_bias <= 1; with_bias++) {
+                    int T = Ts[a], C = shapes[s][0], OC = shapes[s][1];
+                    float *x = alloc_filled((size_t)T * C, 1 + a);
+                    float *w = alloc_filled((size_t)C * OC, 2 + s);
+                    float *b = alloc_filled((size_t)OC, 3);
+                    float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
+                    matmul_forward(y0, x, w, with_bias ? b : NULL, T, C, OC);
+                    kern_matmul_forward(fast(), y1, x, w, with_bias ? b : NULL, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "matmul T=%d C=%d OC=%d bias=%d threads=%d differs", T, C, OC,
+                                  with_bias, thr);
+                    free(x); free(w); free(b); free(y0); free(y1);
+                }
+    }
+}
+END_TEST
+
+/* Large enough to run on two threads (above the parallel threshold), prefill and decode. */
+START_TEST(test_matmul_large_exact) {
+    const int C = 192, OC = 600;
+    for (int T = 1; T <= 131; T += 130) {
+        float *x = alloc_filled((size_t)T * C, 11), *w = alloc_filled((size_t)C * OC, 12);
+        float *b = alloc_filled((size_t)OC, 13);
+        float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 0);
+        matmul_forward(y0, x, w, b, T, C, OC);
+        for (int thr = 1; thr <= 2; thr++) {
+            set_threads(thr);
+            kern_matmul_forward(fast(), y1, x, w, b, T, C, OC);
+            ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                          "matmul T=%d threads=%d differs", T, thr);
+        }
+        free(x); free(w); free(b); free(y0); free(y1);
+    }
+}
+END_TEST
+
+START_TEST(test_matmul_transposed_exact) {
+    static const int Cs[] = {1, 7, 8, 9, 64, 70};
+    static const int OCs[] = {1, 7, 8, 9, 50, 257, 5003};
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        for (int T = 1; T <= 2; T++)
+            for (size_t a = 0; a < sizeof Cs / sizeof *Cs; a++)
+                for (size_t o = 0; o < sizeof OCs / sizeof *OCs; o++) {
+                    int C = Cs[a], OC = OCs[o];
+                    float *x = alloc_filled((size_t)T * C, 21), *w = alloc_filled((size_t)OC * C, 22);
+                    float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 1);
+                    matmul_transposed_forward(y0, x, w, T, C, OC);
+                    kern_matmul_transposed_forward(fast(), y1, x, w, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "lm_head T=%d C=%d OC=%d threads=%d differs", T, C, OC, thr);
+                    free(x); free(w); free(y0); free(y1);
+                }
+    }
+}
+END_TEST
+
+START_TEST(test_attention_exact) {
+    static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}};
+    static const int hss[] = {1, 5, 8, 12, 32, 40, 64};
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        for (size_t a = 0; a < sizeof np / sizeof *np; a++)
+            for (int NH = 1; NH <= 3; NH += 2)
+                for (size_t b = 0; b < sizeof hss / sizeof *hss; b++) {
+                    int n = np[a][0], p = np[a][1], hs = hss[b], C = NH * hs, Tt = n + p;
+                    float *q = alloc_filled((size_t)n * C, 31);
+                    float *k = alloc_filled((size_t)Tt * C, 32), *v = alloc_filled((size_t)Tt * C, 33);
+                    for (size_t i = 0; i < (size_t)n * C; i++) q[i] *= 4.0f; /* contrast */
+                    size_t ns = (size_t)NH * n * Tt;
+                    float *o0 = alloc_filled((size_t)n * C, 0), *o1 = alloc_filled((size_t)n * C, 1);
+                    float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
+                    float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
+                    attention_forward(o0, s0, p0, q, k, v, n, p, NH, hs);
+                    kern_attention_forward(fast(), o1, s1, p1, q, k, v, n, p, NH, hs);
+                    ck_assert_msg(memcmp(o0, o1, (size_t)n * C * sizeof(float)) == 0 &&
+                                      memcmp(s0, s1, ns * sizeof(float)) == 0 &&
+                                      memcmp(p0, p1, ns * sizeof(float)) == 0,
+                                  "attention n=%d p=%d NH=%d hs=%d threads=%d differs", n, p, NH,
+                                  hs, thr);
+                    free(q); free(k); free(v); free(o0); free(o1);
+                    free(s0); free(s1); free(p0); free(p1);
+                }
+    }
+}
+END_TEST
+
+START_TEST(test_gelu_layernorm_exact) {
+    const size_t n = 3 * 4096 + 77;
+    float *x = alloc_filled(n, 41), *y0 = alloc_filled(n, 0), *y1 = alloc_filled(n, 1);
+    for (size_t i = 0; i < n; i++) x[i] *= 6.0f;
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        gelu_forward(y0, x, n);
+        kern_gelu_forward(fast(), y1, x, n);
+        ck_assert(memcmp(y0, y1, n * sizeof(float)) == 0);
+        const int T = 77, C = 150; /* T·C < n */
+        float *w = alloc_filled((size_t)C, 42), *b = alloc_filled((size_t)C, 43);
+        layernorm_forward(y0, x, w, b, T, C, 1e-5f);
+        kern_layernorm_forward(fast(), y1, x, w, b, T, C, 1e-5f);
+        ck_assert(memcmp(y0, y1, (size_t)T * C * sizeof(float)) == 0);
+        free(w); free(b);
+    }
+    free(x); free(y0); free(y1);
+}
+END_TEST
+
+/* Run a prompt and 6 decode steps; every step's logits into out (7·V). */
+static void run_model(Model *m, float *out) {
+    KVCache c;
+    const int V = m->cfg.V;
+    ck_assert_int_eq(kvcache_init(&c, m->cfg.L, m->cfg.NH, m->cfg.C / m->cfg.NH, m->cfg.N), 0);
+    int prompt[37];
+    for (int i = 0; i < 37; i++) prompt[i] = (i * 7 + 3) % V;
+    ck_assert_int_eq(model_forward(m, &c, prompt, 37, out, NULL, NULL), 0);
+    for (int s = 1; s <= 6; s++) {
+        int tok = (s * 13) % V;
+        ck_assert_int_eq(model_forward(m, &c, &tok, 1, out + (size_t)s * V, NULL, NULL), 0);
+    }
+    kvcache_free(&c);
+}
+
+/* The whole engine: fast kernels at 1 and 2 threads give the plain kernels' logits. */
+START_TEST(test_model_exact) {
+    Config cfg = tiny_config(2, 4, 96, 64, 300);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 17), 0);
+    ck_assert_int_eq(m.kern, kern_detect());
+    size_t nl = (size_t)7 * cfg.V;
+    float *ref = alloc_filled(nl, 0), *got = alloc_filled(nl, 1);
+    m.kern = KERN_PLAIN;
+    set_threads(1);
+    run_model(&m, ref);
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        m.kern = fast();
+        run_model(&m, got);
+        ck_assert_msg(memcmp(ref, got, nl * sizeof(float)) == 0, "logits differ at %d threads", thr);
+    }
+    free(ref); free(got);
+    model_free(&m);
+}
+END_TEST
+
+START_TEST(test_levels) {
+    ck_assert(kern_supported(KERN_PLAIN));
+    ck_assert(kern_supported(kern_detect()));
+    ck_assert_str_eq(kern_name(KERN_PLAIN), "plain");
+    ck_assert_str_eq(kern_name(KERN_AVX2), "avx2");
+    ck_assert_int_ge(kern_threads(), 1);
+}
+END_TEST
+
+Suite *make_kernels_suite(void) {
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase_create("exact");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_levels);
+    tcase_add_test(tc, test_matmul_exact);
+    tcase_add_test(tc, test_matmul_large_exact);
+    tcase_add_test(tc, test_matmul_transposed_exact);
+    tcase_add_test(tc, test_attention_exact);
+    tcase_add_test(tc, test_gelu_layernorm_exact);
+    tcase_add_test(tc, test_model_exact);
+    suite_add_tcase(s, tc);
+    return s;
+}
