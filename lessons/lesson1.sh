@@ -77,5 +77,9 @@ END {
 }' "$D/run/shapes.csv" > "$D/values.csv"
 kv "$D/values.csv" chars "$(printf '%s' "$PROMPT" | od -An -tu1 | awk '{ for (i = 1; i <= NF; i++) if ($i < 128 || $i >= 192) n++ } END { print n }')"
 kv "$D/values.csv" bytes "$(printf '%s' "$PROMPT" | wc -c | tr -d ' ')"
+awk -F, 'FNR == 1 { f++ } f == 1 && $1 == "chars" { c = $2 } f == 1 && $1 == "bytes" { b = $2 }
+    f == 2 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ { q = $5 }
+    END { print "bytes_per_char," b / c; print "q_shape," q }' "$D/values.csv" "$D/run/shapes.csv" >> "$D/values.csv.add"
+cat "$D/values.csv.add" >> "$D/values.csv"; rm -f "$D/values.csv.add"
 
 lesson_end 1

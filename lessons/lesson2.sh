@@ -38,6 +38,12 @@ END {
     printf "| sum | | %.4f |\n", sum
 }' "$D/run/attention.csv" > "$D/scores_row.md"
 kv "$V" qp $QP
+# Padding without a mask (one article's pad_kv_cache): a zero key scores q·0 = 0, so
+# each padded slot takes e⁰ / (Σ eˢ + n·e⁰) of the weight. With the mask it takes 0.
+awk -F, -v qp=$QP -v V="$V" '
+NR > 1 && $1 == "prefill" && $3 == 0 && $4 == 0 && $5 == qp { z += exp($7); if ($6 == 0) w0 = $8; s0 = $7 }
+END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.1f\n", n, 100 * n / (z + n) >> V
+      printf "w0,%.4f\nw0_pad4,%.4f\n", w0, w0 * z / (z + 4) >> V }' "$D/run/attention.csv"
 kv "$V" qp_keys $((QP + 1))
 
 # Shapes and bytes of the cache right after the prefill.

@@ -56,6 +56,7 @@ END {
 
 # The proof: with the cache and without it, the same logits.
 "$KV" verify --prompt "$PROMPT" --steps $VSTEPS --csv "$D/verify.csv" > "$D/verify_console.txt"
+tail -n 1 "$D/verify_console.txt" > "$D/verify_last.txt"
 awk -F, -v V="$V" 'NR > 1 { if ($2 + 0 > m) m = $2 + 0; n++ } END { printf "verify_max,%.9g\nverify_rows,%d\n", m, n >> V }' "$D/verify.csv"
 
 # The article's layer: after a decode step it keeps only that step's K and V.

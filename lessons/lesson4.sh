@@ -17,6 +17,8 @@ TMAX=1000
 "$KV" run --prompt-ids 0 --steps 0 --record shapes --out "$D/tmp" --quiet
 DIMS=$(awk -F, '$4 ~ /hook_resid_pre$/ { split($5, s, "x"); C = s[3] } $4 == "hook_logits" { split($5, s, "x"); V = s[2] }
     $3 ~ /^[0-9]+$/ && $3 + 1 > L { L = $3 + 1 } END { printf "-v C=%d -v L=%d -v Vv=%d", C, L, V }' "$D/tmp/shapes.csv")
+echo "$DIMS" | awk '{ for (i = 1; i <= NF; i++) if ($i != "-v") { split($i, a, "="); print a[1] "," a[2] } }' >> "$V.dims"
+{ echo "key,value"; cat "$V.dims"; } > "$V"; rm -f "$V.dims"
 "$KV" run --prompt-ids 0 --steps $((TMAX - 1)) --record flops --out "$D/cache" --quiet
 
 # Without the cache, step T recomputes all T tokens: exactly a prefill of T tokens.

@@ -55,7 +55,7 @@ END { exit bad }' "$V" "$D/run/kv_memory.csv"
 for T in 4 100; do
     "$KV" kvmem --layers 1 --heads 12 --head-dim 64 --tokens $T --dtype fp32 > "$D/article_layer_T$T.txt"
 done
-awk -v V="$V" '/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); printf "%s,%s\n", key, b >> V }
+awk -v V="$V" "$AWKLIB"'/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); printf "%s,%s\n%s_c3,%s\n%s_h,%s\n", key, b, key, c3(b), key, kib(b) >> V }
     FNR == 1 { key = FILENAME; sub(/.*\//, "", key); sub(/\.txt$/, "", key); key = key "_bytes" }' \
     "$D/llama_2048.txt" "$D/article_llama.txt" "$D/llama_gqa8.txt" "$D/article_layer_T4.txt" "$D/article_layer_T100.txt"
 

@@ -14,16 +14,35 @@ W=$OUT.tmp.$$
 trap 'rm -rf "$W"' EXIT
 rm -rf "$W"; mkdir -p "$W"
 
-# Time of one decode step at each length, with the cache and without (kvscope compare:
-# median of the timed runs, with min and max), and its chart.
-"$KV" compare --out "$W/compare" --quiet
-mv "$W/compare/timing.csv" "$W/decode_time.csv"
-mv "$W/compare/timing.md" "$W/decode_time.md"
-awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    { T = $(c["T"]); s = $(c["speedup"]); m = $(c["cache_median_s"]); r = $(c["recompute_median_s"]) }
-    END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.3f\nrecompute_ms,%.1f\n", T, s, 1e3 * m, 1e3 * r }' \
-    "$W/decode_time.csv" > "$W/values.csv"
-rm -rf "$W/compare"
+# Time of one decode step at length T, with the cache (prefill T-1 tokens, then one
+# timed step) and without (--no-cache: the step recomputes all T tokens), each run
+# REPEAT times in a fresh process; the median, with the fastest and the slowest run.
+REPEAT=5
+ids() { awk -v n="$1" 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }'; }
+median_min_max() { sort -g | awk '{ v[NR] = $1 } END { printf "%s,%s,%s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+echo "T,cache_median_s,cache_min_s,cache_max_s,recompute_median_s,recompute_min_s,recompute_max_s" > "$W/decode_time.csv"
+for T in 16 64 256 1024; do
+    p=$(ids $((T - 1)))
+    for mode in cache recompute; do
+        flag=""; [ $mode = recompute ] && flag=--no-cache
+        i=0
+        while [ $i -lt $REPEAT ]; do
+            "$KV" run $flag --prompt-ids "$p" --steps 1 --record timing --out "$W/run" --quiet
+            awk -F, '$1 == "decode" && $2 == 1 { print $3 }' "$W/run/timing.csv"
+            i=$((i + 1))
+        done | median_min_max > "$W/$mode"
+    done
+    echo "$T,$(cat "$W/cache"),$(cat "$W/recompute")" >> "$W/decode_time.csv"
+done
+rm -f "$W/cache" "$W/recompute"
+awk -F, "$AWKLIB"'
+NR == 1 { print "| T | with cache: median (min–max) | without cache: median (min–max) | speed-up |"
+          print "|---:|---:|---:|---:|"; next }
+{ printf "| %d | %.2f ms (%.2f–%.2f) | %.1f ms (%.1f–%.1f) | %.0f× |\n", $1, 1e3 * $2, 1e3 * $3, 1e3 * $4,
+         1e3 * $5, 1e3 * $6, 1e3 * $7, $5 / $2
+  T = $1; s = $5 / $2; c = $2; r = $5 }
+END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,'$REPEAT'\n", T, s, 1e3 * c, 1e3 * r > "'"$W/values.csv"'" }' \
+    "$W/decode_time.csv" > "$W/decode_time.md"
 mkdir -p "$W/plots"
 gnuplot -e "in='$W/decode_time.csv'; out='$W/plots/decode_time'" plots/time.gp
 
@@ -38,7 +57,7 @@ NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
 END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
 gnuplot -e "in='$W/run/kv_memory.csv'; rss='$W/run/timing.csv'; out='$W/plots/kv_memory_rss'" plots/kv_memory.gp
 rm -rf "$W/run"
-{ uname -srm; nproc | sed 's/$/ cores/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } > "$W/machine.txt" || true
+{ uname -sm; nproc | sed 's/$/ cores/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
 
 rm -rf plots/measured
 mv "$W/plots" plots/measured

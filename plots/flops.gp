@@ -54,7 +54,7 @@ do for [fmt in FORMATS] {
     unset label
     unset arrow
     set arrow 1 from Tmax * 1.15, step_cache(Tmax) to Tmax * 1.15, step_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f×", ratio) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
+    set label 1 sprintf("%.0f×\nat T = %d", ratio, Tmax) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
     plot step_rec(x) ls 2 notitle, \
          in using 'T':'flops_recompute' with points ls 2 title 'without cache (recompute T tokens)', \
          step_cache(x) ls 1 notitle, \
@@ -67,7 +67,7 @@ do for [fmt in FORMATS] {
     unset arrow
     unset label
     set arrow 1 from Tmax * 1.15, cum_cache(Tmax) to Tmax * 1.15, cum_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f×", cum_rec(Tmax) / cum_cache(Tmax)) at Tmax * 1.02, sqrt(cum_cache(Tmax) * cum_rec(Tmax)) right font ',26' textcolor rgb '#333333'
+    set label 1 sprintf("%.0f×\nat T = %d", cum_rec(Tmax) / cum_cache(Tmax), Tmax) at Tmax * 1.02, sqrt(cum_cache(Tmax) * cum_rec(Tmax)) / 4 right font ',26' textcolor rgb '#333333'
     plot cum_rec(x) ls 2 notitle, \
          in using 'T':'cum_formula_recompute' with points ls 2 pointtype 4 title 'without cache (Σ of the steps)', \
          cum_cache(x) ls 1 notitle, \

@@ -161,7 +161,9 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
 static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
     char err[4600], vp[4200], mp[4200];
     *tok = NULL;
-    if (a->model_dir && hf_has_tokenizer(a->model_dir)) {
+    int has = a->model_dir ? hf_has_tokenizer(a->model_dir) : 0;
+    if (has < 0) return cli_fail("--model needs both vocab.json and merges.txt (or neither) in", a->model_dir);
+    if (has) {
         Bpe *bpe;
         path_join(vp, sizeof vp, a->model_dir, "vocab.json");
         path_join(mp, sizeof mp, a->model_dir, "merges.txt");

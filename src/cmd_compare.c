@@ -301,17 +301,18 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
         const Row *r = &rows[i];
         if (!is_in(a->table, a->n_table, r->T)) continue;
         char c1[40], c2[40];
-        fprintf(f, "| %d | %s | %d | %s | %s | %.0f× | %s |\n", r->T,
-                digits((uint64_t)r->T * r->T, d1, sizeof d1), r->T, digits(r->f_rec, c1, sizeof c1),
+        fprintf(f, "| %d | %s | %s | %s | %s | %.0f× | %s |\n", r->T,
+                digits((uint64_t)r->T * r->T, d1, sizeof d1), digits((uint64_t)r->T, d2, sizeof d2),
+                digits(r->f_rec, c1, sizeof c1),
                 digits(r->f_cache, c2, sizeof c2), (double)r->f_rec / (double)r->f_cache,
                 human_bytes((double)r->kv_bytes, h1, sizeof h1));
     }
     if (close_ok(f)) return -1;
 
-    int have_dec = dec->q_rows > 0;
+    if (dec->q_rows == 0) goto values; /* interrupted before --decode-at: no table */
     if (!(f = open_in(dir, "prefill_decode.csv"))) return -1;
     fprintf(f, "quantity,label,prefill,decode\n");
-    fprintf(f, "tokens,tokens T,%d,%d\n", P, have_dec ? dec_T : 0);
+    fprintf(f, "tokens,tokens T,%d,%d\n", P, dec_T);
     fprintf(f, "q_rows,Q rows,%d,%d\n", pre->q_rows, dec->q_rows);
     fprintf(f, "k_rows,K rows,%d,%d\n", pre->k_rows, dec->k_rows);
     fprintf(f, "attn_scores,attention scores,%llu,%llu\n", (unsigned long long)pre->scores,
@@ -334,6 +335,7 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
             human_bytes((double)dec->kv_bytes, h2, sizeof h2), digits(dec->kv_bytes, d2, sizeof d2));
     if (close_ok(f)) return -1;
 
+values:
     if (!(f = open_in(dir, "values.csv"))) return -1;
     fprintf(f, "key,value\nL,%d\nC,%d\nNH,%d\nprompt_tokens,%d\nrows,%d\n", cfg->L, cfg->C, cfg->NH, P, n);
     double worst = 0.0;
@@ -353,27 +355,37 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
     return close_ok(f);
 }
 
+/* 0.00291 → "2.91 ms", 2.39 → "2.39 s" */
+static const char *seconds(double s, char *buf, size_t size) {
+    if (s < 1.0) snprintf(buf, size, "%.3g ms", 1e3 * s);
+    else snprintf(buf, size, "%.3g s", s);
+    return buf;
+}
+
 static int write_timing_md(const char *dir, const Row *rows, int n) {
     FILE *f = open_in(dir, "timing.md");
     if (!f) return -1;
     fprintf(f, "| T | with cache (median) | without cache (median) | speed-up |\n|---:|---:|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
-        fprintf(f, "| %d | %.3g ms | %.3g ms | %.0f× |\n", r->T, 1e3 * r->t_cache.med, 1e3 * r->t_rec.med,
-                r->t_rec.med / r->t_cache.med);
+        char a[32], b[32];
+        fprintf(f, "| %d | %s | %s | %.0f× |\n", r->T, seconds(r->t_cache.med, a, sizeof a),
+                seconds(r->t_rec.med, b, sizeof b), r->t_rec.med / r->t_cache.med);
     }
     return close_ok(f);
 }
 
 /* ---- progress on a terminal ------------------------------------------------- */
 
-static void progress(int on, int t, int t_max, int row, int rows, double t0) {
+/* The bar fills with the tokens generated so far (t of t_max); the text names the
+ * length being measured (or the next one). */
+static void progress(int on, int t, int target, int t_max, int row, int rows, double t0) {
     if (!on) return;
     char bar[41];
     int w = (int)(40.0 * t / t_max);
     for (int i = 0; i < 40; i++) bar[i] = i < w ? '#' : '.';
     bar[40] = '\0';
-    fprintf(stderr, "\r[%s] T=%-5d length %d/%d  %.1f s ", bar, t, row, rows, now_seconds() - t0);
+    fprintf(stderr, "\r[%s] T=%-5d length %d/%d  %.1f s ", bar, target, row, rows, now_seconds() - t0);
     fflush(stderr);
 }
 
@@ -434,7 +446,7 @@ int cmd_compare(int argc, char **argv) {
         return cli_fail("out of memory", "sweep"), 1;
     }
     memcpy(sweep, a.lengths, (size_t)a.n_lengths * sizeof *sweep);
-    memcpy(sweep + a.n_lengths, a.table, (size_t)a.n_table * sizeof *sweep);
+    if (a.n_table) memcpy(sweep + a.n_lengths, a.table, (size_t)a.n_table * sizeof *sweep);
     n_sweep = sort_unique(sweep, n_sweep);
     int T_max = sweep[n_sweep - 1] > a.decode_at ? sweep[n_sweep - 1] : a.decode_at;
 
@@ -448,7 +460,7 @@ int cmd_compare(int argc, char **argv) {
     OutDir od;
     int od_open = 0, status = 2, done = 0;
     FILE *csv = NULL, *tcsv = NULL;
-    char err[4400], buf[64], d1[40], d2[40];
+    char err[4400], buf[64], d1[40], d2[40], s1buf[32], s2buf[32];
     struct sigaction sa, old_sa;
     int sig_set = 0;
 
@@ -547,7 +559,7 @@ int cmd_compare(int argc, char **argv) {
         r->cum_rec_formula = cum_rec;
         r->kv_bytes = kvcache_bytes_used(&gc.cache);
         r->kv_reserved = kvcache_bytes_reserved(&gc.cache);
-        progress(tty, t, T_max, row + 1, n_sweep, t0);
+        progress(tty, t, t, T_max, row + 1, n_sweep, t0);
 
         /* time the cached step again: undo it and redo it */
         FlopCount after = gc.total;
@@ -586,13 +598,14 @@ int cmd_compare(int argc, char **argv) {
         write_timing(tcsv, r);
         progress_clear(tty);
         if (!a.quiet)
-            printf("T=%-5d FLOPs/step  cache %-14s recompute %-16s x%-7.1f  time %8.3g ms vs %8.3g ms  "
+            printf("T=%-5d FLOPs/step  cache %-14s recompute %-16s x%-7.1f  time %9s vs %9s  "
                    "max|dlogit| %.3g\n",
                    t, digits(r->f_cache, d1, sizeof d1), digits(r->f_rec, d2, sizeof d2),
-                   (double)r->f_rec / (double)r->f_cache, 1e3 * r->t_cache.med, 1e3 * r->t_rec.med, dl);
+                   (double)r->f_rec / (double)r->f_cache, seconds(r->t_cache.med, s1buf, sizeof s1buf),
+                   seconds(r->t_rec.med, s2buf, sizeof s2buf), dl);
         fflush(stdout);
         row++;
-        progress(tty && row < n_sweep, t, T_max, row + 1, n_sweep, t0);
+        if (row < n_sweep) progress(tty, t, sweep[row], T_max, row + 1, n_sweep, t0);
     }
     progress_clear(tty);
     if (interrupted)

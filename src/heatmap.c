@@ -407,7 +407,8 @@ static int write_stair(Heatmap *h, const HookEvent *ev, int hd) {
              ev->step, ev->layer, hd);
     snprintf(desc, sizeof desc,
              "phase=decode step=%d layer=%d head=%d matrix=weights, prefill rows 0..%d plus "
-             "one row per decode step shape=%dx%d colormap=viridis range=0..1 masked=grey(128) "
+             "one row per decode step shape=%dx%d columns=cache slots colormap=viridis "
+             "range=0..1 masked=grey(128) "
              "rows: black=added by decode orange=added by this step cell=%dpx",
              ev->step, ev->layer, hd, h->T0 - 1, p->nrows, cols, cell);
     return write_image(h, &im, name, title, desc);

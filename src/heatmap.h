@@ -11,7 +11,10 @@
  *   decode_s{sss}_kv_L{l}_H{hh}.png     the cache the step reads: K (t×hs) | V (t×hs)
  *   decode_s{sss}_stair_L{l}_H{hh}.png  every attention row so far: the prefill square
  *                                       plus one row per decode step (the staircase)
- *   decode_stair_L{l}_H{hh}.gif     the staircase growing, one frame per step
+ *   decode_stair_L{l}_H{hh}.gif     the staircase growing, one frame per step: a canvas
+ *                                   of T_max × T_max cells; frame 0 is the prefill, each
+ *                                   later frame redraws only the rows that changed, the
+ *                                   last one is held 2 s; viridis in 248 levels
  *
  * Pixels. Every matrix entry is a block of cell × cell pixels. Masked entries
  * (future slots a query does not see) are COLOR_MASKED grey. Rows of the staircase

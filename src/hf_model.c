@@ -108,8 +108,9 @@ done:
 
 int hf_has_tokenizer(const char *dir) {
     char a[4200], b[4200];
-    return !path_join(a, sizeof a, dir, "vocab.json") && !path_join(b, sizeof b, dir, "merges.txt") &&
-           access(a, R_OK) == 0 && access(b, R_OK) == 0;
+    if (path_join(a, sizeof a, dir, "vocab.json") || path_join(b, sizeof b, dir, "merges.txt")) return 0;
+    int n = (access(a, F_OK) == 0) + (access(b, F_OK) == 0);
+    return n == 2 ? 1 : n == 1 ? -1 : 0;
 }
 
 /* ---- model.safetensors -------------------------------------------------- */

@@ -32,7 +32,7 @@ int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize);
  * by model_tensor_specs(), then unmapped. */
 int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, size_t errsize);
 
-/* 1 if dir has both vocab.json and merges.txt. */
+/* 1 if dir has both vocab.json and merges.txt, 0 if neither, -1 if only one. */
 int hf_has_tokenizer(const char *dir);
 
 /* Write m as dir/config.json + dir/model.safetensors: F32, names without prefix,

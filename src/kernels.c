@@ -92,35 +92,73 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 
 enum { MM_TW = 24,   /* columns of a prefill tile: 3 vectors */
        MM_TR = 4,    /* rows of a prefill tile: 4×3 accumulators + 3 weights + 1 */
-       MM_DW = 64 }; /* columns of a decode strip: 8 accumulators */
+       MM_DW = 64,   /* columns of a decode strip: 8 accumulators */
+       MM_KC = 256 };/* inputs per packed weight panel: 256·24 floats = 24 KiB */
 
-/* Rows 0..R-1 of inp against columns o..o+23: R×3 accumulators kept in registers,
- * each weight vector loaded once for R rows. */
-AVX2_INLINE void mm_tile(int R, float *out, const float *inp, const float *w,
-                         const float *bias, int C, int OC, int o) {
-    __m256 acc[MM_TR][3];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        acc[r][0] = acc[r][1] = acc[r][2] = _mm256_setzero_ps();
-    for (int c = 0; c < C; c++) {
-        const float *wr = w + (size_t)c * OC + o;
-        const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8),
-                     w2 = _mm256_loadu_ps(wr + 16);
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const __m256 a = _mm256_broadcast_ss(inp + (size_t)r * C + c);
-            acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(a, w0));
-            acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(a, w1));
-            acc[r][2] = _mm256_add_ps(acc[r][2], _mm256_mul_ps(a, w2));
-        }
+/* Rows 0..3 of inp against columns o..o+23, for the kc inputs c0..c0+kc-1 whose
+ * weights sit packed in panel (kc, 24). 4×3 accumulators stay in registers and
+ * each weight vector is loaded once for 4 rows. The sums run over C in blocks of
+ * kc: between blocks the partial sums wait in out as floats, the same values the
+ * plain loop holds in y[o] at that point, so blocking changes no rounding. */
+AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *panel, const float *bias,
+                          int C, int kc, int OC, int o, int first, int last) {
+    /* named accumulators, not an array: GCC then keeps all twelve in registers */
+#define MM_ROW_ACC(r, i) __m256 r##0, r##1, r##2;                                          \
+    if (first) r##0 = r##1 = r##2 = _mm256_setzero_ps();                                    \
+    else {                                                                                  \
+        const float *y_ = out + (size_t)(i) * OC + o;                                       \
+        r##0 = _mm256_loadu_ps(y_), r##1 = _mm256_loadu_ps(y_ + 8), r##2 = _mm256_loadu_ps(y_ + 16); \
     }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        for (int j = 0; j < 3; j++) {
-            __m256 y = acc[r][j];
-            if (bias) y = _mm256_add_ps(y, _mm256_loadu_ps(bias + o + 8 * j));
-            _mm256_storeu_ps(out + (size_t)r * OC + o + 8 * j, y);
-        }
+    MM_ROW_ACC(a0, 0) MM_ROW_ACC(a1, 1) MM_ROW_ACC(a2, 2) MM_ROW_ACC(a3, 3)
+#undef MM_ROW_ACC
+    for (int c = 0; c < kc; c++) {
+        const float *wr = panel + (size_t)c * MM_TW;
+        const __m256 w0 = _mm256_load_ps(wr), w1 = _mm256_load_ps(wr + 8),
+                     w2 = _mm256_load_ps(wr + 16);
+#define MM_ROW_STEP(r, i) {                                                                 \
+        const __m256 x_ = _mm256_broadcast_ss(inp + (size_t)(i) * C + c);                   \
+        r##0 = _mm256_add_ps(r##0, _mm256_mul_ps(x_, w0));                                   \
+        r##1 = _mm256_add_ps(r##1, _mm256_mul_ps(x_, w1));                                   \
+        r##2 = _mm256_add_ps(r##2, _mm256_mul_ps(x_, w2)); }
+        MM_ROW_STEP(a0, 0) MM_ROW_STEP(a1, 1) MM_ROW_STEP(a2, 2) MM_ROW_STEP(a3, 3)
+#undef MM_ROW_STEP
+    }
+    const __m256 z = _mm256_setzero_ps();
+    const __m256 b0 = last && bias ? _mm256_loadu_ps(bias + o) : z,
+                 b1 = last && bias ? _mm256_loadu_ps(bias + o + 8) : z,
+                 b2 = last && bias ? _mm256_loadu_ps(bias + o + 16) : z;
+    const int add_bias = last && bias;
+#define MM_ROW_STORE(r, i) {                                                                \
+        float *y_ = out + (size_t)(i) * OC + o;                                             \
+        _mm256_storeu_ps(y_, add_bias ? _mm256_add_ps(r##0, b0) : r##0);                     \
+        _mm256_storeu_ps(y_ + 8, add_bias ? _mm256_add_ps(r##1, b1) : r##1);                 \
+        _mm256_storeu_ps(y_ + 16, add_bias ? _mm256_add_ps(r##2, b2) : r##2); }
+    MM_ROW_STORE(a0, 0) MM_ROW_STORE(a1, 1) MM_ROW_STORE(a2, 2) MM_ROW_STORE(a3, 3)
+#undef MM_ROW_STORE
+}
+
+/* The same for one row: the rows left over when T is not a multiple of 4. */
+AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *panel, const float *bias,
+                          int kc, int o, int first, int last) {
+    __m256 a0, a1, a2;
+    if (first) a0 = a1 = a2 = _mm256_setzero_ps();
+    else a0 = _mm256_loadu_ps(out + o), a1 = _mm256_loadu_ps(out + o + 8),
+         a2 = _mm256_loadu_ps(out + o + 16);
+    for (int c = 0; c < kc; c++) {
+        const float *wr = panel + (size_t)c * MM_TW;
+        const __m256 x = _mm256_broadcast_ss(inp + c);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_load_ps(wr)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_load_ps(wr + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_load_ps(wr + 16)));
+    }
+    if (last && bias) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias + o));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(bias + o + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(bias + o + 16));
+    }
+    _mm256_storeu_ps(out + o, a0);
+    _mm256_storeu_ps(out + o + 8, a1);
+    _mm256_storeu_ps(out + o + 16, a2);
 }
 
 /* One row against columns o..o+63: the decode strip. Eight accumulators hide the
@@ -181,8 +219,9 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
             }
         return;
     }
-    /* prefill: a thread owns a column tile, whose C×24 weights stay in its L2
-     * while every block of 4 rows passes by; the last "tile" is the leftover columns */
+    /* prefill: a thread owns a column tile; a block of MM_KC rows of its weights is
+     * copied into a contiguous panel that stays in L1 while every block of 4 input
+     * rows passes by. The last "tile" is the leftover columns. */
     const int ntiles = OC / MM_TW, Tfull = T - T % MM_TR;
     OMP(omp parallel for schedule(static) if(par))
     for (int j = 0; j <= ntiles; j++) {
@@ -192,15 +231,16 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
             continue;
         }
         const int o = j * MM_TW;
-        for (int t = 0; t < Tfull; t += MM_TR)
-            mm_tile(4, out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, o);
-        float *yr = out + (size_t)Tfull * OC;
-        const float *xr = inp + (size_t)Tfull * C;
-        switch (T - Tfull) {
-        case 3: mm_tile(3, yr, xr, w, bias, C, OC, o); break;
-        case 2: mm_tile(2, yr, xr, w, bias, C, OC, o); break;
-        case 1: mm_tile(1, yr, xr, w, bias, C, OC, o); break;
-        default: break;
+        float panel[MM_KC * MM_TW] __attribute__((aligned(32)));
+        for (int c0 = 0; c0 < C; c0 += MM_KC) {
+            const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
+            for (int c = 0; c < kc; c++)
+                memcpy(panel + (size_t)c * MM_TW, w + (size_t)(c0 + c) * OC + o, sizeof(float) * MM_TW);
+            for (int t = 0; t < Tfull; t += MM_TR)
+                mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC,
+                         o, first, last);
+            for (int t = Tfull; t < T; t++)
+                mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, kc, o, first, last);
         }
     }
 }

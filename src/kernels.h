@@ -13,8 +13,11 @@
  * tests/check_kernels.c checks the equality with memcmp on awkward shapes.
  *
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
- *   KERN_PLAIN   the ops.c kernels, threaded where the work splits cleanly
+ *   KERN_PLAIN   the ops.c kernels as they are (any CPU)
  *   KERN_AVX2    8-wide AVX2 vectors (x86-64 with AVX2; mul and add, not FMA)
+ * GELU and layernorm call the ops.c code at every level, on rows split over threads:
+ * GELU's cost is libm's tanhf, which no vector version reproduces bit for bit.
+ * Exactness needs the build's -std=c11 (no FMA contraction); -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
 #define KVSCOPE_KERNELS_H

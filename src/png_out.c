@@ -51,7 +51,7 @@ static int write_png(FILE *fp, const unsigned char *rgb, int width, int height,
     png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     /* fixed settings: the output depends on the pixels only */
-    png_set_compression_level(png, 9);
+    png_set_compression_level(png, 6);
     png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_ALL_FILTERS);
 
     char software[64];

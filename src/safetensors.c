@@ -290,12 +290,18 @@ float st_bf16_to_f32(uint16_t b) {
 int st_read_f32(const SafeTensors *st, const StTensor *t, float *out, char *err, size_t errsize) {
     const unsigned char *p = st->data + t->begin;
     switch (t->dtype) {
-    case ST_F32:
+    case ST_F32: {
+        const uint32_t one = 1;
+        if (*(const unsigned char *)&one == 1) { /* a little-endian host: the bytes as they are */
+            memcpy(out, p, t->numel * sizeof *out);
+            return 0;
+        }
         for (size_t i = 0; i < t->numel; i++, p += 4) {
             uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
             memcpy(&out[i], &u, sizeof u);
         }
         return 0;
+    }
     case ST_F16:
         for (size_t i = 0; i < t->numel; i++, p += 2) out[i] = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
         return 0;

@@ -272,6 +272,11 @@ START_TEST(test_cli_token_texts) {
                           "0,5,269,人\n"
                           "0,6,34,\"\"\"\"\n");
     free(got);
+    /* half a tokenizer is an error, not a silent fallback to bytes */
+    ck_assert_int_eq(remove(dst), 0);
+    remove_tree(out);
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 2);
+    ck_assert_int_eq(access(out, F_OK), -1);
 }
 END_TEST
 

@@ -51,7 +51,7 @@ static Csv *csv_load(const char *path) {
     char tmp[MAXCOL][48];
     int n;
     split(line, tmp, MAXCOL, &c->ncol);
-    for (int i = 0; i < c->ncol; i++) snprintf(c->name[i], sizeof c->name[i], "%s", tmp[i]);
+    for (int i = 0; i < c->ncol; i++) memcpy(c->name[i], tmp[i], sizeof c->name[i]);
     while ((line = strtok_r(NULL, "\n", &save)) && c->nrow < MAXROW) {
         split(line, c->cell[c->nrow], MAXCOL, &n);
         ck_assert_int_eq(n, c->ncol);

@@ -73,9 +73,10 @@ START_TEST(test_matmul_exact) {
 }
 END_TEST
 
-/* Large enough to run on two threads (above the parallel threshold), prefill and decode. */
+/* Large enough to run on two threads (above the parallel threshold) and to split C
+ * into several weight panels with a leftover (600 = 256 + 256 + 88), prefill and decode. */
 START_TEST(test_matmul_large_exact) {
-    const int C = 192, OC = 600;
+    const int C = 600, OC = 600;
     for (int T = 1; T <= 131; T += 130) {
         float *x = alloc_filled((size_t)T * C, 11), *w = alloc_filled((size_t)C * OC, 12);
         float *b = alloc_filled((size_t)OC, 13);
