@@ -20,12 +20,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hooks.h"
 #include "kernels.h"
 #include "kvcache.h"
 #include "model.h"
 #include "sysinfo.h"
+
+/* Seconds of CPU time used by this process (all threads): with 1 thread a measure
+ * that other jobs on a shared machine disturb less than the wall clock. */
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double last_cpu; /* CPU seconds of the last timed call */
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -103,9 +114,10 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
     FlopCount f = {0};
     StepLabel lb = {PHASE_PREFILL, 0, hooks};
     kvcache_reset(&b->c);
-    double t0 = now_seconds();
+    double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, b->tokens, T, b->logits, &lb, &f) != 0) die("forward");
     double t1 = now_seconds();
+    last_cpu = cpu_seconds() - c0;
     if (flops) *flops = flops_total(&f);
     return t1 - t0;
 }
@@ -114,27 +126,36 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
  * is put back to p tokens afterwards so the same step can be timed again. */
 static double time_decode(Bench *b, int p, int with_logits, Hooks *hooks) {
     StepLabel lb = {PHASE_DECODE, 1, hooks};
-    double t0 = now_seconds();
+    double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, &b->tokens[p], 1, with_logits ? b->logits : NULL, &lb, NULL))
         die("forward");
     double t1 = now_seconds();
+    last_cpu = cpu_seconds() - c0;
     b->c.len = p;
     b->c.n_seen = p;
     return t1 - t0;
 }
 
-/* Median of reps decode steps (after one warm-up) in ms. */
-static double decode_ms(Bench *b, int p, int with_logits, Hooks *hooks, int reps) {
-    double v[16];
+/* Median of reps decode steps (after one warm-up) in ms; *cpu_ms the median CPU time. */
+static double decode_ms(Bench *b, int p, int with_logits, Hooks *hooks, int reps, double *cpu_ms) {
+    double v[16], c[16];
     time_decode(b, p, with_logits, hooks);
-    for (int r = 0; r < reps; r++) v[r] = time_decode(b, p, with_logits, hooks);
+    for (int r = 0; r < reps; r++) {
+        v[r] = time_decode(b, p, with_logits, hooks);
+        c[r] = last_cpu;
+    }
+    if (cpu_ms) *cpu_ms = 1e3 * median(c, reps);
     return 1e3 * median(v, reps);
 }
 
-static double prefill_ms(Bench *b, int T, Hooks *hooks, int reps, uint64_t *flops) {
-    double v[16];
+static double prefill_ms(Bench *b, int T, Hooks *hooks, int reps, uint64_t *flops, double *cpu_ms) {
+    double v[16], c[16];
     time_prefill(b, T, hooks, flops);
-    for (int r = 0; r < reps; r++) v[r] = time_prefill(b, T, hooks, flops);
+    for (int r = 0; r < reps; r++) {
+        v[r] = time_prefill(b, T, hooks, flops);
+        c[r] = last_cpu;
+    }
+    if (cpu_ms) *cpu_ms = 1e3 * median(c, reps);
     return 1e3 * median(v, reps);
 }
 
@@ -159,40 +180,42 @@ static void run_gpt2(void) {
     static const int Tp[] = {128, 512};
     for (int i = 0; i < 2; i++) {
         uint64_t fl = 0;
-        double ms = prefill_ms(&b, Tp[i], NULL, Tp[i] > 128 ? 2 : 5, &fl);
-        printf("prefill_%d_ms,%.4f\nprefill_%d_flops,%llu\nprefill_%d_gflops,%.3f\n", Tp[i], ms,
-               Tp[i], (unsigned long long)fl, Tp[i], fl / (ms * 1e6));
+        double cpu, ms = prefill_ms(&b, Tp[i], NULL, Tp[i] > 128 ? 1 : 3, &fl, &cpu);
+        printf("prefill_%d_ms,%.4f\nprefill_%d_cpu_ms,%.4f\nprefill_%d_flops,%llu\n"
+               "prefill_%d_gflops,%.3f\n", Tp[i], ms, Tp[i], cpu, Tp[i], (unsigned long long)fl,
+               Tp[i], fl / (ms * 1e6));
     }
     static const int P[] = {128, 512, 1024};
     for (int i = 0; i < 3; i++) {
         fill_cache(&b, P[i]);
         for (int full = 1; full >= 0; full--) {
             const char *what = full ? "full" : "blocks";
-            double ms = decode_ms(&b, P[i], full, NULL, 7);
+            double cpu, ms = decode_ms(&b, P[i], full, NULL, 5, &cpu);
             double bytes = decode_bytes(&cfg, P[i], full);
-            printf("decode_%s_%d_ms,%.4f\ndecode_%s_%d_bytes,%.0f\ndecode_%s_%d_gbs,%.3f\n", what,
-                   P[i], ms, what, P[i], bytes, what, P[i], bytes / (ms * 1e6));
+            printf("decode_%s_%d_ms,%.4f\ndecode_%s_%d_cpu_ms,%.4f\ndecode_%s_%d_bytes,%.0f\n"
+                   "decode_%s_%d_gbs,%.3f\n", what, P[i], ms, what, P[i], cpu, what, P[i], bytes,
+                   what, P[i], bytes / (ms * 1e6));
         }
     }
     /* recompute: the whole sequence of 129 tokens from scratch, as `run --no-cache` */
-    printf("recompute_128_ms,%.4f\n", prefill_ms(&b, 129, NULL, 3, NULL));
+    printf("recompute_128_ms,%.4f\n", prefill_ms(&b, 129, NULL, 1, NULL, NULL));
     /* hooks: no observer vs one that subscribes to every point and does nothing;
      * alternated so that drift hits both alike */
-    double off[8], on[8], poff[4], pon[4];
+    double off[6], on[6], poff[2], pon[2];
     fill_cache(&b, 512);
     time_decode(&b, 512, 1, NULL);
-    for (int r = 0; r < 8; r++) {
+    for (int r = 0; r < 6; r++) {
         off[r] = time_decode(&b, 512, 1, NULL);
         on[r] = time_decode(&b, 512, 1, &b.noop);
     }
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < 2; r++) {
         poff[r] = time_prefill(&b, 128, NULL, NULL);
         pon[r] = time_prefill(&b, 128, &b.noop, NULL);
     }
-    printf("hooks_off_decode_512_ms,%.4f\nhooks_noop_decode_512_ms,%.4f\n", 1e3 * median(off, 8),
-           1e3 * median(on, 8));
+    printf("hooks_off_decode_512_ms,%.4f\nhooks_noop_decode_512_ms,%.4f\n", 1e3 * median(off, 6),
+           1e3 * median(on, 6));
     printf("hooks_off_prefill_128_ms,%.4f\nhooks_noop_prefill_128_ms,%.4f\n",
-           1e3 * median(poff, 4), 1e3 * median(pon, 4));
+           1e3 * median(poff, 2), 1e3 * median(pon, 2));
     bench_free(&b);
 }
 
@@ -203,16 +226,19 @@ static void run_small(int L, int recompute) {
     Bench b;
     bench_init(&b, &cfg);
     header(&cfg);
-    printf("prefill_128_ms,%.4f\n", prefill_ms(&b, 128, NULL, 5, NULL));
+    printf("prefill_128_ms,%.4f\n", prefill_ms(&b, 128, NULL, 3, NULL, NULL));
     static const int P[] = {128, 256, 512, 1024};
     for (int i = 0; i < 4; i++) {
         fill_cache(&b, P[i]);
-        printf("decode_%d_ms,%.4f\n", P[i], decode_ms(&b, P[i], 1, NULL, 7));
+        printf("decode_%d_ms,%.4f\n", P[i], decode_ms(&b, P[i], 1, NULL, 5, NULL));
     }
-    /* recompute: one step = the whole sequence of p+1 tokens; once per p if asked,
-     * three times for L=1 (it is quick there) */
+    /* recompute: one step = the whole sequence of p+1 tokens, timed once after a
+     * warm-up for L=1 (median of 3), once without one for larger L, where it takes
+     * seconds (the script asks for it in one round only) */
     for (int i = 0; i < 4 && recompute; i++)
-        printf("recompute_%d_ms,%.4f\n", P[i], prefill_ms(&b, P[i] + 1, NULL, L == 1 ? 3 : 1, NULL));
+        printf("recompute_%d_ms,%.4f\n", P[i],
+               L == 1 ? prefill_ms(&b, P[i] + 1, NULL, 3, NULL, NULL)
+                      : 1e3 * time_prefill(&b, P[i] + 1, NULL, NULL));
     bench_free(&b);
 }
 

@@ -82,25 +82,27 @@ def torch_round(threads):
     tokens = torch.tensor([(i * 2654435761) % V for i in range(N)])
     out = {"threads": threads}
 
-    def timed(fn, reps):
+    def timed(fn, reps, key):
         fn()
-        v = []
+        v, c = [], []
         for _ in range(reps):
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn()
             v.append(time.perf_counter() - t0)
-        return 1e3 * statistics.median(v)
+            c.append(time.process_time() - c0)
+        out[key] = 1e3 * statistics.median(v)
+        out[key.replace("_ms", "_cpu_ms")] = 1e3 * statistics.median(c)
 
     with torch.inference_mode():
         for T in PREFILL:
-            out[f"prefill_{T}_ms"] = timed(lambda: forward(tokens[:T], 0), 5 if T == 128 else 2)
+            timed(lambda: forward(tokens[:T], 0), 3 if T == 128 else 1, f"prefill_{T}_ms")
         for p in DECODE:
             kc.normal_()
             vc.normal_()
             for full in (True, False):
                 what = "full" if full else "blocks"
-                out[f"decode_{what}_{p}_ms"] = timed(lambda: forward(tokens[p:p + 1], p, full), 7)
-        out["recompute_128_ms"] = timed(lambda: forward(tokens[:129], 0), 3)
+                timed(lambda: forward(tokens[p:p + 1], p, full), 5, f"decode_{what}_{p}_ms")
+        timed(lambda: forward(tokens[:129], 0), 1, "recompute_128_ms")
     return out
 
 
@@ -216,6 +218,7 @@ def main():
         have_torch = False
         print("bench: PyTorch is not importable: its columns say n/a", file=sys.stderr)
     me = [sys.executable, os.path.abspath(__file__)]
+    load0 = os.getloadavg()
     S = Stats()
     t_start = time.time()
     for r in range(rounds):
@@ -234,16 +237,18 @@ def main():
     for r in range(rounds):
         for Lr in (1, 12):
             print(f"bench: round {r + 1}/{rounds}, built-in model L={Lr}", file=sys.stderr)
-            for k, v in run([binp, "small", str(Lr)], os.cpu_count()).items():
+            cmd = [binp, "small", str(Lr)] + (["--no-recompute"] if Lr > 1 and r > 0 else [])
+            for k, v in run(cmd, os.cpu_count()).items():
                 S.add(f"small:{Lr}:{k}", v)
-    report(S, have_torch, rounds, time.time() - t_start)
+    report(S, have_torch, rounds, time.time() - t_start, load0, os.getloadavg())
     return 0
 
 
-def report(S, have_torch, rounds, secs):
+def report(S, have_torch, rounds, secs, load0, load1):
     print(f"\nkvscope speed — {machine()}")
     print(f"kernels: {S.kernels}; medians of {rounds} interleaved rounds "
-          f"(min–max); {secs:.0f} s in all\n")
+          f"(min–max); {secs:.0f} s in all; load average {load0[0]:.1f} before, "
+          f"{load1[0]:.1f} after (above the core count, other jobs shared the machine)\n")
     print("| measure | threads | kvscope | PyTorch | PyTorch/kvscope | share of machine limit |")
     print("|---|---|---|---|---|---|")
     for t in (1, 2):
@@ -293,6 +298,18 @@ def report(S, have_torch, rounds, secs):
               f"no-op observer on every point ({100 * (on - off) / off:+.1f} %); prefill 128 "
               f"{poff:.1f} vs {pon:.1f} ms ({100 * (pon - poff) / poff:+.1f} %)")
 
+    print("\nOne thread, CPU time of the process (ms; less disturbed than the wall clock "
+          "when other jobs share the machine):\n")
+    print("| measure | kvscope | PyTorch | PyTorch/kvscope |")
+    print("|---|---|---|---|")
+    keys = [f"prefill_{T}_cpu_ms" for T in PREFILL] + [
+        f"decode_{w}_{p}_cpu_ms" for w in ("full", "blocks") for p in DECODE]
+    for k in keys:
+        kv, pt = S.med(f"kv:1:{k}"), S.med(f"pt:1:{k}")
+        ratio = f"{pt / kv:.2f}×" if kv and pt else "n/a"
+        print(f"| {k.replace('_cpu_ms', '').replace('_', ' ')} | {S.fmt(f'kv:1:{k}')} | "
+              f"{S.fmt(f'pt:1:{k}')} | {ratio} |")
+
     print(f"\nBuilt-in model widths (C=768 NH=12 V=256), {os.cpu_count()} threads, ms:\n")
     print("| L | prefill 128 | step | cache 128 | cache 256 | cache 512 | cache 1024 |")
     print("|---|---|---|---|---|---|---|")
@@ -302,8 +319,8 @@ def report(S, have_torch, rounds, secs):
               " | ".join(S.fmt(f"small:{Lr}:decode_{p}_ms", 2) for p in (128, 256, 512, 1024)) + " |")
         print(f"| {Lr} | | recompute | " +
               " | ".join(S.fmt(f"small:{Lr}:recompute_{p}_ms") for p in (128, 256, 512, 1024)) + " |")
-    print("\nrecompute: one step runs the whole sequence of p+1 tokens; it is timed once per round "
-          "(three times for L=1), since at L=12 and 1024 tokens one step takes seconds.")
+    print("\nrecompute: one step runs the whole sequence of p+1 tokens. For L=12 it is timed once, "
+          "in the first round only (at 1024 tokens one step takes seconds); for L=1 every round.")
 
 
 if __name__ == "__main__":
