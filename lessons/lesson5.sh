@@ -48,9 +48,9 @@ END { exit bad }' "$V" "$D/run/kv_memory.csv"
 
 # Real models, by the same formula (kvscope kvmem), and the article's LLaMA-7B figure.
 "$KV" kvmem --out "$D/kvmem" > /dev/null
-"$KV" kvmem --model llama-2-7b --tokens 2048 > "$D/llama_2048.txt"
+"$KV" kvmem --preset llama-2-7b --tokens 2048 > "$D/llama_2048.txt"
 "$KV" kvmem --layers 32 --heads 1 --head-dim 128 --tokens 2048 --dtype fp16 > "$D/article_llama.txt"
-"$KV" kvmem --model llama-2-7b --kv-heads 8 --tokens 2048 > "$D/llama_gqa8.txt"
+"$KV" kvmem --preset llama-2-7b --kv-heads 8 --tokens 2048 > "$D/llama_gqa8.txt"
 # The first article's table: one 768-wide layer, fp32, T = 4 and T = 100.
 for T in 4 100; do
     "$KV" kvmem --layers 1 --heads 12 --head-dim 64 --tokens $T --dtype fp32 > "$D/article_layer_T$T.txt"

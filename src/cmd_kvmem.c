@@ -14,9 +14,9 @@
 static const char *const KVMEM_HELP =
     "usage: kvscope kvmem [options]\n"
     "KV-cache size = 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes\n"
-    "per element. Without --model or a shape, prints every preset.\n\n"
+    "per element. Without --preset or a shape, prints every preset.\n\n"
     "kvmem options:\n"
-    "  --model NAME      gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b\n"
+    "  --preset NAME     gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b\n"
     "                    (the shape flags below override the preset's values)\n"
     "  --layers L        layers\n"
     "  --heads NH        attention (query) heads\n"
@@ -75,10 +75,10 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
             matched = 1;
         }
         if (matched) continue;
-        if (strcmp(o, "--model") == 0) {
+        if (strcmp(o, "--preset") == 0) {
             if (!(v = cli_value(argc, argv, &i))) return 2;
             if (!(preset = kvmem_preset(v)))
-                return cli_fail("unknown --model (gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b)", v);
+                return cli_fail("unknown --preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b)", v);
         } else if (strcmp(o, "--tokens") == 0) {
             if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 1L << 24, &a->tokens)) return 2;
         } else if (strcmp(o, "--batch") == 0) {
@@ -103,7 +103,7 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
     a->have_model = preset != NULL;
     a->have_shape = L || NH || kv || hs; /* a shape that differs from every preset */
     if (!preset && !a->have_shape) {
-        if (N) return cli_fail("--ctx needs a shape", "--model or --layers/--heads/--head-dim");
+        if (N) return cli_fail("--ctx needs a shape", "--preset or --layers/--heads/--head-dim");
         return 0; /* the table of presets */
     }
     if (preset) {

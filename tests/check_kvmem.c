@@ -135,18 +135,18 @@ static char *run_out(const char *const *args, int *status, char *err_out, size_t
 
 START_TEST(cli_prints_exact_bytes) {
     int st;
-    const char *a1[] = {"kvmem", "--model", "gpt2", "--tokens", "1024", NULL};
+    const char *a1[] = {"kvmem", "--preset", "gpt2", "--tokens", "1024", NULL};
     char *o = run_out(a1, &st, NULL, 0);
     ck_assert_int_eq(st, 0);
     ck_assert_ptr_nonnull(strstr(o, "at 1024 tokens"));
     ck_assert_ptr_nonnull(strstr(o, "37,748,736 B  (36.0 MiB)"));
     free(o);
-    const char *a2[] = {"kvmem", "--model", "llama-2-7b", "--tokens", "2048", NULL};
+    const char *a2[] = {"kvmem", "--preset", "llama-2-7b", "--tokens", "2048", NULL};
     o = run_out(a2, &st, NULL, 0);
     ck_assert_int_eq(st, 0);
     ck_assert_ptr_nonnull(strstr(o, "1,073,741,824 B  (1.00 GiB)"));
     free(o);
-    const char *a3[] = {"kvmem", "--model", "llama-2-7b", "--kv-heads", "8", "--tokens", "2048", NULL};
+    const char *a3[] = {"kvmem", "--preset", "llama-2-7b", "--kv-heads", "8", "--tokens", "2048", NULL};
     o = run_out(a3, &st, NULL, 0);
     ck_assert_int_eq(st, 0);
     ck_assert_ptr_nonnull(strstr(o, "268,435,456 B  (256 MiB)"));
@@ -165,10 +165,10 @@ END_TEST
 START_TEST(cli_bad_flags_exit_2) {
     static const char *const bad[][12] = {
         {"kvmem", "--dtype", "fp8", NULL},
-        {"kvmem", "--model", "gpt5", NULL},
-        {"kvmem", "--model", "gpt2", "--kv-heads", "5", NULL},
-        {"kvmem", "--model", "gpt2", "--kv-heads", "24", NULL},
-        {"kvmem", "--model", "gpt2", "--tokens", "1025", NULL},
+        {"kvmem", "--preset", "gpt5", NULL},
+        {"kvmem", "--preset", "gpt2", "--kv-heads", "5", NULL},
+        {"kvmem", "--preset", "gpt2", "--kv-heads", "24", NULL},
+        {"kvmem", "--preset", "gpt2", "--tokens", "1025", NULL},
         {"kvmem", "--layers", "0", "--heads", "2", "--head-dim", "4", "--ctx", "8", NULL},
         {"kvmem", "--layers", "2", "--heads", "2", "--ctx", "8", NULL},
         {"kvmem", "--layers", "2x", NULL},
