@@ -12,7 +12,7 @@
 
 typedef struct {
     char target[4096]; /* the folder the user named */
-    char tmp[4096];    /* where files are written until commit */
+    char tmp[4096 + 32]; /* where files are written until commit */
 } OutDir;
 
 /* Check target (must be a directory or not exist; its parent must be a writable
