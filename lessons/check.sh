@@ -23,11 +23,12 @@ if ! make -C "$tmp" --no-print-directory -o "$BIN" BIN="$BIN" B="$B" lessons > "
 fi
 rm -f "$tmp.log"
 status=0
+seen=""
 for d in data/lesson* plots/lesson* "$tmp"/data/lesson* "$tmp"/plots/lesson*; do
     [ -d "$d" ] || continue
     rel=${d#"$tmp"/}
     case " $seen " in *" $rel "*) continue ;; esac
-    seen="${seen:-} $rel"
+    seen="$seen $rel"
     if ! diff -rq "$rel" "$tmp/$rel" > "$tmp/diff" 2>&1; then
         sed "s|$tmp/||g" "$tmp/diff" >&2
         status=1

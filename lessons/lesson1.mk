@@ -3,4 +3,4 @@
 .PHONY: lesson1
 LESSONS += lesson1
 lesson1: $(BIN)
-	@sh lessons/lesson1.sh $(BIN)
+	@sh lessons/lesson1.sh $(BIN) $(MODEL_ARGS)

@@ -1,13 +1,13 @@
 #!/bin/sh
 # lesson1.sh — data and figures of lesson 1 (one GPT-2 layer, the shape of every tensor).
-#   sh lessons/lesson1.sh BIN      (what `make lesson1` runs)
+#   sh lessons/lesson1.sh BIN [--model DIR]      (what `make lesson1` runs)
 # Writes data/lesson1/ (run/, tokens.md, shapes.md, values.csv), plots/lesson1/,
 # and lessons/lesson1.md.
 . lessons/lib.sh
-lesson_begin 1 "$1"
+lesson_begin 1 "$@"
 
 PROMPT="人工智能是"
-"$KV" run --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --quiet
 mv "$P/hm/prefill_qkv_L0_H00.png" "$P/prefill_qkv_L0_H00.png"
 rm -rf "$P/hm"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
@@ -81,5 +81,43 @@ awk -F, 'FNR == 1 { f++ } f == 1 && $1 == "chars" { c = $2 } f == 1 && $1 == "by
     f == 2 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ { q = $5 }
     END { print "bytes_per_char," b / c; print "q_shape," q }' "$D/values.csv" "$D/run/shapes.csv" >> "$D/values.csv.add"
 cat "$D/values.csv.add" >> "$D/values.csv"; rm -f "$D/values.csv.add"
+
+# The words that depend on the model: the built-in one (random weights, byte tokens)
+# or a Hugging Face checkpoint given with --model (its own tokenizer, if it has one).
+bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
+    awk -F, 'FNR == NR { b[++n] = $1; next } FNR > 1 && $1 == 0 { t++; if ($3 != b[t]) bad = 1 }
+             END { print (t == n && !bad) ? 1 : 0 }' - "$D/run/tokens.csv")
+if [ -z "$MODEL_ARGS" ]; then
+    echo "kvscope's built-in model is one GPT-2 layer with the sizes of GPT-2 small:" > "$D/model_intro.md"
+    {
+        echo "Its weights are random (drawn from a fixed seed), so the text it generates means"
+        echo "nothing. That is fine: the shapes, the byte counts and the operation counts are exactly"
+        echo "those of one layer of a trained GPT-2 small, and they are what these lessons are about."
+    } > "$D/model_note.md"
+else
+    echo "This run uses the weights given with \`$MODEL_ARGS\` (a Hugging Face GPT-2 folder):" > "$D/model_intro.md"
+    echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md"
+fi
+if [ "$bytes_ok" = 1 ]; then
+    {
+        echo "This model reads the UTF-8 bytes of the text, one token per byte. Each of these"
+        awk -F, '$1 == "bytes_per_char" { b = $2 } $1 == "chars" { c = $2 } $1 == "bytes" { n = $2 } $1 == "T" { T = $2 }
+            END { printf "Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and **T = %s tokens**:\n", b, c, n, T }' "$D/values.csv"
+        echo
+        cat "$D/tokens.md"
+        echo
+        echo "(A real GPT-2 tokenizer merges frequent byte sequences into single tokens, so it would"
+        echo "need fewer tokens for this text; the counting rules of the cache do not change.)"
+    } > "$D/prompt.md"
+else
+    {
+        awk -F, '$1 == "chars" { c = $2 } $1 == "T" { T = $2 }
+            END { printf "This model'"'"'s tokenizer turns its %s characters into **T = %s tokens**:\n", c, T }' "$D/values.csv"
+        echo
+        echo "| position | token id | text |"
+        echo "|---|---|---|"
+        awk -F, 'NR > 1 && $1 == 0 { printf "| %d | %d | `%s` |\n", $2, $3, $4 }' "$D/run/tokens.csv"
+    } > "$D/prompt.md"
+fi
 
 lesson_end 1

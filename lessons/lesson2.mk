@@ -3,4 +3,4 @@
 .PHONY: lesson2
 LESSONS += lesson2
 lesson2: $(BIN)
-	@sh lessons/lesson2.sh $(BIN)
+	@sh lessons/lesson2.sh $(BIN) $(MODEL_ARGS)

@@ -1,12 +1,12 @@
 #!/bin/sh
 # lesson2.sh — data and figures of lesson 2 (prefill: the whole prompt at once).
-#   sh lessons/lesson2.sh BIN      (what `make lesson2` runs)
+#   sh lessons/lesson2.sh BIN [--model DIR]      (what `make lesson2` runs)
 # Writes data/lesson2/ (run/, sweep/, *.md, values.csv), plots/lesson2/, lessons/lesson2.md.
 . lessons/lib.sh
-lesson_begin 2 "$1"
+lesson_begin 2 "$@"
 
 PROMPT="人工智能是"
-"$KV" run --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --heads-shown all --plots "$P/hm" --no-gif --quiet
 for f in "$P"/hm/prefill_attn_L0_H*.png "$P"/hm/prefill_scores_L0_H*.png; do mv "$f" "$P/"; done
 rm -rf "$P/hm"
@@ -92,7 +92,7 @@ mkdir -p "$D/sweep"
 echo "T,flops_attn,flops_rest" > "$D/sweep/prefill_flops.csv"
 for T in 8 16 32 64 128 256; do
     ids=$(awk -v n=$T 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }')
-    "$KV" run --prompt-ids "$ids" --steps 0 --record flops --out "$D/sweep/T$T" --quiet
+    "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record flops --out "$D/sweep/T$T" --quiet
     awk -F, -v T=$T 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { printf "%d,%s,%.0f\n", T, $(c["flops_attn"]), $(c["flops_qkv"]) + $(c["flops_attn_proj"]) + $(c["flops_mlp"]) }' \
         "$D/sweep/T$T/flops.csv" >> "$D/sweep/prefill_flops.csv"

@@ -3,4 +3,4 @@
 .PHONY: lesson3
 LESSONS += lesson3
 lesson3: $(BIN)
-	@sh lessons/lesson3.sh $(BIN)
+	@sh lessons/lesson3.sh $(BIN) $(MODEL_ARGS)

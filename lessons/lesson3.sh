@@ -1,10 +1,10 @@
 #!/bin/sh
 # lesson3.sh — data and figures of lesson 3 (decode: one token at a time, the cache
 # grows by one row; the proof that it changes nothing; the article's bug).
-#   sh lessons/lesson3.sh BIN      (what `make lesson3` runs)
+#   sh lessons/lesson3.sh BIN [--model DIR]      (what `make lesson3` runs)
 # Writes data/lesson3/, plots/lesson3/, lessons/lesson3.md.
 . lessons/lib.sh
-lesson_begin 3 "$1"
+lesson_begin 3 "$@"
 
 PROMPT="人工智能是"
 STEPS=8
@@ -14,7 +14,7 @@ kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 kv "$V" vsteps $VSTEPS
 
-"$KV" run --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --quiet
 for f in "$P"/hm/decode_*; do mv "$f" "$P/"; done
 rm -rf "$P/hm"
 chart heatmap "$P/staircase_s$(printf %03d $STEPS)_annotated" -e "dir='$D/run'; step=$STEPS; layer=0; head=0; value='weight'"
@@ -30,21 +30,21 @@ while [ $i -le $STEPS ]; do
     i=$((i + 1))
 done
 # What the run prints (the folder line says where it wrote; the reader's will differ).
-"$KV" run --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
-"$KV" run --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug | grep -v '^wrote ' > "$D/bug_console.txt"
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug | grep -v '^wrote ' > "$D/bug_console.txt"
 rm -rf "$D/tmp"
 
 # Step by step: Q stays one row, K and V gain one row, the scores are 1×t.
-awk -F, '
+awk -F, "$AWKLIB"'
 FNR == 1 { f++; next }
 f == 1 && $4 ~ /attn\.hook_q$/ { q[$2] = $5; ph[$2] = $1; if ($2 + 0 > last) last = $2 + 0 }
 f == 1 && $4 ~ /attn\.cache_k$/ { k[$2] = $5 }
 f == 1 && $4 ~ /attn\.hook_attn_scores$/ { s[$2] = $5 }
 f == 2 { b[$2] = $4 }
 END {
-    print "| phase | step | Q (new rows) | K cache = V cache | scores per head | KV bytes |"
+    print "| phase | step | Q | K cache (V cache the same) | scores, all heads | KV bytes |"
     print "|---|---:|---|---|---|---:|"
-    for (i = 0; i <= last; i++) printf "| %s | %d | %s | %s | %s | %s |\n", ph[i], i, q[i], k[i], s[i], b[i]
+    for (i = 0; i <= last; i++) printf "| %s | %d | %s | %s | %s | %s |\n", ph[i], i, q[i], k[i], s[i], c3(b[i])
 }' "$D/run/shapes.csv" "$D/run/kv_memory.csv" > "$D/steps.md"
 awk -F, -v V="$V" "$AWKLIB"'
 NR > 1 && $1 == "prefill" { T0 = $3; b0 = $4 }
@@ -55,14 +55,14 @@ END {
 }' "$D/run/kv_memory.csv"
 
 # The proof: with the cache and without it, the same logits.
-"$KV" verify --prompt "$PROMPT" --steps $VSTEPS --csv "$D/verify.csv" > "$D/verify_console.txt"
+"$KV" verify $MODEL_ARGS --prompt "$PROMPT" --steps $VSTEPS --csv "$D/verify.csv" > "$D/verify_console.txt"
 tail -n 1 "$D/verify_console.txt" > "$D/verify_last.txt"
 awk -F, -v V="$V" 'NR > 1 { if ($2 + 0 > m) m = $2 + 0; n++ } END { printf "verify_max,%.9g\nverify_rows,%d\n", m, n >> V }' "$D/verify.csv"
 
 # The article's layer: after a decode step it keeps only that step's K and V.
 # verify exits 1 because the logits differ: that is the point here.
 st=0
-"$KV" verify --article-bug --prompt "$PROMPT" --steps $VSTEPS --csv "$D/article_bug.csv" > "$D/article_bug_console.txt" || st=$?
+"$KV" verify $MODEL_ARGS --article-bug --prompt "$PROMPT" --steps $VSTEPS --csv "$D/article_bug.csv" > "$D/article_bug_console.txt" || st=$?
 if [ $st -ne 1 ]; then echo "lesson3: verify --article-bug exited $st, expected 1" >&2; exit 1; fi
 awk -F, -v V="$V" '
 NR > 1 { if ($2 + 0 > m) { m = $2 + 0; ms = $1 }

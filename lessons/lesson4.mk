@@ -3,4 +3,4 @@
 .PHONY: lesson4
 LESSONS += lesson4
 lesson4: $(BIN)
-	@sh lessons/lesson4.sh $(BIN)
+	@sh lessons/lesson4.sh $(BIN) $(MODEL_ARGS)

@@ -1,12 +1,12 @@
 #!/bin/sh
 # lesson4.sh — data and figures of lesson 4 (what the cache saves: FLOPs per step and
 # cumulative, the articles' T = 10/100/1000 table next to the full count, bytes per FLOP).
-#   sh lessons/lesson4.sh BIN      (what `make lesson4` runs)
+#   sh lessons/lesson4.sh BIN [--model DIR]      (what `make lesson4` runs)
 # Writes data/lesson4/, plots/lesson4/, lessons/lesson4.md. Measured times are not made
 # here (they differ run to run): `make timing` writes data/measured/, which this lesson
 # only includes.
 . lessons/lib.sh
-lesson_begin 4 "$1"
+lesson_begin 4 "$@"
 V="$D/values.csv"
 ids() { awk -v n="$1" 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }'; }
 col() { awk -F, -v c="$2" -v row="$3" 'NR == 1 { for (i = 1; i <= NF; i++) k[$i] = i; next } NR - 1 == row { print $(k[c]) }' "$1"; }
@@ -14,22 +14,22 @@ col() { awk -F, -v c="$2" -v row="$3" 'NR == 1 { for (i = 1; i <= NF; i++) k[$i]
 # With the cache: one token of prompt, then decode to T = 1000, counting every step.
 TMAX=1000
 # The dimensions, read back from the engine's shapes (C channels, L layers, V vocabulary).
-"$KV" run --prompt-ids 0 --steps 0 --record shapes --out "$D/tmp" --quiet
+"$KV" run $MODEL_ARGS --prompt-ids 0 --steps 0 --record shapes --out "$D/tmp" --quiet
 DIMS=$(awk -F, '$4 ~ /hook_resid_pre$/ { split($5, s, "x"); C = s[3] } $4 == "hook_logits" { split($5, s, "x"); V = s[2] }
     $3 ~ /^[0-9]+$/ && $3 + 1 > L { L = $3 + 1 } END { printf "-v C=%d -v L=%d -v Vv=%d", C, L, V }' "$D/tmp/shapes.csv")
 echo "$DIMS" | awk '{ for (i = 1; i <= NF; i++) if ($i != "-v") { split($i, a, "="); print a[1] "," a[2] } }' >> "$V.dims"
 { echo "key,value"; cat "$V.dims"; } > "$V"; rm -f "$V.dims"
-"$KV" run --prompt-ids 0 --steps $((TMAX - 1)) --record flops --out "$D/cache" --quiet
+"$KV" run $MODEL_ARGS --prompt-ids 0 --steps $((TMAX - 1)) --record flops --out "$D/cache" --quiet
 
 # Without the cache, step T recomputes all T tokens: exactly a prefill of T tokens.
 # Checked here with --no-cache for the small T, then counted as a prefill for every T.
 LENGTHS="10 16 32 64 100 128 256 1000"
 echo "T,flops_layers,flops_lm_head,flops_elementwise,flops_qkv,flops_attn,flops_attn_proj,flops_mlp" > "$D/recompute.csv"
 for T in $LENGTHS; do
-    "$KV" run --prompt-ids "$(ids $T)" --steps 0 --record flops --out "$D/tmp" --quiet
+    "$KV" run $MODEL_ARGS --prompt-ids "$(ids $T)" --steps 0 --record flops --out "$D/tmp" --quiet
     awk -F, -v T=$T 'NR == 2 { print T "," $5 "," $6 "," $7 "," $8 "," $9 "," $10 "," $11 }' "$D/tmp/flops.csv" >> "$D/recompute.csv"
     if [ $T -le 100 ]; then
-        "$KV" run --no-cache --prompt-ids "$(ids $((T - 1)))" --steps 1 --record flops --out "$D/tmp" --quiet
+        "$KV" run $MODEL_ARGS --no-cache --prompt-ids "$(ids $((T - 1)))" --steps 1 --record flops --out "$D/tmp" --quiet
         a=$(col "$D/tmp/flops.csv" flops_layers 2)
         b=$(awk -F, -v T=$T '$1 == T { print $2 }' "$D/recompute.csv")
         if [ "$a" != "$b" ]; then echo "lesson4: --no-cache step at T=$T counts $a, prefill of T counts $b" >&2; exit 1; fi

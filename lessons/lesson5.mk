@@ -3,4 +3,4 @@
 .PHONY: lesson5
 LESSONS += lesson5
 lesson5: $(BIN)
-	@sh lessons/lesson5.sh $(BIN)
+	@sh lessons/lesson5.sh $(BIN) $(MODEL_ARGS)

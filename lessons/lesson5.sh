@@ -1,18 +1,18 @@
 #!/bin/sh
 # lesson5.sh — data and figures of lesson 5 (what the cache costs: bytes per step, used
 # and reserved; the formula; real models; the article's LLaMA-7B figure corrected).
-#   sh lessons/lesson5.sh BIN      (what `make lesson5` runs)
+#   sh lessons/lesson5.sh BIN [--model DIR]      (what `make lesson5` runs)
 # Writes data/lesson5/, plots/lesson5/, lessons/lesson5.md. The process's RSS is
 # measured, so it lives in data/measured/ (`make timing`), which this lesson only includes.
 . lessons/lib.sh
-lesson_begin 5 "$1"
+lesson_begin 5 "$@"
 V="$D/values.csv"
 PROMPT="人工智能是"
 STEPS=200
 kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 
-"$KV" run --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --quiet
 
 # Bytes of the built-in model's cache, step by step: the prefill, each step where the
 # reservation doubles (with the step just before it, when the reservation was full),

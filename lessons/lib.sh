@@ -6,7 +6,8 @@
 # lessons/lessonN.md from lessons/lessonN.md.in. Everything it writes is a pure
 # function of the code (no time, no RSS), so a second run gives the same bytes.
 #
-#   lesson_begin N BIN   check BIN, empty data/lessonN and plots/lessonN; sets KV, D, P
+#   lesson_begin N BIN [ARGS]  check BIN, empty data/lessonN and plots/lessonN; sets KV, D,
+#                        P and MODEL_ARGS (ARGS, passed to every kvscope run and verify)
 #   lesson_end N         render lessons/lessonN.md
 #   kv FILE KEY VALUE    append "KEY,VALUE" to FILE (created with a header when missing)
 #   csv_md FILE [COLS]   print a CSV as a markdown table (COLS: "1,3,4", default all)
@@ -14,10 +15,19 @@
 #   figure FILE CAPTION  list plots/lessonN/FILE (a .png) with its caption for the
 #                        gallery (data/lessonN/figures.tsv), if it was made
 set -eu
+# One thread unless the caller asks for more: the lessons' steps are small (a decode step
+# is a few matrix-vector products), where threads cost more than they save, and the
+# outputs do not depend on it.
+: "${OMP_NUM_THREADS:=1}"
+export OMP_NUM_THREADS
 
 lesson_begin() {
     N=$1
     KV=$2
+    shift 2
+    # Extra arguments go to every kvscope run/verify: `make lessons MODEL=DIR` passes
+    # "--model DIR" (a Hugging Face GPT-2 folder instead of the built-in model).
+    MODEL_ARGS="$*"
     if [ ! -x "$KV" ]; then
         echo "lesson$N: no kvscope binary at $KV (run make first)" >&2
         exit 2

@@ -17,7 +17,7 @@ rm -rf "$W"; mkdir -p "$W"
 # Time of one decode step at length T, with the cache (prefill T-1 tokens, then one
 # timed step) and without (--no-cache: the step recomputes all T tokens), each run
 # REPEAT times in a fresh process; the median, with the fastest and the slowest run.
-REPEAT=5
+REPEAT=7
 ids() { awk -v n="$1" 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }'; }
 median_min_max() { sort -g | awk '{ v[NR] = $1 } END { printf "%s,%s,%s", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
 echo "T,cache_median_s,cache_min_s,cache_max_s,recompute_median_s,recompute_min_s,recompute_max_s" > "$W/decode_time.csv"
@@ -57,8 +57,10 @@ NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
 END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
 gnuplot -e "in='$W/run/kv_memory.csv'; rss='$W/run/timing.csv'; out='$W/plots/kv_memory_rss'" plots/kv_memory.gp
 rm -rf "$W/run"
-{ uname -sm; nproc | sed 's/$/ cores/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
 
+printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache (median, min–max bars) — lesson 4" \
+    kv_memory_rss.png "KV bytes used and reserved, and the measured growth of the process RSS, over 1000 decode steps — lesson 5" > "$W/figures.tsv"
 rm -rf plots/measured
 mv "$W/plots" plots/measured
 rm -rf "$OUT"

@@ -92,7 +92,6 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 
 enum { MM_TW = 24,   /* columns of a prefill tile: 3 vectors */
        MM_TR = 4,    /* rows of a prefill tile: 4×3 accumulators + 3 weights + 1 */
-       MM_DW = 64,   /* columns of a decode strip: 8 accumulators */
        MM_KC = 256 };/* inputs per packed weight panel: 256·24 floats = 24 KiB */
 
 /* Rows 0..3 of inp against columns o..o+23, for the kc inputs c0..c0+kc-1 whose
@@ -161,26 +160,33 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *panel, cons
     _mm256_storeu_ps(out + o + 16, a2);
 }
 
-/* One row against columns o..o+63: the decode strip. Eight accumulators hide the
- * add latency; the weights stream by in 256-byte pieces, four whole cache lines. */
-AVX2_INLINE void mm_strip(float *y, const float *x, const float *w, const float *bias,
-                          int C, int OC, int o) {
-    __m256 acc[8];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+/* One row x (C) against columns o0..o1-1: the decode matvec. It walks W row by row,
+ * exactly as ops.c does, so that the weights stream from memory in long sequential
+ * runs; the partial sums y[o0..o1) stay in L1 between rows. */
+AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const float *bias,
+                              int C, int OC, int o0, int o1) {
+    for (int o = o0; o < o1; o++) y[o] = 0.0f;
     for (int c = 0; c < C; c++) {
-        const float *wr = w + (size_t)c * OC + o;
+        const float *wr = w + (size_t)c * OC;
         const __m256 a = _mm256_broadcast_ss(x + c);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++)
-            acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(a, _mm256_loadu_ps(wr + 8 * j)));
+        int o = o0;
+        for (; o + 32 <= o1; o += 32) {
+            _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
+                                                  _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
+            _mm256_storeu_ps(y + o + 8, _mm256_add_ps(_mm256_loadu_ps(y + o + 8),
+                                                      _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 8))));
+            _mm256_storeu_ps(y + o + 16, _mm256_add_ps(_mm256_loadu_ps(y + o + 16),
+                                                       _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 16))));
+            _mm256_storeu_ps(y + o + 24, _mm256_add_ps(_mm256_loadu_ps(y + o + 24),
+                                                       _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 24))));
+        }
+        for (; o + 8 <= o1; o += 8)
+            _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
+                                                  _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
+        for (; o < o1; o++) y[o] += x[c] * wr[o];
     }
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) {
-        __m256 v = acc[j];
-        if (bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + o + 8 * j));
-        _mm256_storeu_ps(y + o + 8 * j, v);
-    }
+    if (bias)
+        for (int o = o0; o < o1; o++) y[o] += bias[o];
 }
 
 /* Columns o0..OC-1 of one row: 8 at a time, then one at a time. */
@@ -207,16 +213,15 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
                              int T, int C, int OC) {
     const int par = (double)T * C * OC > KERN_PAR_MIN;
     if (T < MM_TR) {
-        /* decode: each thread streams its own strips of W, whole cache lines */
-        const int nstrips = OC / MM_DW;
+        /* decode: each thread takes one slice of the columns, a multiple of 8 wide */
+        const int np = par ? kern_threads() : 1;
         OMP(omp parallel for schedule(static) if(par))
-        for (int j = 0; j <= nstrips; j++)
-            for (int t = 0; t < T; t++) {
-                float *y = out + (size_t)t * OC;
-                const float *x = inp + (size_t)t * C;
-                if (j < nstrips) mm_strip(y, x, w, bias, C, OC, j * MM_DW);
-                else mm_cols(y, x, w, bias, C, OC, nstrips * MM_DW);
-            }
+        for (int j = 0; j < np; j++) {
+            const int o0 = (int)((long)OC * j / np) / 8 * 8;
+            const int o1 = j == np - 1 ? OC : (int)((long)OC * (j + 1) / np) / 8 * 8;
+            for (int t = 0; t < T; t++)
+                mm_rowstream(out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, o0, o1);
+        }
         return;
     }
     /* prefill: a thread owns a column tile; a block of MM_KC rows of its weights is
@@ -251,59 +256,98 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
  * outputs) are read 8 floats at a time and transposed, so that lane i of the
  * accumulator walks row i in order. */
 
-AVX2_INLINE void transpose8(__m256 r[8]) {
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
-    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
-    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
-    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
-    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+/* r0..r7 (8 rows of 8) become the 8 columns, in place. Named variables, not an
+ * array, so that GCC keeps them in registers. */
+#define TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7) {                                        \
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);           \
+    const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);           \
+    const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);           \
+    const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);           \
+    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE); \
+    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE); \
+    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE); \
+    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE); \
+    r0 = _mm256_permute2f128_ps(s0, s4, 0x20);                                                \
+    r1 = _mm256_permute2f128_ps(s1, s5, 0x20);                                                \
+    r2 = _mm256_permute2f128_ps(s2, s6, 0x20);                                                \
+    r3 = _mm256_permute2f128_ps(s3, s7, 0x20);                                                \
+    r4 = _mm256_permute2f128_ps(s0, s4, 0x31);                                                \
+    r5 = _mm256_permute2f128_ps(s1, s5, 0x31);                                                \
+    r6 = _mm256_permute2f128_ps(s2, s6, 0x31);                                                \
+    r7 = _mm256_permute2f128_ps(s3, s7, 0x31); }
+
+/* acc lane i += x[d..d+7]·(row i)[d..d+7], one product after the other, for the 8
+ * rows at p, p + stride, ... */
+#define DOT8_STEP(acc, p, stride, x) {                                                      \
+    __m256 r0 = _mm256_loadu_ps(p), r1 = _mm256_loadu_ps((p) + (stride)),                   \
+           r2 = _mm256_loadu_ps((p) + 2 * (stride)), r3 = _mm256_loadu_ps((p) + 3 * (stride)), \
+           r4 = _mm256_loadu_ps((p) + 4 * (stride)), r5 = _mm256_loadu_ps((p) + 5 * (stride)), \
+           r6 = _mm256_loadu_ps((p) + 6 * (stride)), r7 = _mm256_loadu_ps((p) + 7 * (stride)); \
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                                              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), r0));                    \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 1), r1));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 2), r2));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 3), r3));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 4), r4));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 5), r5));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 6), r6));              \
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 7), r7)); }
+
+/* The same for element d alone (the leftover d when len is not a multiple of 8). */
+AVX2_INLINE __m256 dot1_step(__m256 acc, const float *p, size_t stride, const float *x) {
+    const __m256 col = _mm256_set_ps(p[7 * stride], p[6 * stride], p[5 * stride],
+                                     p[4 * stride], p[3 * stride], p[2 * stride],
+                                     p[stride], p[0]);
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), col));
 }
 
 /* Lane i = Σ_d x[d]·rows[i·stride + d] for d = 0..len-1, in order of d. */
 AVX2_INLINE __m256 dot8(const float *x, const float *rows, size_t stride, int len) {
     __m256 acc = _mm256_setzero_ps();
     int d = 0;
+    for (; d + 8 <= len; d += 8) DOT8_STEP(acc, rows + d, stride, x + d)
+    for (; d < len; d++) acc = dot1_step(acc, rows + d, stride, x + d);
+    return acc;
+}
+
+/* Two blocks of 8 rows (rows, rows + 8·stride) at once: two independent chains of
+ * adds, so one waits less on the other's latency. */
+AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *rows,
+                       size_t stride, int len) {
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+    const float *rows1 = rows + 8 * stride;
+    int d = 0;
     for (; d + 8 <= len; d += 8) {
-        __m256 r[8];
-        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(rows + i * stride + d);
-        transpose8(r);
-        for (int j = 0; j < 8; j++)
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + d + j), r[j]));
+        DOT8_STEP(a, rows + d, stride, x + d)
+        DOT8_STEP(b, rows1 + d, stride, x + d)
     }
     for (; d < len; d++) {
-        const float *p = rows + d;
-        const __m256 col = _mm256_set_ps(p[7 * stride], p[6 * stride], p[5 * stride],
-                                         p[4 * stride], p[3 * stride], p[2 * stride],
-                                         p[stride], p[0]);
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + d), col));
+        a = dot1_step(a, rows + d, stride, x + d);
+        b = dot1_step(b, rows1 + d, stride, x + d);
     }
-    return acc;
+    *out0 = a;
+    *out1 = b;
 }
 
 AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const float *w,
                                         int T, int C, int OC) {
-    const int nblk = OC / 8;
+    const int nblk = OC / 8, npair = nblk / 2; /* blocks of 8 outputs, pairs of blocks */
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         float *y = out + (size_t)t * OC;
         OMP(omp parallel for schedule(static) if((double)C * OC > KERN_PAR_MIN))
-        for (int j = 0; j <= nblk; j++) {
-            if (j < nblk) {
-                _mm256_storeu_ps(y + 8 * j, dot8(x, w + (size_t)8 * j * C, (size_t)C, C));
+        for (int j = 0; j <= npair; j++) {
+            if (j < npair) {
+                __m256 a, b;
+                dot16(&a, &b, x, w + (size_t)16 * j * C, (size_t)C, C);
+                _mm256_storeu_ps(y + 16 * j, a);
+                _mm256_storeu_ps(y + 16 * j + 8, b);
                 continue;
             }
-            for (int o = 8 * nblk; o < OC; o++) { /* leftover outputs, as ops.c */
+            /* the last "pair": an odd block, then the leftover outputs as in ops.c */
+            if (nblk % 2)
+                _mm256_storeu_ps(y + 8 * (nblk - 1), dot8(x, w + (size_t)8 * (nblk - 1) * C, (size_t)C, C));
+            for (int o = 8 * nblk; o < OC; o++) {
                 const float *wr = w + (size_t)o * C;
                 float s = 0.0f;
                 for (int c = 0; c < C; c++) s += x[c] * wr[c];
@@ -322,6 +366,12 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
                                int hs, float div) {
     const __m256 vdiv = _mm256_set1_ps(div);
     int t = 0;
+    for (; t + 16 <= pos + 1; t += 16) {
+        __m256 a, b;
+        dot16(&a, &b, qi, kc + (size_t)t * C, (size_t)C, hs);
+        _mm256_storeu_ps(sc + t, _mm256_div_ps(a, vdiv));
+        _mm256_storeu_ps(sc + t + 8, _mm256_div_ps(b, vdiv));
+    }
     for (; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(sc + t, _mm256_div_ps(dot8(qi, kc + (size_t)t * C, (size_t)C, hs), vdiv));
     for (; t <= pos; t++) {
@@ -380,6 +430,7 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     const double work = (double)n * NH * ((double)p + n) * hs;
+    (void)work; /* read by OpenMP only */
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < n * NH; it++) {
         const int i = it / NH, h = it % NH;
