@@ -10,6 +10,7 @@
 #include "kernels.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ops.h"
@@ -170,15 +171,11 @@ AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const fl
         const float *wr = w + (size_t)c * OC;
         const __m256 a = _mm256_broadcast_ss(x + c);
         int o = o0;
-        for (; o + 32 <= o1; o += 32) {
+        for (; o + 16 <= o1; o += 16) {
             _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
                                                   _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
             _mm256_storeu_ps(y + o + 8, _mm256_add_ps(_mm256_loadu_ps(y + o + 8),
                                                       _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 8))));
-            _mm256_storeu_ps(y + o + 16, _mm256_add_ps(_mm256_loadu_ps(y + o + 16),
-                                                       _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 16))));
-            _mm256_storeu_ps(y + o + 24, _mm256_add_ps(_mm256_loadu_ps(y + o + 24),
-                                                       _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 24))));
         }
         for (; o + 8 <= o1; o += 8)
             _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
@@ -187,6 +184,18 @@ AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const fl
     }
     if (bias)
         for (int o = o0; o < o1; o++) y[o] += bias[o];
+}
+
+/* Where slice j of np starts in row y (OC columns): near OC·j/np, moved down to a
+ * 64-byte boundary of y's address, so that no cache line has two writers (each
+ * thread rewrites its slice once per input row: a shared line would bounce). */
+static int slice_start(const float *y, int OC, int j, int np) {
+    if (j == 0) return 0;
+    if (j == np) return OC;
+    const int mis = (int)(((uintptr_t)y / sizeof(float)) % 16); /* floats past a boundary */
+    const int k = (int)((long)OC * j / np);
+    const int a = (mis + k) / 16 * 16 - mis;
+    return a < 0 ? 0 : a;
 }
 
 /* Columns o0..OC-1 of one row: 8 at a time, then one at a time. */
@@ -213,15 +222,15 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
                              int T, int C, int OC) {
     const int par = (double)T * C * OC > KERN_PAR_MIN;
     if (T < MM_TR) {
-        /* decode: each thread takes one slice of the columns, a multiple of 8 wide */
+        /* decode: each thread takes one slice of the columns */
         const int np = par ? kern_threads() : 1;
         OMP(omp parallel for schedule(static) if(par))
-        for (int j = 0; j < np; j++) {
-            const int o0 = (int)((long)OC * j / np) / 8 * 8;
-            const int o1 = j == np - 1 ? OC : (int)((long)OC * (j + 1) / np) / 8 * 8;
-            for (int t = 0; t < T; t++)
-                mm_rowstream(out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, o0, o1);
-        }
+        for (int j = 0; j < np; j++)
+            for (int t = 0; t < T; t++) {
+                float *y = out + (size_t)t * OC;
+                mm_rowstream(y, inp + (size_t)t * C, w, bias, C, OC, slice_start(y, OC, j, np),
+                             slice_start(y, OC, j + 1, np));
+            }
         return;
     }
     /* prefill: a thread owns a column tile; a block of MM_KC rows of its weights is

@@ -248,7 +248,8 @@ def report(S, have_torch, rounds, secs, load0, load1):
     print(f"\nkvscope speed — {machine()}")
     print(f"kernels: {S.kernels}; medians of {rounds} interleaved rounds "
           f"(min–max); {secs:.0f} s in all; load average {load0[0]:.1f} before, "
-          f"{load1[0]:.1f} after (above the core count, other jobs shared the machine)\n")
+          f"{load1[0]:.1f} after" + (" (above the core count: other jobs shared the machine)"
+                                     if max(load0[0], load1[0]) > os.cpu_count() else "") + "\n")
     print("| measure | threads | kvscope | PyTorch | PyTorch/kvscope | share of machine limit |")
     print("|---|---|---|---|---|---|")
     for t in (1, 2):
