@@ -265,6 +265,17 @@ void loaded_free(Loaded *l) {
     memset(l, 0, sizeof *l);
 }
 
+const char *group_digits(uint64_t v, char *buf, size_t size) {
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
+    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 const char *human_bytes(double bytes, char *buf, size_t size) {
     const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;

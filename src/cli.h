@@ -48,6 +48,8 @@ typedef struct {
 int model_args_load(const ModelArgs *a, int steps, Loaded *out);
 void loaded_free(Loaded *l);
 
+/* 1234567 → "1,234,567". Returns buf. */
+const char *group_digits(uint64_t v, char *buf, size_t size);
 /* Human units, binary: "24.0 KiB", "1.00 GiB". Returns buf. */
 const char *human_bytes(double bytes, char *buf, size_t size);
 

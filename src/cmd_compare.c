@@ -270,18 +270,6 @@ static void write_timing(FILE *f, const Row *r) {
             r->t_rec.med / r->t_cache.med);
 }
 
-/* 1234567 → "1,234,567" */
-static const char *digits(uint64_t v, char *buf, size_t size) {
-    char raw[32];
-    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
-    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
-        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
-        buf[k++] = raw[i];
-    }
-    buf[k] = '\0';
-    return buf;
-}
-
 static int is_in(const int *v, int n, int x) {
     for (int i = 0; i < n; i++)
         if (v[i] == x) return 1;
@@ -302,9 +290,9 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
         if (!is_in(a->table, a->n_table, r->T)) continue;
         char c1[40], c2[40];
         fprintf(f, "| %d | %s | %s | %s | %s | %.0f× | %s |\n", r->T,
-                digits((uint64_t)r->T * r->T, d1, sizeof d1), digits((uint64_t)r->T, d2, sizeof d2),
-                digits(r->f_rec, c1, sizeof c1),
-                digits(r->f_cache, c2, sizeof c2), (double)r->f_rec / (double)r->f_cache,
+                group_digits((uint64_t)r->T * r->T, d1, sizeof d1), group_digits((uint64_t)r->T, d2, sizeof d2),
+                group_digits(r->f_rec, c1, sizeof c1),
+                group_digits(r->f_cache, c2, sizeof c2), (double)r->f_rec / (double)r->f_cache,
                 human_bytes((double)r->kv_bytes, h1, sizeof h1));
     }
     if (close_ok(f)) return -1;
@@ -327,12 +315,12 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
     fprintf(f, "| K shape (cached keys) | (%d, %d) | (%d, %d) |\n", pre->k_rows, cfg->C, dec->k_rows, cfg->C);
     fprintf(f, "| articles' attention count | O(%d) | O(%d) |\n", P * P, dec_T);
     fprintf(f, "| attention scores computed (causal, %d heads, per layer) | %s | %s |\n", cfg->NH,
-            digits(pre->scores, d1, sizeof d1), digits(dec->scores, d2, sizeof d2));
-    fprintf(f, "| FLOPs (counted, whole model) | %s | %s |\n", digits(pre->flops, d1, sizeof d1),
-            digits(dec->flops, d2, sizeof d2));
+            group_digits(pre->scores, d1, sizeof d1), group_digits(dec->scores, d2, sizeof d2));
+    fprintf(f, "| FLOPs (counted, whole model) | %s | %s |\n", group_digits(pre->flops, d1, sizeof d1),
+            group_digits(dec->flops, d2, sizeof d2));
     fprintf(f, "| KV cache after the step (fp32) | %s (%s B) | %s (%s B) |\n",
-            human_bytes((double)pre->kv_bytes, h1, sizeof h1), digits(pre->kv_bytes, d1, sizeof d1),
-            human_bytes((double)dec->kv_bytes, h2, sizeof h2), digits(dec->kv_bytes, d2, sizeof d2));
+            human_bytes((double)pre->kv_bytes, h1, sizeof h1), group_digits(pre->kv_bytes, d1, sizeof d1),
+            human_bytes((double)dec->kv_bytes, h2, sizeof h2), group_digits(dec->kv_bytes, d2, sizeof d2));
     if (close_ok(f)) return -1;
 
 values:
@@ -600,7 +588,7 @@ int cmd_compare(int argc, char **argv) {
         if (!a.quiet)
             printf("T=%-5d FLOPs/step  cache %-14s recompute %-16s x%-7.1f  time %9s vs %9s  "
                    "max|dlogit| %.3g\n",
-                   t, digits(r->f_cache, d1, sizeof d1), digits(r->f_rec, d2, sizeof d2),
+                   t, group_digits(r->f_cache, d1, sizeof d1), group_digits(r->f_rec, d2, sizeof d2),
                    (double)r->f_rec / (double)r->f_cache, seconds(r->t_cache.med, s1buf, sizeof s1buf),
                    seconds(r->t_rec.med, s2buf, sizeof s2buf), dl);
         fflush(stdout);

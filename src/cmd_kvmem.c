@@ -41,18 +41,6 @@ typedef struct {
     int n_lengths;
 } KvmemArgs;
 
-/* 1234567 → "1,234,567". Returns buf. */
-static const char *digits(uint64_t v, char *buf, size_t size) {
-    char raw[32];
-    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
-    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
-        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
-        buf[k++] = raw[i];
-    }
-    buf[k] = '\0';
-    return buf;
-}
-
 static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
     memset(a, 0, sizeof *a);
     a->tokens = -1;
@@ -148,7 +136,7 @@ static int bytes_of(const KvShape *s, long tokens, long batch, KvDtype dt, uint6
 
 static void print_line(const char *what, uint64_t b) {
     char d[40], h[32];
-    printf("  %-22s %22s B  (%s)\n", what, digits(b, d, sizeof d), human_bytes((double)b, h, sizeof h));
+    printf("  %-22s %22s B  (%s)\n", what, group_digits(b, d, sizeof d), human_bytes((double)b, h, sizeof h));
 }
 
 static int print_one(const KvmemArgs *a) {
@@ -192,7 +180,7 @@ static int print_presets(const KvmemArgs *a) {
         char h1[32], h2[32], d[40];
         printf("%-12s %6d %6d %9d %5d %7d %12s %22s %10s%s\n", p[i].name, p[i].L, p[i].NH,
                p[i].kv_heads, p[i].hs, p[i].N, human_bytes((double)per, h1, sizeof h1),
-               digits(at, d, sizeof d), human_bytes((double)at, h2, sizeof h2),
+               group_digits(at, d, sizeof d), human_bytes((double)at, h2, sizeof h2),
                T > p[i].N ? "  (past its context)" : "");
     }
     return 0;
@@ -250,7 +238,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
         char h2[32];
         fprintf(f, "| %s | %d | %d | %d | %d | %d | %s | %s B (%s) |\n", s->name, s->L, s->NH,
                 s->kv_heads, s->hs, s->N, human_bytes((double)per, h, sizeof h),
-                digits(full, d, sizeof d), human_bytes((double)full, h2, sizeof h2));
+                group_digits(full, d, sizeof d), human_bytes((double)full, h2, sizeof h2));
     }
     if (ferror(f) | fclose(f)) return -1;
 

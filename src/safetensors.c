@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "halfprec.h"
+
 static const struct {
     const char *name;
     size_t size;
@@ -258,35 +260,6 @@ const StTensor *st_find(const SafeTensors *st, const char *name) {
 
 /* ---- conversion -------------------------------------------------------- */
 
-float st_f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
-    if (exp == 0x1f) {
-        u = sign | 0x7f800000u | (man << 13); /* inf, nan (payload kept) */
-    } else if (exp != 0) {
-        u = sign | ((exp + 112) << 23) | (man << 13); /* rebias 15 → 127 */
-    } else if (man == 0) {
-        u = sign; /* ±0 */
-    } else {
-        /* subnormal: shift the mantissa up until its leading 1 is the implicit bit */
-        int e = 113;
-        while (!(man & 0x400)) {
-            man <<= 1;
-            e--;
-        }
-        u = sign | ((uint32_t)e << 23) | ((man & 0x3ff) << 13);
-    }
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-float st_bf16_to_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 int st_read_f32(const SafeTensors *st, const StTensor *t, float *out, char *err, size_t errsize) {
     const unsigned char *p = st->data + t->begin;
     switch (t->dtype) {
@@ -303,10 +276,10 @@ int st_read_f32(const SafeTensors *st, const StTensor *t, float *out, char *err,
         return 0;
     }
     case ST_F16:
-        for (size_t i = 0; i < t->numel; i++, p += 2) out[i] = st_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        for (size_t i = 0; i < t->numel; i++, p += 2) out[i] = fp16_to_fp32((uint16_t)(p[0] | p[1] << 8));
         return 0;
     case ST_BF16:
-        for (size_t i = 0; i < t->numel; i++, p += 2) out[i] = st_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        for (size_t i = 0; i < t->numel; i++, p += 2) out[i] = bf16_to_fp32((uint16_t)(p[0] | p[1] << 8));
         return 0;
     default:
         return fail(err, errsize, st->path, t->name, "dtype %s is not supported (F32, F16 or BF16)",

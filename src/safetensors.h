@@ -70,10 +70,6 @@ size_t st_dtype_size(StDtype d);
  * floats). 0, or ST_BAD naming the tensor when its dtype is not one of those. */
 int st_read_f32(const SafeTensors *st, const StTensor *t, float *out, char *err, size_t errsize);
 
-/* IEEE half and bfloat16 bit patterns → float, exactly. */
-float st_f16_to_f32(uint16_t h);
-float st_bf16_to_f32(uint16_t b);
-
 /* One tensor to write: F32, data in host order. */
 typedef struct {
     const char *name;

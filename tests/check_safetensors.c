@@ -15,6 +15,7 @@
 
 #include "hf_model.h"
 #include "outdir.h"
+#include "halfprec.h"
 #include "safetensors.h"
 #include "testutil.h"
 
@@ -121,18 +122,18 @@ static double half_reference(unsigned h) {
 
 START_TEST(test_f16_bf16) {
     for (unsigned h = 0; h < 65536; h++) {
-        float got = st_f16_to_f32((uint16_t)h);
+        float got = fp16_to_fp32((uint16_t)h);
         double want = half_reference(h);
         if (isnan(want)) ck_assert_msg(isnan(got), "0x%04x", h);
         else ck_assert_msg((double)got == want && !signbit(got) == !signbit(want), "0x%04x: %g vs %g", h,
                            (double)got, want);
     }
-    ck_assert_float_eq(st_f16_to_f32(0x3C00), 1.0f);
-    ck_assert_float_eq(st_f16_to_f32(0x7BFF), 65504.0f);
-    ck_assert_float_eq(st_bf16_to_f32(0x3F80), 1.0f);
-    ck_assert_float_eq(st_bf16_to_f32(0xC040), -3.0f);
-    ck_assert_float_eq(st_bf16_to_f32(0x0001), ldexpf(1.0f, -133));
-    ck_assert(isinf(st_bf16_to_f32(0xFF80)) && st_bf16_to_f32(0xFF80) < 0);
+    ck_assert_float_eq(fp16_to_fp32(0x3C00), 1.0f);
+    ck_assert_float_eq(fp16_to_fp32(0x7BFF), 65504.0f);
+    ck_assert_float_eq(bf16_to_fp32(0x3F80), 1.0f);
+    ck_assert_float_eq(bf16_to_fp32(0xC040), -3.0f);
+    ck_assert_float_eq(bf16_to_fp32(0x0001), ldexpf(1.0f, -133));
+    ck_assert(isinf(bf16_to_fp32(0xFF80)) && bf16_to_fp32(0xFF80) < 0);
 
     /* a file with F16 and BF16 tensors, little-endian */
     static unsigned char buf[256];
