@@ -39,6 +39,7 @@ typedef struct {
     const char *out;
     int *lengths;
     int n_lengths;
+    char label[64]; /* "llama-2-7b, modified" when flags change a preset */
 } KvmemArgs;
 
 static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
@@ -106,7 +107,10 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
             N = (int)a->tokens;
         }
     }
-    if (a->have_shape) a->shape.name = "custom";
+    if (a->have_shape && preset) {
+        snprintf(a->label, sizeof a->label, "%s, modified", preset->name);
+        a->shape.name = a->label;
+    }
     if (L) a->shape.L = L;
     if (NH) a->shape.NH = NH;
     if (hs) a->shape.hs = hs;
