@@ -21,11 +21,15 @@ chart heatmap "$P/staircase_s$(printf %03d $STEPS)_annotated" -e "dir='$D/run'; 
 figure "staircase_s$(printf %03d $STEPS)_annotated.png" "The staircase after $STEPS decode steps, head 0: the prefill square plus one 1×t row per step"
 figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0)"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
+# the model's widths, from the hooked shapes: hook_q is 1 x T x NH x hs
+awk -F, -v V="$V" 'NR > 1 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ && !done { split($5, s, "x");
+    printf "NH,%d\nhs,%d\nC,%d\n", s[3], s[4], s[3] * s[4] >> V; done = 1 }' "$D/run/shapes.csv"
+HS=$(awk -F, '$1 == "hs" { print $2 }' "$V")
 i=1
 while [ $i -le $STEPS ]; do
     s=$(printf %03d $i)
     figure decode_s${s}_attn_L0_H00.png "Decode step $i: the new token's attention row (1×$((i + T0)))"
-    figure decode_s${s}_kv_L0_H00.png "Decode step $i: the K and V caches the new token reads ($((i + T0))×64 each, head 0)"
+    figure decode_s${s}_kv_L0_H00.png "Decode step $i: the K and V caches the new token reads ($((i + T0))×$HS each, head 0)"
     figure decode_s${s}_stair_L0_H00.png "Decode step $i: the staircase so far"
     i=$((i + 1))
 done

@@ -3,4 +3,4 @@
 .PHONY: lesson6
 LESSONS += lesson6
 lesson6: $(BIN)
-	sh lessons/lesson6.sh $(BIN)
+	@sh lessons/lesson6.sh $(BIN) $(MODEL_ARGS)

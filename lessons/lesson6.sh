@@ -4,7 +4,7 @@
 #   sh lessons/lesson6.sh BIN      (what `make lesson6` runs)
 # Writes data/lesson6/, plots/lesson6/, lessons/lesson6.md.
 . lessons/lib.sh
-lesson_begin 6 "$1"
+lesson_begin 6 "$@"
 
 PROMPT="The KV cache"
 CAP_MB=0.25
@@ -22,14 +22,21 @@ kv "$V" window $W
 kv "$V" sink $S
 
 # 1. The cap: checked before each step allocates; the run stops cleanly (exit 0).
-"$KV" run --prompt "$PROMPT" --steps 64 --max-kv-mb $CAP_MB --record kv,tokens --out "$D/cap" --quiet \
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 64 --max-kv-mb $CAP_MB --record kv,tokens --out "$D/cap" --quiet \
     2> "$D/cap_line.txt"
 awk -F, -v V="$V" 'NR > 1 { last = $0; n++ } END { split(last, f, ","); print "cap_rows," n >> V }' "$D/cap/kv_memory.csv"
+# The try-it answer: where --max-tokens 20 stops ("stopped before decode step N").
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 64 --max-tokens 20 --record none --out "$D/maxtok" --quiet \
+    2> "$D/maxtok_line.txt"
+rm -rf "$D/maxtok"
+kv "$V" maxtok_stop_step "$(sed -n 's/.*before decode step \([0-9]*\).*/\1/p' "$D/maxtok_line.txt")"
 
 # 2. The storage types, against the fp32 cache; 3. the window, against the full cache.
-"$KV" budget --prompt "$PROMPT" --steps $SHORT --out "$D/short" > "$D/short_console.txt"
-"$KV" budget --prompt "$PROMPT" --steps $LONG --window $W --sink $S --out "$D/long" --quiet
+"$KV" budget $MODEL_ARGS --prompt "$PROMPT" --steps $SHORT --out "$D/short" > "$D/short_console.txt"
+"$KV" budget $MODEL_ARGS --prompt "$PROMPT" --steps $LONG --window $W --sink $S --out "$D/long" --quiet
 grep -v '^wrote ' "$D/short_console.txt" > "$D/short_console.tmp" && mv "$D/short_console.tmp" "$D/short_console.txt"
+awk -F, -v V="$V" '$1 == "max_dlogit_fp16" { a = $2 } $1 == "max_dlogit_bf16" { b = $2 }
+    END { printf "bf16_over_fp16,%.0f\n", b / a >> V }' "$D/short/summary.csv"
 
 chart lesson6_bytes_error "$P/bytes_vs_error" \
     -e "short='$D/short/dtypes.csv'; long='$D/long/dtypes.csv'; nshort='$SHORT steps'; nlong='$LONG steps'"

@@ -3,4 +3,4 @@
 .PHONY: lesson7
 LESSONS += lesson7
 lesson7: $(BIN)
-	@sh lessons/lesson7.sh $(BIN)
+	@sh lessons/lesson7.sh $(BIN) $(MODEL_ARGS)

@@ -6,7 +6,7 @@
 # Writes data/lesson7/, plots/lesson7/, lessons/lesson7.md. The measured files
 # (data/lesson7/*/timing.csv) are git-ignored; nothing the lesson shows comes from them.
 . lessons/lib.sh
-lesson_begin 7 "$1"
+lesson_begin 7 "$@"
 
 PROMPTS=lessons/lesson7.prompts
 STEPS=40,12,28,20
@@ -15,11 +15,11 @@ kv "$V" steps "$STEPS"
 get() { awk -F, -v k="$2" '$1 == k { v = $2 } END { if (v == "") exit 1; print v }' "$1"; }
 
 # One batch, three ways: padded + mask, padded without mask (the article), paged.
-"$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/mask" --quiet > "$D/mask_console.txt"
-"$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/nomask" --no-mask --quiet > "$D/nomask_console.txt"
-"$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged" --paged --quiet > "$D/paged_console.txt"
+"$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/mask" --quiet > "$D/mask_console.txt"
+"$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/nomask" --no-mask --quiet > "$D/nomask_console.txt"
+"$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged" --paged --quiet > "$D/paged_console.txt"
 # The exercises' answers.
-"$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged4" --paged --block-size 4 --quiet > "$D/paged4_console.txt"
+"$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged4" --paged --block-size 4 --quiet > "$D/paged4_console.txt"
 "$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged_ctx128" --paged --ctx 128 --quiet > "$D/paged_ctx128_console.txt"
 rm -f "$D"/*/timing.csv   # measured: not part of the lesson
 

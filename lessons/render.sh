@@ -4,7 +4,8 @@
 #   sh lessons/render.sh lessons/lesson2.md.in lessons/lesson2.md
 #
 # Template directives (paths relative to the repository root):
-#   {{include PATH}}      the whole file (a generated markdown table, a code listing)
+#   {{include PATH}}      the whole file (a generated markdown table, a code listing);
+#                         on an indented line, every included line gets that indentation
 #   {{value PATH KEY}}    the value of KEY in PATH, a CSV file with header "key,value"
 # A missing file or key stops the render with an error naming it, so a lesson can
 # never show a number the tool did not produce. The output is written atomically.
@@ -25,9 +26,10 @@ function value(path, key,    line, n, f, found) {
     if (!found) fail("no key \"" key "\" in " path)
     return f
 }
-function include(path,    line, s, ok) {
+function include(path, indent,    line, s, ok) {
     s = ""; ok = 0
-    while ((getline line < path) > 0) { s = s line "\n"; ok = 1 }
+    # lines after the first take the indentation of the directive, so a list item stays one
+    while ((getline line < path) > 0) { s = s (ok ? indent : "") line "\n"; ok = 1 }
     close(path)
     if (!ok) fail("cannot read " path " (or it is empty)")
     sub(/\n$/, "", s)
@@ -37,10 +39,12 @@ function include(path,    line, s, ok) {
     line = $0; res = ""
     while (match(line, /\{\{[a-z]+ [^}]*\}\}/)) {
         d = substr(line, RSTART + 2, RLENGTH - 4)
-        res = res substr(line, 1, RSTART - 1)
+        pre = substr(line, 1, RSTART - 1)
+        indent = (res == "" && pre ~ /^[ \t]*$/) ? pre : ""
+        res = res pre
         line = substr(line, RSTART + RLENGTH)
         n = split(d, a, " ")
-        if (a[1] == "include" && n == 2) res = res include(a[2])
+        if (a[1] == "include" && n == 2) res = res include(a[2], indent)
         else if (a[1] == "value" && n == 3) res = res value(a[2], a[3])
         else fail("unknown directive {{" d "}}")
     }

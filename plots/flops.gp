@@ -39,7 +39,7 @@ cum_rec(T) = L * (24.0 * C * C * S1(T) + 2.0 * C * S2(T))
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set multiplot layout 1,2 title sprintf("FLOPs with and without the KV cache  (L = %d, C = %d, prompt %d tokens)", L, C, P) font ',26'
+    set multiplot layout 1,2 title sprintf("FLOPs with and without the KV cache  (L = %d, C = %d, prompt %d token%s)", L, C, P, (P == 1 ? "" : "s")) font ',26'
     set logscale xy
     set xrange [Tmin / 1.4 : Tmax * 1.4]
     set format x '%g'

@@ -23,11 +23,12 @@ set xlabel 'KV cache bytes per token (K and V, all layers)'
 set ylabel '|Δlogit| against the fp32 cache'
 set logscale y
 set format y '10^{%L}'
-set xrange [1000:3600]
-set yrange [1e-4:1]
+# ranges follow the model: the types store 1/2 (fp16, bf16) to about 1/4 (int8, q8_0) of fp32
+set xrange [0.15 * real(fp32):0.6 * real(fp32)]
+set yrange [*:*]
 set key top right
 # int8 and q8_0 take the same bytes: their labels go left and right of the points
-off(s) = s eq 'int8' ? -90 : s eq 'q8_0' ? 90 : 0
+off(s) = s eq 'int8' ? -0.015 * real(fp32) : s eq 'q8_0' ? 0.015 * real(fp32) : 0
 lab(s) = s eq "q8_0" ? "q8\\\\_0" : s   # a literal underscore in enhanced text
 nofp32(c) = strcol(1) eq 'fp32' ? 1/0 : column(c)
 

@@ -1,6 +1,7 @@
 /* gnuplot.c — run a chart script through gnuplot (popen). */
 #include "gnuplot.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,19 @@ int gnuplot_quotable(const char *s) { return strpbrk(s, "'\n\r") == NULL; }
 int gnuplot_run(const char *script, const char *vars) {
     if (strpbrk(vars, "\n\r") || !gnuplot_quotable(script)) return -1;
     /* the command line holds no user text: variables and script go through the pipe */
+    /* a gnuplot that exits early must not kill us with SIGPIPE: ignore it while writing */
+    struct sigaction ign = {0}, old;
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGPIPE, &ign, &old) != 0) return -1;
     FILE *p = popen("gnuplot", "w");
-    if (!p) return -1;
-    fprintf(p, "%s\nload '%s'\n", vars, script);
+    if (!p) {
+        sigaction(SIGPIPE, &old, NULL);
+        return -1;
+    }
+    int bad = fprintf(p, "%s\nload '%s'\n", vars, script) < 0 || fflush(p) != 0;
     int st = pclose(p);
-    if (st == -1) return -1;
+    sigaction(SIGPIPE, &old, NULL);
+    if (st == -1 || bad) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
