@@ -78,7 +78,8 @@ awk -F, "$AWKLIB"'
 NR == 1 { print "| step | max abs(Δlogit), cache vs recompute | same next token? |"; print "|---:|---:|---|"; next }
 { printf "| %d | %.3g | %s |\n", $1, $2, $3 == 1 ? "yes" : "**no**" }' "$D/article_bug.csv" > "$D/article_bug.md"
 
-chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PROMPT'"
+FIRST=$(awk -F, 'NR > 1 && $2 > 0 { print $1; exit }' "$D/article_bug.csv")
+chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PROMPT'; first=${FIRST:-0}"
 figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: max |Δlogit| per decode step"
 
 lesson_end 3

@@ -4,6 +4,7 @@ reset
 # Reads two CSVs written by `kvscope verify --csv FILE` (columns step,max_abs_diff,same_token):
 #   in  — with --article-bug (data/lesson3/article_bug.csv)
 #   ok  — without it (data/lesson3/verify.csv)
+# first (optional): the first step that drifts, for the title.
 # prompt (optional) is shown in the title; its characters need a CJK font (fonts-wqy-zenhei).
 # Writes out.png (1600x900) and out.svg. By hand, from the repository root:
 #   gnuplot -e "in='data/lesson3/article_bug.csv'; ok='data/lesson3/verify.csv'; prompt='人工智能是'; out='/tmp/drift'" plots/lesson3_drift.gp
@@ -16,7 +17,7 @@ ptitle = exists('prompt') ? sprintf(' (prompt "%s")', prompt) : ''
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'A cache that keeps only the newest K/V: the logits drift from step 2'.ptitle
+    set title 'A cache that keeps only the newest K/V: the logits drift'.(exists('first') ? sprintf(' from step %d', first) : '').ptitle
     set xlabel 'decode step (0 = prefill)'
     set ylabel 'max |Δlogit| vs recomputing everything'
     set xrange [-0.5:*]

@@ -117,10 +117,9 @@ static int load_vocab(Bpe *b, json_t *vocab, const char *path, char *err, size_t
     b->V = (int)V;
     b->bytes = malloc(total ? total : 1);
     b->off = calloc(V + 1, sizeof *b->off);
-    size_t *len = calloc(V, sizeof *len);
     const char **name = calloc(V, sizeof *name);
     int rc = 0;
-    if (!b->bytes || !b->off || !len || !name) {
+    if (!b->bytes || !b->off || !name) {
         rc = BPE_NOMEM;
         goto done;
     }
@@ -161,7 +160,6 @@ static int load_vocab(Bpe *b, json_t *vocab, const char *path, char *err, size_t
     }
     b->off[V] = k;
 done:
-    free(len);
     free(name);
     return rc;
 }

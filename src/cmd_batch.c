@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "cli.h"
+#include "generate.h"
 #include "colormap.h"
 #include "commands.h"
 #include "kvcache.h"
@@ -154,18 +155,6 @@ static int read_prompts(BatchArgs *a, char **buf) {
     return 0;
 }
 
-static int argmax(const float *x, int V) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
-static double max_abs_diff(const float *a, const float *b, int V) {
-    double d = 0.0;
-    for (int i = 0; i < V; i++) d = fmax(d, fabs((double)a[i] - (double)b[i]));
-    return d;
-}
 
 /* max |Δ log p| between two rows of logits (in double): unlike the logits
  * themselves it ignores a shift of all logits, which changes no probability */
@@ -180,7 +169,7 @@ static double max_abs_dlogprob(const float *a, const float *b, int V) {
         sb += exp(b[i] - mb);
     }
     const double la = ma + log(sa), lb = mb + log(sb);
-    for (int i = 0; i < V; i++) d = fmax(d, fabs((a[i] - la) - (b[i] - lb)));
+    for (int i = 0; i < V; i++) d = diff_max(d, fabs((a[i] - la) - (b[i] - lb)));
     return d;
 }
 
@@ -219,7 +208,7 @@ static int run_alone(Model *m, Run *r) {
         if (rc == 0) r->ref_res[b][0] = kvcache_bytes_reserved(&c);
         double t0 = now_seconds();
         for (int s = 1; s <= r->steps[b] && rc == 0; s++) {
-            int t = r->gen[b][s] = argmax(r->ref[b] + (size_t)(s - 1) * V, V);
+            int t = r->gen[b][s] = logits_argmax(r->ref[b] + (size_t)(s - 1) * V, V);
             rc = model_forward(m, &c, &t, 1, r->ref[b] + (size_t)s * V, NULL, NULL);
             r->ref_res[b][s] = kvcache_bytes_reserved(&c);
         }
@@ -239,11 +228,7 @@ static FILE *open_csv(const OutDir *od, const char *name, const char *header) {
 }
 
 /* fclose and report: 0, or -1 if anything failed (the file is NULL on open failure). */
-static int close_csv(FILE *f) {
-    if (!f) return -1;
-    int bad = ferror(f);
-    return (fclose(f) != 0 || bad) ? -1 : 0;
-}
+static int close_csv(FILE *f) { return f ? file_close(f) : -1; }
 
 /* Okabe–Ito, for sequences in the block-table picture (cycled). */
 static const Rgb SEQ_COLORS[] = {{230, 159, 0},  {86, 180, 233}, {0, 158, 115}, {240, 228, 66},
@@ -343,7 +328,7 @@ static int prefix_reuse(Model *m, const Run *r, FILE *csv, FILE *sum, FILE *tim,
         }
         if (status) break;
         uint64_t F = flops_total(&ff), R = flops_total(&fr);
-        double d = max_abs_diff(lf, lr, V), pct = 100.0 * (double)(F - R) / (double)F;
+        double d = logits_max_abs_diff(lf, lr, V), pct = 100.0 * (double)(F - R) / (double)F;
         if (d > *worst) *worst = d;
         fprintf(csv, "%d,%d,%d,%d,%llu,%llu,%llu,%.1f,%.9g\n", i, j, r->T[i], r->T[j] - r->T[i],
                 (unsigned long long)F, (unsigned long long)R, (unsigned long long)(F - R), pct, d);
@@ -416,6 +401,11 @@ int cmd_batch(int argc, char **argv) {
         r.steps[b] = steps[nsteps == 1 ? 0 : b];
         if (tokenizer_encode(tk, a.texts[b], &r.tok[b], &r.T[b])) {
             status = 1;
+            break;
+        }
+        if (r.T[b] == 0) {
+            snprintf(num, sizeof num, "prompt %d", b + 1);
+            status = cli_fail("empty prompt", num);
             break;
         }
         if (r.T[b] > cfg0->N || (long)r.T[b] + r.steps[b] > cfg0->N) {
@@ -561,18 +551,18 @@ int cmd_batch(int argc, char **argv) {
         for (int q = 0; q < R; q++) {
             int b = seqs[q];
             const float *ref = r.ref[b] + (size_t)s * V;
-            double d = max_abs_diff(lgp[q], ref, V);
-            int same = argmax(lgp[q], V) == argmax(ref, V);
+            double d = logits_max_abs_diff(lgp[q], ref, V);
+            int same = logits_argmax(lgp[q], V) == logits_argmax(ref, V);
             differs += !same;
             compared++;
-            step_worst = fmax(step_worst, d);
+            step_worst = diff_max(step_worst, d);
             live_tokens += r.T[b] + s;
             dbl += r.ref_res[b][s];
             double dl = max_abs_dlogprob(lgp[q], ref, V);
-            worst_lp = fmax(worst_lp, dl);
+            worst_lp = diff_max(worst_lp, dl);
             fprintf(fd, "%d,%d,%d,%.9g,%.9g,%d\n", s, b, r.T[b] - 1 + s, d, dl, same);
         }
-        worst = fmax(worst, step_worst);
+        worst = diff_max(worst, step_worst);
         char h1[32], h2[32];
         if (a.paged) {
             if (paged_check(&pc)) books_ok = 0;

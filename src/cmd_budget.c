@@ -41,10 +41,10 @@ static double drift_step(Drift *d, const Generator *test, const Generator *ref) 
     double mx = 0.0;
     for (int i = 0; i < V; i++) {
         double e = fabs((double)test->logits[i] - (double)ref->logits[i]);
-        if (e > mx) mx = e;
+        mx = diff_max(mx, e);
         d->sum_abs += e;
     }
-    if (mx > d->max_abs) d->max_abs = mx;
+    d->max_abs = diff_max(d->max_abs, mx);
     d->n += V;
     d->agree += generator_argmax(test) == generator_argmax(ref);
     d->steps++;
@@ -105,7 +105,7 @@ static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, 
                        "mean|dlogit|", "greedy");
     int rc = 0;
     for (int dt = 0; dt < KVDT_COUNT && rc == 0; dt++) {
-        Pair p;
+        Pair p = {0};
         Drift d = {0};
         if (pair_init(&p, m, (KVDtype)dt, 0, 0) || generator_prefill(&p.test, ld->prompt, ld->T, NULL) ||
             generator_prefill(&p.ref, ld->prompt, ld->T, NULL)) {
@@ -136,8 +136,8 @@ static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, 
                            mean, same, d.agree, d.steps);
         pair_free(&p);
     }
-    if (fclose(md) != 0) rc = 1;
-    if (fclose(csv) != 0) rc = 1;
+    if (file_close(md) != 0) rc = 1;
+    if (file_close(csv) != 0) rc = 1;
     return rc;
 }
 
@@ -152,7 +152,7 @@ static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, 
     LastPattern lp = {cfg->NH, cfg->N, calloc((size_t)cfg->L * cfg->NH * cfg->N, sizeof(float))};
     Hooks hooks;
     hooks_init(&hooks);
-    Pair p;
+    Pair p = {0};
     Drift d = {0};
     int rc = 0, n_evicted = 0;
     double ev_sum = 0.0, ev_max = 0.0, last_dlogit = 0.0;
@@ -209,7 +209,7 @@ static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, 
 out:
     pair_free(&p);
     free(lp.row);
-    if (fclose(csv) != 0) rc = 1;
+    if (file_close(csv) != 0) rc = 1;
     return rc;
 }
 
@@ -268,7 +268,7 @@ int cmd_budget(int argc, char **argv) {
     }
     status = 0;
 done:
-    if (summary && fclose(summary) != 0 && status == 0) {
+    if (summary && file_close(summary) != 0 && status == 0) {
         fprintf(stderr, "kvscope: write error in %s (disk full?)\n", out);
         status = 1;
     }

@@ -202,14 +202,6 @@ static int recompute_repeats(int K, int T) {
     return r < 1 ? 1 : r;
 }
 
-/* Undo the last decode step of a cached generator so that it can be timed again:
- * the same token then goes to the same slot and gives the same bytes. */
-static void rewind_step(Generator *g) {
-    kvcache_drop(&g->cache, g->cache.len - 1, 1);
-    g->cache.n_seen--;
-    g->len--;
-}
-
 /* ---- output ----------------------------------------------------------------- */
 
 typedef struct {
@@ -232,12 +224,6 @@ static FILE *open_in(const char *dir, const char *name) {
     char path[4300];
     if (path_join(path, sizeof path, dir, name)) return NULL;
     return fopen(path, "w");
-}
-
-static int close_ok(FILE *f) {
-    if (!f) return 0;
-    int bad = ferror(f);
-    return (fclose(f) != 0 || bad) ? -1 : 0;
 }
 
 static void write_row(FILE *f, const Config *cfg, int P, const Row *r) {
@@ -295,7 +281,7 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
                 group_digits(r->f_cache, c2, sizeof c2), (double)r->f_rec / (double)r->f_cache,
                 human_bytes((double)r->kv_bytes, h1, sizeof h1));
     }
-    if (close_ok(f)) return -1;
+    if (file_close(f)) return -1;
 
     if (dec->q_rows == 0) goto values; /* interrupted before --decode-at: no table */
     if (!(f = open_in(dir, "prefill_decode.csv"))) return -1;
@@ -307,7 +293,7 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
             (unsigned long long)dec->scores);
     fprintf(f, "flops,FLOPs,%llu,%llu\n", (unsigned long long)pre->flops, (unsigned long long)dec->flops);
     fprintf(f, "kv_bytes,KV bytes,%zu,%zu\n", pre->kv_bytes, dec->kv_bytes);
-    if (close_ok(f)) return -1;
+    if (file_close(f)) return -1;
 
     if (!(f = open_in(dir, "prefill_decode.md"))) return -1;
     fprintf(f, "| | prefill (T=%d) | decode step (T=%d) |\n|---|---:|---:|\n", P, dec_T);
@@ -321,13 +307,13 @@ static int write_tables(const char *dir, const CompareArgs *a, const Config *cfg
     fprintf(f, "| KV cache after the step (fp32) | %s (%s B) | %s (%s B) |\n",
             human_bytes((double)pre->kv_bytes, h1, sizeof h1), group_digits(pre->kv_bytes, d1, sizeof d1),
             human_bytes((double)dec->kv_bytes, h2, sizeof h2), group_digits(dec->kv_bytes, d2, sizeof d2));
-    if (close_ok(f)) return -1;
+    if (file_close(f)) return -1;
 
 values:
     if (!(f = open_in(dir, "values.csv"))) return -1;
     fprintf(f, "key,value\nL,%d\nC,%d\nNH,%d\nprompt_tokens,%d\nrows,%d\n", cfg->L, cfg->C, cfg->NH, P, n);
     double worst = 0.0;
-    for (int i = 0; i < n; i++) worst = fmax(worst, rows[i].dlogit);
+    for (int i = 0; i < n; i++) worst = diff_max(worst, rows[i].dlogit);
     fprintf(f, "max_abs_dlogit,%.9g\n", worst);
     if (n > 0) {
         const Row *r = &rows[n - 1];
@@ -340,7 +326,7 @@ values:
                 (double)r->f_rec / (double)r->f_cache, r->T, r->kv_bytes, r->T,
                 human_bytes((double)r->kv_bytes, h1, sizeof h1));
     }
-    return close_ok(f);
+    return file_close(f);
 }
 
 /* 0.00291 → "2.91 ms", 2.39 → "2.39 s" */
@@ -360,7 +346,7 @@ static int write_timing_md(const char *dir, const Row *rows, int n) {
         fprintf(f, "| %d | %s | %s | %.0f× |\n", r->T, seconds(r->t_cache.med, a, sizeof a),
                 seconds(r->t_rec.med, b, sizeof b), r->t_rec.med / r->t_cache.med);
     }
-    return close_ok(f);
+    return file_close(f);
 }
 
 /* ---- progress on a terminal ------------------------------------------------- */
@@ -553,7 +539,7 @@ int cmd_compare(int argc, char **argv) {
         FlopCount after = gc.total;
         times[0] = s1 - s0;
         for (int k = 1; k < a.repeat; k++) {
-            rewind_step(&gc);
+            generator_rewind(&gc); /* time the same step again, on the same slot */
             s0 = now_seconds();
             if (generator_decode(&gc, tok, t - P, NULL)) {
                 fprintf(stderr, "kvscope: decode step at T=%d failed (out of memory?)\n", t);
@@ -578,9 +564,7 @@ int cmd_compare(int argc, char **argv) {
             r->tot_rec = flops_total(&gr.total) - flops_total(&rb);
         }
         r->t_rec = summarize(times, reps);
-        double dl = 0.0;
-        for (int v = 0; v < cfg->V; v++) dl = fmax(dl, fabs((double)gc.logits[v] - (double)gr.logits[v]));
-        r->dlogit = dl;
+        r->dlogit = logits_max_abs_diff(gc.logits, gr.logits, cfg->V);
 
         write_row(csv, cfg, P, r);
         write_timing(tcsv, r);
@@ -590,7 +574,7 @@ int cmd_compare(int argc, char **argv) {
                    "max|dlogit| %.3g\n",
                    t, group_digits(r->f_cache, d1, sizeof d1), group_digits(r->f_rec, d2, sizeof d2),
                    (double)r->f_rec / (double)r->f_cache, seconds(r->t_cache.med, s1buf, sizeof s1buf),
-                   seconds(r->t_rec.med, s2buf, sizeof s2buf), dl);
+                   seconds(r->t_rec.med, s2buf, sizeof s2buf), r->dlogit);
         fflush(stdout);
         row++;
         if (row < n_sweep) progress(tty, t, sweep[row], T_max, row + 1, n_sweep, t0);
@@ -604,7 +588,7 @@ int cmd_compare(int argc, char **argv) {
         goto out_times;
     }
     {
-        int bad = close_ok(csv) | close_ok(tcsv);
+        int bad = file_close(csv) | file_close(tcsv);
         csv = tcsv = NULL;
         if (bad) {
             fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);

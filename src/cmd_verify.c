@@ -5,10 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "generate.h"
+#include "outdir.h"
 
 #define VERIFY_TOL 1e-5 /* absolute, on logits of order 1 */
 
@@ -51,6 +54,9 @@ int cmd_verify(int argc, char **argv) {
             return cli_fail("unknown option", o);
         }
     }
+    struct stat st;
+    if (csv && stat(csv, &st) == 0 && S_ISDIR(st.st_mode)) return cli_fail("--csv is a directory", csv);
+    if (csv && strlen(csv) > 4000) return cli_fail("--csv path too long", csv);
     Loaded ld;
     int rc = model_args_load(&ma, steps, &ld);
     if (rc) return rc;
@@ -72,8 +78,17 @@ int cmd_verify(int argc, char **argv) {
     FILE *out = NULL;
     char tmp[4200];
     if (csv) {
-        snprintf(tmp, sizeof tmp, "%s.tmp", csv);
-        if (!(out = fopen(tmp, "w"))) {
+        /* a fresh temporary name beside the target, renamed over it at the end */
+        snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", csv);
+        int fd = mkstemp(tmp);
+        mode_t mask = umask(0);
+        umask(mask);
+        if (fd >= 0) fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 is not what the user expects */
+        if (fd >= 0 && !(out = fdopen(fd, "w"))) {
+            close(fd);
+            remove(tmp);
+        }
+        if (!out) {
             generator_free(&a);
             generator_free(&b);
             model_free(&m2);
@@ -98,18 +113,16 @@ int cmd_verify(int argc, char **argv) {
             status = 1;
             break;
         }
-        double d = 0.0;
-        for (int v = 0; v < V; v++) d = fmax(d, fabs((double)a.logits[v] - (double)b.logits[v]));
+        double d = logits_max_abs_diff(a.logits, b.logits, V);
         int same = generator_argmax(&a) == generator_argmax(&b);
-        if (d > worst) worst = d;
+        worst = diff_max(worst, d);
         if (!quiet)
             printf("%s %3d  T=%-4d max |dlogit| = %.3g%s\n", s == 0 ? "prefill" : "decode ", s,
                    a.len, d, same ? "" : "  (greedy token differs)");
         if (out) fprintf(out, "%d,%.9g,%d\n", s, d, same);
     }
     if (out) {
-        int bad = ferror(out);
-        if (fclose(out) != 0 || bad || (status == 0 && rename(tmp, csv) != 0)) {
+        if (file_close(out) != 0 || (status == 0 && rename(tmp, csv) != 0)) {
             fprintf(stderr, "kvscope: cannot write %s\n", csv);
             status = 1;
         }

@@ -1,6 +1,7 @@
 /* generate.c — the prefill/decode loop around model_forward. */
 #include "generate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,12 +43,28 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
     return rc;
 }
 
-int generator_argmax(const Generator *g) {
+int generator_rewind(Generator *g) {
+    if (g->mode != GEN_CACHE || g->window || g->len < 1 || g->cache.len < 1) return -1;
+    if (kvcache_drop(&g->cache, g->cache.len - 1, 1)) return -1;
+    g->cache.n_seen--;
+    g->len--;
+    return 0;
+}
+
+int logits_argmax(const float *logits, int n) {
     int best = 0;
-    for (int i = 1; i < g->m->cfg.V; i++)
-        if (g->logits[i] > g->logits[best]) best = i;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
     return best;
 }
+
+double logits_max_abs_diff(const float *a, const float *b, int n) {
+    double d = 0.0;
+    for (int i = 0; i < n; i++) d = diff_max(d, fabs((double)a[i] - (double)b[i]));
+    return d;
+}
+
+int generator_argmax(const Generator *g) { return logits_argmax(g->logits, g->m->cfg.V); }
 
 int generator_next_rows(const Generator *g) { return g->mode == GEN_RECOMPUTE ? g->len + 1 : 1; }
 

@@ -37,6 +37,18 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks);
 int generator_argmax(const Generator *g);
 /* Decode step `step` (1, 2, ...): append token and run it. 0 or an error. */
 int generator_decode(Generator *g, int token, int step, Hooks *hooks);
+/* Undo the last decode step of a cached generator (its token, K and V, position), so
+ * the same step can run again on the same slot with the same bytes (timing repeats).
+ * 0, or -1 if there is nothing to undo, or no plain cache (recompute, bug, window). */
+int generator_rewind(Generator *g);
+/* argmax of n logits (the lowest index on a tie). */
+int logits_argmax(const float *logits, int n);
+/* max |a[i] − b[i]| over n logits, in double; NaN when either side holds a NaN, so a
+ * difference that cannot be measured never passes for none. */
+double logits_max_abs_diff(const float *a, const float *b, int n);
+/* The larger of two differences, NaN if either is NaN (fmax would drop it). */
+static inline double diff_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+
 /* Rows the next decode step would compute (1 with a cache, len+1 without). */
 int generator_next_rows(const Generator *g);
 /* Cache slots the next decode step evicts before it runs (the window): *first, and

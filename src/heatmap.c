@@ -20,6 +20,14 @@ enum { GIF_BG = GIF_LEVELS, GIF_MASKED, GIF_DECODE, GIF_NEWEST, GIF_GRID, GIF_NC
 #define GIF_DELAY_STEP 50
 #define GIF_DELAY_HOLD 200    /* the last frame stays a little longer before the loop */
 
+/* Evicted cells (see heatmap.h): white, hatched with black diagonal lines 2 px wide
+ * every 8 px. Both colours are already in the GIF palette (background, decode
+ * marker), so the palette of a run without eviction is unchanged. */
+#define COLOR_EVICTED COLOR_BACKGROUND
+#define COLOR_EVICTED_HATCH COLOR_DECODE
+#define EVICTED_HATCH_PERIOD 8
+#define EVICTED_HATCH_WIDTH 2
+
 int heatmap_auto_cell(int n) {
     if (n < 1) n = 1;
     int c = HEATMAP_TARGET_PX / n;
@@ -84,6 +92,12 @@ static void draw_signed(Image *im, int x0, int y0, int nr, int nc, const float *
                      colormap_diverging(base[(size_t)r * sr + (size_t)c * sc], R));
 }
 
+/* Evicted cells: white with a black diagonal hatch, in matrix pixel coordinates so
+ * that neighbouring evicted cells join into one hatched band. */
+static int evicted_is_hatch(int x, int y, int cell) {
+    return cell >= 4 && (x + y) % EVICTED_HATCH_PERIOD < EVICTED_HATCH_WIDTH;
+}
+
 /* Attention rows: row r holds vis[r] visible entries; the rest of its nc cells are
  * masked. A NULL row is not drawn (background). R = 0 means weights (viridis). */
 static void draw_rows(Image *im, int x0, int y0, int nr, int nc, const float *const *row,
@@ -97,6 +111,55 @@ static void draw_rows(Image *im, int x0, int y0, int nr, int nc, const float *co
             put_cell(im, x0, y0, r, c, cell, grid, col);
         }
     }
+}
+
+/* The staircase in position space: row r (query position r) has len[r] = r + 1
+ * cells, one per key position; held[r][c] = 0 marks a position that was not in the
+ * cache when the row was computed (evicted), drawn hatched. The rest is masked. */
+static void draw_stair_rows(Image *im, int x0, int nr, int nc, const HeadPlot *p, int cell,
+                            int grid) {
+    for (int r = 0; r < nr; r++) {
+        if (!p->rows[r]) continue;
+        for (int c = 0; c < nc; c++) {
+            if (c < p->len[r] && !p->held[r][c]) {
+                for (int y = 0; y < cell; y++)
+                    for (int x = 0; x < cell; x++)
+                        fill(im, x0 + c * cell + x, r * cell + y, 1, 1,
+                             evicted_is_hatch(c * cell + x, r * cell + y, cell)
+                                 ? COLOR_EVICTED_HATCH
+                                 : COLOR_EVICTED);
+                if (grid && cell >= 4) {
+                    fill(im, x0 + c * cell, r * cell + cell - 1, cell, 1, COLOR_GRID);
+                    fill(im, x0 + c * cell + cell - 1, r * cell, 1, cell, COLOR_GRID);
+                }
+                continue;
+            }
+            Rgb col = c >= p->len[r] ? COLOR_MASKED : colormap_viridis(p->rows[r][c]);
+            put_cell(im, x0, 0, r, c, cell, grid, col);
+        }
+    }
+}
+
+/* "0-1,5-9": the positions held by slots 0 .. t-1, as ranges (for a Description).
+ * Returns 0 when slot i holds position i for every i (nothing to say). */
+static int slot_ranges(char *buf, size_t size, const int *slot_pos, int t) {
+    int ident = 1;
+    for (int i = 0; slot_pos && i < t; i++)
+        if (slot_pos[i] != i) ident = 0;
+    buf[0] = '\0';
+    if (ident) return 0;
+    size_t used = 0;
+    for (int i = 0; i < t;) {
+        int j = i;
+        while (j + 1 < t && slot_pos[j + 1] == slot_pos[j] + 1) j++;
+        int k = j > i ? snprintf(buf + used, size - used, "%s%d-%d", i ? "," : "", slot_pos[i],
+                                 slot_pos[j])
+                      : snprintf(buf + used, size - used, "%s%d", i ? "," : "", slot_pos[i]);
+        if (k < 0 || (size_t)k >= size - used) break; /* truncated: the start is enough */
+        used += (size_t)k;
+        i = j + 1;
+    }
+    return 1;
 }
 
 /* The marker strip left of a row at absolute position pos. */
@@ -198,10 +261,14 @@ static int gif_rows(Heatmap *h, HeadPlot *p, int r0, int r1, int delay) {
         for (int y = 0; y < cell; y++) memset(band + (size_t)y * W, s, (size_t)h->strip);
         if (r >= p->nrows || !p->rows[r]) continue;
         for (int c = 0; c < h->cfg.T_max; c++) {
+            const int gone = c < p->len[r] && !p->held[r][c];
             unsigned char v = c < p->len[r] ? gif_weight_index(p->rows[r][c]) : GIF_MASKED;
             for (int y = 0; y < cell; y++)
                 for (int x = 0; x < cell; x++) {
                     int line = h->cfg.grid && cell >= 4 && (y == cell - 1 || x == cell - 1);
+                    if (gone && !line)
+                        v = evicted_is_hatch(c * cell + x, r * cell + y, cell) ? GIF_DECODE
+                                                                               : GIF_BG;
                     band[(size_t)y * W + h->strip + (size_t)c * cell + x] = line ? GIF_GRID : v;
                 }
         }
@@ -289,14 +356,14 @@ static int write_kv(Heatmap *h, const HookEvent *ev, int hd) {
     marks.nrows = ev->pos0 + marks.new_n;
     Image im;
     if (image_new(h, &im, s + 2 * hs * cell + gap, t * cell)) return -1;
-    for (int r = 0; r < t; r++) {
-        /* slot r holds position r + (pos0 - slot0) when tokens were dropped */
-        fill(&im, 0, r * cell, s, cell, strip_colour(h, &marks, r + ev->pos0 - ev->slot0));
+    for (int r = 0; r < t; r++) { /* the marker of the position slot r holds */
+        const int pos = ev->slot_pos ? ev->slot_pos[r] : r;
+        fill(&im, 0, r * cell, s, cell, strip_colour(h, &marks, pos));
     }
     const size_t row = (size_t)NH * hs, off = (size_t)hd * hs;
     draw_signed(&im, s, 0, t, hs, h->buf_k + off, row, 1, p->r_k, cell, g);
     draw_signed(&im, s + hs * cell + gap, 0, t, hs, ev->data + off, row, 1, p->r_v, cell, g);
-    char name[96], title[160], desc[512];
+    char name[96], title[160], desc[1024], held[512];
     names(h, name, sizeof name, ev, "kv", hd);
     snprintf(title, sizeof title, "decode step %d, K and V cache, layer %d, head %d", ev->step,
              ev->layer, hd);
@@ -305,6 +372,10 @@ static int write_kv(Heatmap *h, const HookEvent *ev, int hd) {
              "colormap=cool-warm range_k=+/-%g range_v=+/-%g (fixed at prefill, clipped "
              "beyond) rows: black=added by decode orange=added by this step cell=%dpx",
              ev->step, ev->layer, hd, t, hs, t, hs, (double)p->r_k, (double)p->r_v, cell);
+    if (slot_ranges(held, sizeof held, ev->slot_pos, t)) { /* slots no longer = positions */
+        size_t u = strlen(desc);
+        snprintf(desc + u, sizeof desc - u, " row_positions=%s", held);
+    }
     return write_image(h, &im, name, title, desc);
 }
 
@@ -345,7 +416,7 @@ static int write_attn(Heatmap *h, const HookEvent *ev, int hd, int scores) {
     free(rows);
     free(vis);
     const char *ph = phase_name(ev->phase), *what = scores ? "scores" : "attn";
-    char name[96], title[160], desc[512], range[64];
+    char name[96], title[160], desc[1024], range[64], held[512];
     names(h, name, sizeof name, ev, what, hd);
     if (ev->phase == PHASE_PREFILL)
         snprintf(title, sizeof title, "prefill attention %s, layer %d, head %d",
@@ -360,6 +431,10 @@ static int write_attn(Heatmap *h, const HookEvent *ev, int hd, int scores) {
              "columns=cache slots 0..%d %s masked=grey(128) cell=%dpx",
              ph, ev->step, ev->layer, hd, scores ? "scores" : "weights", n, Tt, ev->pos0,
              ev->pos0 + n - 1, Tt - 1, range, cell);
+    if (slot_ranges(held, sizeof held, ev->slot_pos, Tt)) { /* slots no longer = positions */
+        size_t u = strlen(desc);
+        snprintf(desc + u, sizeof desc - u, " column_positions=%s", held);
+    }
     return write_image(h, &im, name, title, desc);
 }
 
@@ -371,19 +446,40 @@ static int keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd) {
         float **r = realloc(p->rows, (size_t)need * sizeof *r);
         if (r) p->rows = r;
         int *l = r ? realloc(p->len, (size_t)need * sizeof *l) : NULL;
-        if (!r || !l) return fail(h, "out of memory");
-        p->len = l;
-        for (int i = p->nrows; i < need; i++) p->rows[i] = NULL, p->len[i] = 0;
+        if (l) p->len = l;
+        unsigned char **k = l ? realloc(p->held, (size_t)need * sizeof *k) : NULL;
+        if (!r || !l || !k) return fail(h, "out of memory");
+        p->held = k;
+        for (int i = p->nrows; i < need; i++) p->rows[i] = NULL, p->len[i] = 0, p->held[i] = NULL;
         p->nrows = need;
     }
     for (int i = 0; i < n; i++) {
+        /* query pos sees slots 0 .. vis-1; slot j holds position slot_pos[j] ≤ pos */
         const int pos = ev->pos0 + i, vis = ev->slot0 + i + 1 < Tt ? ev->slot0 + i + 1 : Tt;
-        float *row = malloc((size_t)vis * sizeof *row);
-        if (!row) return fail(h, "out of memory");
-        memcpy(row, ev->data + ((size_t)hd * n + i) * Tt, (size_t)vis * sizeof *row);
+        float *row = calloc((size_t)pos + 1, sizeof *row);
+        unsigned char *held = calloc((size_t)pos + 1, 1);
+        if (!row || !held) {
+            free(row), free(held);
+            return fail(h, "out of memory");
+        }
+        const float *src = ev->data + ((size_t)hd * n + i) * Tt;
+        for (int j = 0; j < vis; j++) {
+            const int kp = ev->slot_pos ? ev->slot_pos[j] : j;
+            if (kp < 0 || kp > pos) {
+                free(row), free(held);
+                return fail(h, "cache slot %d holds position %d, not a key of position %d", j,
+                            kp, pos);
+            }
+            row[kp] = src[j];
+            held[kp] = 1;
+        }
+        for (int c = 0; c <= pos; c++)
+            if (!held[c]) p->evicted = 1;
         free(p->rows[pos]);
+        free(p->held[pos]);
         p->rows[pos] = row;
-        p->len[pos] = vis;
+        p->held[pos] = held;
+        p->len[pos] = pos + 1;
     }
     p->new0 = ev->pos0;
     p->new_n = n;
@@ -399,18 +495,22 @@ static int write_stair(Heatmap *h, const HookEvent *ev, int hd) {
     Image im;
     if (image_new(h, &im, s + cols * cell, p->nrows * cell)) return -1;
     draw_strip(h, p, &im, 0, p->nrows, cell);
-    draw_rows(&im, s, 0, p->nrows, cols, (const float *const *)p->rows, p->len, 0.0f, cell,
-              h->cfg.grid);
-    char name[96], title[160], desc[512];
+    draw_stair_rows(&im, s, p->nrows, cols, p, cell, h->cfg.grid);
+    char name[96], title[160], desc[640];
     names(h, name, sizeof name, ev, "stair", hd);
     snprintf(title, sizeof title, "attention weights after decode step %d, layer %d, head %d",
              ev->step, ev->layer, hd);
     snprintf(desc, sizeof desc,
              "phase=decode step=%d layer=%d head=%d matrix=weights, prefill rows 0..%d plus "
-             "one row per decode step shape=%dx%d columns=cache slots colormap=viridis "
-             "range=0..1 masked=grey(128) "
+             "one row per decode step shape=%dx%d columns=%s colormap=viridis "
+             "range=0..1 masked=grey(128)%s "
              "rows: black=added by decode orange=added by this step cell=%dpx",
-             ev->step, ev->layer, hd, h->T0 - 1, p->nrows, cols, cell);
+             ev->step, ev->layer, hd, h->T0 - 1, p->nrows, cols,
+             p->evicted ? "key positions" : "cache slots",
+             p->evicted ? " evicted=white hatched black (position not in the cache when the "
+                          "row was computed)"
+                        : "",
+             cell);
     return write_image(h, &im, name, title, desc);
 }
 
@@ -523,9 +623,10 @@ int heatmap_close(Heatmap *h) {
             }
             gif_abort(&p->gif);
         }
-        for (int r = 0; r < p->nrows; r++) free(p->rows[r]);
+        for (int r = 0; r < p->nrows; r++) free(p->rows[r]), free(p->held[r]);
         free(p->rows);
         free(p->len);
+        free(p->held);
     }
     free(h->hp);
     free(h->buf_q);

@@ -10,7 +10,8 @@
  *   decode_s{sss}_attn_L{l}_H{hh}.png   the step's query row(s) over the cache (n×t)
  *   decode_s{sss}_kv_L{l}_H{hh}.png     the cache the step reads: K (t×hs) | V (t×hs)
  *   decode_s{sss}_stair_L{l}_H{hh}.png  every attention row so far: the prefill square
- *                                       plus one row per decode step (the staircase)
+ *                                       plus one row per decode step (the staircase),
+ *                                       row = query position, column = key position
  *   decode_stair_L{l}_H{hh}.gif     the staircase growing, one frame per step: a canvas
  *                                   of T_max × T_max cells; frame 0 is the prefill, each
  *                                   later frame redraws only the rows that changed, the
@@ -22,6 +23,19 @@
  * white for prompt rows, black for rows added by decode steps, orange for the
  * row(s) added by this step. With grid on (and cell ≥ 4) the last pixel row and
  * column of every cell are white lines. Matrices side by side are `gap` pixels apart.
+ *
+ * Positions, not slots. A sliding window (--window/--sink) or the articles' cache
+ * (--article-bug) drops cache slots, so slot t no longer holds position t (the
+ * events' slot_pos says which it holds). The staircase and its GIF are drawn by
+ * position: a key position that was not in the cache when its row was computed is
+ * EVICTED: white hatched with black diagonal lines (2 px wide every 8 px, in the
+ * matrix's pixel coordinates; plain white when cell < 4) — neither the masked grey
+ * nor a colour of the maps. The decode K/V picture keeps one row per slot, its marker
+ * strip set by the position the slot holds; the decode attention row keeps one
+ * column per slot. When slots and positions differ the Description says which
+ * positions the slots hold ("row_positions=0-1,5-9" for K/V, "column_positions=..."
+ * for the attention row) and the staircase's says
+ * "evicted=white hatched black"; without eviction every file is as before.
  *
  * Colour scales, fixed for the whole run so frames compare:
  *   weights  [0, 1], viridis;
@@ -60,7 +74,11 @@ typedef struct {
 /* The staircase and the fixed ranges of one (layer, head). */
 typedef struct {
     float r_scores, r_q, r_k, r_v; /* symmetric ranges set at the prefill; 0 until then */
-    float **rows;                  /* rows[pos]: attention weights of query pos (len[pos]) */
+    float **rows;                  /* rows[pos]: weights of query pos over key positions
+                                    * 0 .. len[pos]-1 (len = pos + 1) */
+    unsigned char **held;          /* held[pos][c]: 1 if position c was in the cache when
+                                    * row pos was computed, 0 if evicted (its weight 0) */
+    int evicted;                   /* some row missed a position */
     int *len;
     int nrows;                     /* rows held: 0 .. nrows-1 */
     int new0, new_n;               /* rows added by the last step */

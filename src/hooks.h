@@ -71,6 +71,9 @@ typedef struct {
     int layer;            /* -1 for model-level points */
     int pos0;             /* absolute position of the first new token */
     int slot0;            /* cache slots held before this step (= pos0 unless tokens were evicted) */
+    const int *slot_pos;  /* absolute position held by each of the T_total cache slots
+                           * (a sliding window or the articles' bug drop slots); NULL
+                           * when unknown, then slot i holds position i */
     const float *data;    /* NULL for HOOK_STEP_END */
     int ndim;
     int shape[4];

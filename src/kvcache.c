@@ -211,14 +211,6 @@ void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
     *v = c->scratch_v;
 }
 
-float *kvcache_k_row(const KVCache *c, int l, int pos) {
-    return c->dtype == KVDT_FP32 ? c->k[l] + (size_t)pos * c->NH * c->hs : NULL;
-}
-
-float *kvcache_v_row(const KVCache *c, int l, int pos) {
-    return c->dtype == KVDT_FP32 ? c->v[l] + (size_t)pos * c->NH * c->hs : NULL;
-}
-
 size_t kvcache_bytes_per_token(const KVCache *c) { return 2u * (size_t)c->L * c->row_bytes; }
 
 size_t kvcache_bytes_used(const KVCache *c) {

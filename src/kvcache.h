@@ -71,9 +71,6 @@ void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, 
 /* Slots 0..T-1 of layer l as floats, (T, C) each: for fp32 the storage itself, for
  * other types the values read back (dequantized) into the scratch buffers. */
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v);
-/* Rows of slot pos of layer l (fp32 caches only; NULL for other types). */
-float *kvcache_k_row(const KVCache *c, int l, int pos);
-float *kvcache_v_row(const KVCache *c, int l, int pos);
 
 /* Bytes of one row of C values stored as dt (NH heads of hs). */
 size_t kvcache_row_bytes(KVDtype dt, int NH, int hs);

@@ -224,10 +224,10 @@ static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
 }
 
 static int emit(const StepLabel *lb, HookPoint pt, int layer, int pos0, int slot0,
-                const float *data, int ndim, int d0, int d1, int d2) {
+                const int *slot_pos, const float *data, int ndim, int d0, int d1, int d2) {
     HookEvent ev = {.point = pt, .phase = lb->phase, .step = lb->step, .layer = layer,
-                    .pos0 = pos0, .slot0 = slot0, .data = data, .ndim = ndim,
-                    .shape = {d0, d1, d2, 0}};
+                    .pos0 = pos0, .slot0 = slot0, .slot_pos = slot_pos, .data = data,
+                    .ndim = ndim, .shape = {d0, d1, d2, 0}};
     return hooks_emit(lb->hooks, &ev);
 }
 
@@ -239,7 +239,7 @@ uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
 /* Fire hook point pt of layer l if anyone listens; a non-zero answer aborts. */
 #define FIRE(pt, l, data, ndim, d0, d1, d2)                                                  \
     do {                                                                                    \
-        if (hooks_wants(hk, pt) && (rc = emit(lb, pt, l, pos0, p, data, ndim, d0, d1, d2))) \
+        if (hooks_wants(hk, pt) && (rc = emit(lb, pt, l, pos0, p, slot_pos, data, ndim, d0, d1, d2))) \
             return rc;                                                                      \
     } while (0)
 
@@ -255,13 +255,14 @@ static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int 
     const int C = cfg->C;
     const size_t nC = (size_t)n * C;
     const Hooks *hk = lb->hooks;
+    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
     FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
     kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_b, n, C, 3 * C);
     f->qkv += 6ull * n * C * C;
-    f->elementwise += KV_FLOPS_LAYERNORM * nC + 3 * nC;
+    f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
     return 0;
 }
 
@@ -273,13 +274,14 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     const int C = cfg->C;
     const size_t nC = (size_t)n * C;
     const Hooks *hk = lb->hooks;
+    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
     kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_b, n, C, C);
     FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
-    f->elementwise += 2 * nC;
+    f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
@@ -293,7 +295,9 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
-    f->elementwise += KV_FLOPS_LAYERNORM * nC + 4 * nC + KV_FLOPS_GELU * 4 * nC + 2 * nC;
+    /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
+    f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +
+                      KV_FLOPS_ADD * 2 * nC;
     FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
     return 0;
 }
@@ -325,6 +329,7 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
         if (tokens[i] < 0 || tokens[i] >= cfg->V) return -1;
     if (runstate_reserve(s, cfg, n, Tt) || kvcache_reserve(cache, n)) return -1;
 
+    const int *slot_pos = cache->pos; /* which position each slot holds, for the hooks */
     const size_t nC = (size_t)n * C;
     const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
     FlopCount f = {0};
@@ -333,7 +338,7 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
     for (int i = 0; i < n; i++)
         residual_forward(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
                          m->w.wpe + (size_t)(pos0 + i) * C, (size_t)C);
-    f.elementwise += nC;
+    f.elementwise += KV_FLOPS_ADD * nC; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++) {
         const float *kc, *vc; /* this layer's cached keys and values, (Tt, C), set below */

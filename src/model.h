@@ -71,8 +71,6 @@ typedef struct {
     float *ln;      /* (rows, C) layernorm output */
     float *qkv;     /* (rows, 3C) c_attn output */
     float *q;       /* (rows, C) = (rows, NH, hs) */
-    float *k;       /* (rows, C) the new keys, as hooked */
-    float *v;       /* (rows, C) the new values, as hooked */
     float *atty;    /* (rows, C) attention output, heads side by side */
     float *proj;    /* (rows, C) c_proj / mlp c_proj output */
     float *fc;      /* (rows, 4C) c_fc output, then GELU in place */

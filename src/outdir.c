@@ -8,6 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int file_close(FILE *f) {
+    if (!f) return 0;
+    int bad = ferror(f);
+    return (fclose(f) != 0 || bad) ? -1 : 0;
+}
+
 int path_join(char *out, size_t size, const char *dir, const char *name) {
     int n = snprintf(out, size, "%s/%s", dir, name);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;

@@ -22,6 +22,9 @@ int outdir_begin(OutDir *o, const char *target, char *err, size_t errsize);
 int outdir_commit(OutDir *o, char *err, size_t errsize);
 /* Remove the temporary folder and everything in it. */
 void outdir_abort(OutDir *o);
+/* fclose that also reports an earlier write error (ferror), e.g. a full disk:
+ * 0, or -1. A NULL file is 0. */
+int file_close(FILE *f);
 /* path = dir + "/" + name; -1 when it does not fit. */
 int path_join(char *out, size_t size, const char *dir, const char *name);
 /* Remove a folder tree (like rm -rf). 0 or -1. */

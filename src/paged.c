@@ -18,6 +18,7 @@ int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_bloc
     pc->block_size = block_size;
     pc->n_blocks = n_blocks;
     pc->max_seqs = max_seqs;
+    pc->max_len = max_len;
     pc->max_blocks = (max_len + block_size - 1) / block_size;
     size_t n = (size_t)L * n_blocks * block_size * NH * hs;
     size_t slots = (size_t)pc->max_blocks * block_size;
@@ -60,8 +61,8 @@ int paged_reserve(PagedCache *pc, int s, int n) {
     if (s < 0 || s >= pc->max_seqs || n < 0) return -1;
     PagedSeq *q = &pc->seq[s];
     const long need_slots = (long)q->len + n;
+    if (need_slots > pc->max_len) return -1; /* past the context, even if a block has room */
     const int need = (int)((need_slots + pc->block_size - 1) / pc->block_size);
-    if (need > pc->max_blocks) return -1;
     if (need - q->n_blocks > pc->n_free) return PAGED_NO_BLOCKS;
     while (q->n_blocks < need) q->table[q->n_blocks++] = pc->free_list[--pc->n_free];
     return 0;

@@ -35,6 +35,7 @@ typedef struct {
     int block_size;  /* token slots per block */
     int n_blocks;    /* blocks in the pool */
     int max_seqs, max_blocks; /* sequences; blocks one sequence may own */
+    int max_len;     /* tokens one sequence may hold (the context) */
     float *k, *v;    /* (L, n_blocks, block_size, C) */
     int *free_list;  /* (n_blocks) a stack of free block ids; the top is taken first */
     int n_free;

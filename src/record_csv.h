@@ -3,7 +3,8 @@
  * Files (columns may be added at the end later, never renamed; floats as %.9g,
  * which round-trips float32):
  *   shapes.csv     phase,step,layer,name,shape            every hooked tensor, shape "1x4x12x64"
- *   attention.csv  phase,step,layer,head,query_pos,key_pos,score,weight   causal entries only
+ *   attention.csv  phase,step,layer,head,query_pos,key_pos,score,weight,key_slot
+ *                  causal entries only; key_slot is the cache row, key_pos the position it holds
  *   kv_memory.csv  phase,step,tokens,kv_bytes,kv_reserved_bytes
  *   flops.csv      phase,step,tokens_new,tokens_total,flops_layers,flops_lm_head,
  *                  flops_elementwise,flops_qkv,flops_attn,flops_attn_proj,flops_mlp
@@ -42,7 +43,6 @@ typedef struct {
     FILE *shapes, *attention, *kv, *flops, *tokens, *logits, *timing;
     float *scores;        /* copy of the last hook_attn_scores, read when the pattern arrives */
     size_t scores_cap;
-    int failed;           /* a write failed: the run must not be committed */
 } CsvRecorder;
 
 /* Open the selected files in dir and write their headers. 0, or -1 (errno set). */

@@ -232,6 +232,8 @@ START_TEST(test_cli_bad_input) {
     ck_assert_msg(strstr(err, "kvscope: --block-size must be in 1..65536: 0"), "got: %s", err);
     ck_assert_int_eq(run_batch(ARGS("--prompts", file, "--steps", "1,2,3"), err, sizeof err), 2);
     ck_assert_msg(strstr(err, "--steps needs one number or one per prompt (2)"), "got: %s", err);
+    ck_assert_int_eq(run_batch(ARGS("--prompt", "abc", "--prompt", "", "--steps", "1"), err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "kvscope: empty prompt: prompt 2"), "got: %s", err);
     ck_assert_int_eq(run_batch(ARGS("--prompts", "/nonexistent/p.txt"), err, sizeof err), 2);
     ck_assert_msg(strstr(err, "kvscope: cannot read --prompts: /nonexistent/p.txt"), "got: %s", err);
     /* nothing was written */

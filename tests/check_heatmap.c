@@ -605,6 +605,166 @@ START_TEST(test_cli_disk_full) {
 }
 END_TEST
 
+/* ---- eviction: the staircase drawn by position ---- */
+
+/* run_tiny with up to 6 more arguments (NULL-terminated). */
+static int run_tiny_more(const char *out, int T, int steps, const char *const *more) {
+    char ids[512] = "", st[16];
+    for (int i = 0; i < T; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "%s%d", i ? "," : "", (i * 7 + 3) % 64);
+        strcat(ids, b);
+    }
+    snprintf(st, sizeof st, "%d", steps);
+    const char *args[32] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64",
+                            "--vocab", "64", "--prompt-ids", ids, "--steps", st, "--out", out,
+                            "--heatmaps", "--quiet"};
+    int n = 19;
+    for (int i = 0; more[i] && n < 31; i++) args[n++] = more[i];
+    args[n] = NULL;
+    return run_kvscope(args, NULL, NULL);
+}
+
+/* Pixels of cell (r, c) of a staircase with 8 px cells after a strip of 4 px:
+ * 1 if every pixel is the evicted white or its black hatch and exactly the hatch
+ * pixels ((x + y) mod 8 < 2 in matrix coordinates: 16 of 64) are black. */
+static int cell_is_evicted(const Png *p, int r, int c) {
+    int black = 0;
+    for (int y = r * 8; y < r * 8 + 8; y++)
+        for (int x = c * 8; x < c * 8 + 8; x++) {
+            const unsigned char *q = px(p, 4 + x, y);
+            const int hatch = (x + y) % 8 < 2;
+            if (memcmp(q, hatch ? BLACK : WHITE, 3) != 0) return 0;
+            black += hatch;
+        }
+    return black == 16;
+}
+
+/* The weight attention.csv records for (step, layer 0, head 0, query, key position). */
+static float csv_weight(const char *out, int step, int query, int key) {
+    char path[200], want[64];
+    snprintf(path, sizeof path, "%s/attention.csv", out);
+    char *csv = read_file(path, NULL);
+    ck_assert_ptr_nonnull(csv);
+    snprintf(want, sizeof want, "\n%s,%d,0,0,%d,%d,", step ? "decode" : "prefill", step, query,
+             key);
+    const char *hit = strstr(csv, want);
+    ck_assert_msg(hit != NULL, "no row %s in %s", want + 1, path);
+    float score = 0.0f, w = -1.0f;
+    ck_assert_int_eq(sscanf(hit + strlen(want), "%f,%f", &score, &w), 2);
+    free(csv);
+    return w;
+}
+
+/* --window 8 --sink 2, 6-token prompt, 6 steps: step k (query position 5 + k) runs
+ * with positions 0, 1 and the last 6 up to itself; from step 3 on, positions
+ * 2 .. k-1 are gone. */
+START_TEST(test_cli_window_evicted_cells) {
+    char dir[64], out[128], hm[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(hm, sizeof hm, "%s/heatmaps", out);
+    const char *more[] = {"--window", "8", "--sink", "2", "--cell", "8", NULL};
+    ck_assert_int_eq(run_tiny_more(out, 6, 6, more), 0);
+    Png p;
+    load_in(hm, "decode_s006_stair_L0_H00.png", &p);
+    ck_assert_int_eq(p.w, 4 + 12 * 8); /* positions 0..11 as columns, not the 8 slots */
+    ck_assert_int_eq(p.h, 12 * 8);
+    ck_assert_msg(strstr(p.desc, "columns=key positions") && strstr(p.desc, "evicted=white"),
+                  "%s", p.desc);
+    for (int r = 0; r < 12; r++) /* row 5 + k misses positions 2 .. k-1 */
+        for (int c = 0; c <= r; c++) {
+            const int k = r - 5, gone = k >= 3 && c >= 2 && c <= k - 1;
+            ck_assert_msg(cell_is_evicted(&p, r, c) == gone, "row %d column %d", r, c);
+        }
+    /* kept cells: the colour of the weight attention.csv gives that position (a sink,
+     * and position 8, which sits in cache slot 4 at step 6) */
+    const int keys[] = {0, 1, 8, 11};
+    for (int i = 0; i < 4; i++) {
+        Rgb c = colormap_viridis(csv_weight(out, 6, 11, keys[i]));
+        ck_assert_rgb(px(&p, 4 + keys[i] * 8 + 3, 11 * 8 + 3), &c.r);
+    }
+    ck_assert_rgb(px(&p, 4 + 9 * 8 + 3, 5 * 8 + 3), GREY); /* future of a prompt row */
+    ck_assert_rgb(px(&p, 4 + 11 * 8 + 3, 10 * 8 + 3), GREY);
+    free(p.px);
+    /* the K/V picture: 8 slots, the strip by position: sinks white, 6..10 black, 11 orange */
+    load_in(hm, "decode_s006_kv_L0_H00.png", &p);
+    ck_assert_int_eq(p.h, 8 * 8);
+    ck_assert_msg(strstr(p.desc, "row_positions=0-1,6-11"), "%s", p.desc);
+    ck_assert_rgb(px(&p, 0, 1 * 8 + 3), WHITE);
+    ck_assert_rgb(px(&p, 0, 2 * 8 + 3), BLACK);
+    ck_assert_rgb(px(&p, 0, 7 * 8 + 3), ORANGE);
+    free(p.px);
+    load_in(hm, "decode_s006_attn_L0_H00.png", &p);
+    ck_assert_msg(strstr(p.desc, "column_positions=0-1,6-11"), "%s", p.desc);
+    free(p.px);
+    /* the GIF shows the same evicted cells, frame by frame */
+    char gif[200], png[200];
+    snprintf(gif, sizeof gif, "%s/decode_stair_L0_H00.gif", hm);
+    for (int k = 1; k <= 6; k++) {
+        snprintf(png, sizeof png, "%s/decode_s%03d_stair_L0_H00.png", hm, k);
+        check_gif_against(gif, png, 8, k + 1);
+    }
+    /* the slide version names the hatched cells */
+    char cmd[1024], path[200];
+    snprintf(cmd, sizeof cmd,
+             "gnuplot -e \"dir='%s'; step=6; layer=0; head=0; out='%s/hm'\" plots/heatmap.gp "
+             "2>%s/gp.err",
+             out, dir, dir);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/gp.err", dir);
+    char *err = read_file(path, NULL);
+    ck_assert_msg(err && err[0] == '\0', "gnuplot said: %s", err ? err : "?");
+    free(err);
+    snprintf(path, sizeof path, "%s/hm.svg", dir);
+    char *svg = read_file(path, NULL);
+    ck_assert_msg(svg && strstr(svg, "evicted: not in the cache") && strstr(svg, "hatched: key"),
+                  "no evicted key in %s", path);
+    free(svg);
+    remove_tree(dir);
+}
+END_TEST
+
+/* --article-bug: the cache keeps only the newest step's K/V, so decode step 2
+ * (position 7) sees itself and position 6, nothing else. */
+START_TEST(test_cli_article_bug_row) {
+    char dir[64], out[128], hm[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(hm, sizeof hm, "%s/heatmaps", out);
+    const char *more[] = {"--article-bug", "--cell", "8", NULL};
+    ck_assert_int_eq(run_tiny_more(out, 6, 6, more), 0);
+    Png p;
+    load_in(hm, "decode_s006_stair_L0_H00.png", &p);
+    ck_assert_int_eq(p.w, 4 + 12 * 8);
+    int kept = 0;
+    for (int c = 0; c <= 7; c++) kept += !cell_is_evicted(&p, 7, c);
+    ck_assert_int_eq(kept, 2);
+    ck_assert(!cell_is_evicted(&p, 7, 6) && !cell_is_evicted(&p, 7, 7));
+    for (int c = 8; c < 12; c++) ck_assert_rgb(px(&p, 4 + c * 8 + 3, 7 * 8 + 3), GREY);
+    for (int c = 0; c <= 6; c++) ck_assert(!cell_is_evicted(&p, 6, c)); /* step 1: all */
+    free(p.px);
+    remove_tree(dir);
+}
+END_TEST
+
+/* A window no smaller than the sequence evicts nothing: the same bytes as no window. */
+START_TEST(test_cli_window_unused_same_bytes) {
+    char dir[64], a[128], b[128], pa[160], pb[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    const char *none[] = {"--grid", NULL}, *wide[] = {"--grid", "--window", "10", "--sink", "2",
+                                                      NULL};
+    ck_assert_int_eq(run_tiny_more(a, 6, 4, none), 0);
+    ck_assert_int_eq(run_tiny_more(b, 6, 4, wide), 0);
+    snprintf(pa, sizeof pa, "%s/heatmaps", a);
+    snprintf(pb, sizeof pb, "%s/heatmaps", b);
+    ck_assert(same_folders(pa, pb));
+    remove_tree(dir);
+}
+END_TEST
+
 /* ---- plots/heatmap.gp ---- */
 
 START_TEST(test_gnuplot_heatmap) {
@@ -657,6 +817,9 @@ Suite *make_heatmap_suite(void) {
     tcase_add_test(t, test_cli_errors);
     tcase_add_test(t, test_cli_disk_full);
     tcase_add_test(t, test_gnuplot_heatmap);
+    tcase_add_test(t, test_cli_window_evicted_cells);
+    tcase_add_test(t, test_cli_article_bug_row);
+    tcase_add_test(t, test_cli_window_unused_same_bytes);
     suite_add_tcase(s, t);
     return s;
 }

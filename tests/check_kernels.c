@@ -20,9 +20,12 @@
 #include "ops.h"
 #include "testutil.h"
 
+/* Threads for the next kernel calls. Without OpenMP (the default build) every "2
+ * threads" case runs on one; CI also runs the suite built with OMP=1. */
 static void set_threads(int n) {
 #ifdef _OPENMP
     omp_set_num_threads(n);
+    ck_assert_int_eq(omp_get_max_threads(), n);
 #else
     (void)n;
 #endif
