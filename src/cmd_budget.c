@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget_opts.h"
+#include "cli_budget.h"
 #include "cli.h"
 #include "commands.h"
 #include "generate.h"

@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "budget_opts.h"
+#include "cli_budget.h"
 #include "cli.h"
 #include "commands.h"
 #include "generate.h"
-#include "heatmap_opts.h"
+#include "cli_heatmap.h"
 #include "outdir.h"
 #include "record_csv.h"
 #include "sysinfo.h"

@@ -1,5 +1,5 @@
-/* heatmap_opts.c — see heatmap_opts.h. */
-#include "heatmap_opts.h"
+/* cli_heatmap.c — see cli_heatmap.h. */
+#include "cli_heatmap.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-/* heatmap_opts.h — `kvscope run --heatmaps`: the options, the folder and the
+/* cli_heatmap.h — `kvscope run --heatmaps`: the options, the folder and the
  * observer's life cycle, so cmd_run.c needs only a few calls.
  * CLI layer: these functions print the error line themselves. */
-#ifndef KVSCOPE_HEATMAP_OPTS_H
-#define KVSCOPE_HEATMAP_OPTS_H
+#ifndef KVSCOPE_CLI_HEATMAP_H
+#define KVSCOPE_CLI_HEATMAP_H
 
 #include "heatmap.h"
 #include "model.h"

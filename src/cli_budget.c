@@ -1,5 +1,5 @@
-/* budget_opts.c — parsing and applying --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens. */
-#include "budget_opts.h"
+/* cli_budget.c — parsing and applying --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens. */
+#include "cli_budget.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* budget_opts.h — the options that keep the KV cache in budget, shared by `kvscope run`
+/* cli_budget.h — the options that keep the KV cache in budget, shared by `kvscope run`
  * and `kvscope budget`: storage type, sliding window with sinks, memory cap.
  * CLI layer: the parse and check functions print the error line themselves. */
-#ifndef KVSCOPE_BUDGET_OPTS_H
-#define KVSCOPE_BUDGET_OPTS_H
+#ifndef KVSCOPE_CLI_BUDGET_H
+#define KVSCOPE_CLI_BUDGET_H
 
 #include <stddef.h>
 
