@@ -115,9 +115,9 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
     const char *o = argv[*i], *v;
     long x;
     struct { const char *name; int *field; long lo, hi; } ints[] = {
-        {"--layers", &a->cfg.L, 1, 256},   {"--heads", &a->cfg.NH, 1, 256},
-        {"--dim", &a->cfg.C, 1, 16384},    {"--ctx", &a->cfg.N, 1, 65536},
-        {"--vocab", &a->cfg.V, 1, 1000000},
+        {"--layers", &a->cfg.L, 1, MODEL_MAX_LAYERS}, {"--heads", &a->cfg.NH, 1, MODEL_MAX_HEADS},
+        {"--dim", &a->cfg.C, 1, MODEL_MAX_DIM},       {"--ctx", &a->cfg.N, 1, MODEL_MAX_CTX},
+        {"--vocab", &a->cfg.V, 1, MODEL_MAX_VOCAB},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
         if (strcmp(o, ints[k].name) != 0) continue;

@@ -63,11 +63,11 @@ int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize) {
         snprintf(err, errsize, "%s: \"model_type\" must be \"gpt2\"", path);
         goto done;
     }
-    if (cfg_int(root, "n_layer", 1, 256, &c.L, path, err, errsize) ||
-        cfg_int(root, "n_head", 1, 256, &c.NH, path, err, errsize) ||
-        cfg_int(root, "n_embd", 1, 16384, &c.C, path, err, errsize) ||
-        cfg_int(root, "n_positions", 1, 65536, &c.N, path, err, errsize) ||
-        cfg_int(root, "vocab_size", 1, 1000000, &c.V, path, err, errsize))
+    if (cfg_int(root, "n_layer", 1, MODEL_MAX_LAYERS, &c.L, path, err, errsize) ||
+        cfg_int(root, "n_head", 1, MODEL_MAX_HEADS, &c.NH, path, err, errsize) ||
+        cfg_int(root, "n_embd", 1, MODEL_MAX_DIM, &c.C, path, err, errsize) ||
+        cfg_int(root, "n_positions", 1, MODEL_MAX_CTX, &c.N, path, err, errsize) ||
+        cfg_int(root, "vocab_size", 1, MODEL_MAX_VOCAB, &c.V, path, err, errsize))
         goto done;
     json_t *eps = json_object_get(root, "layer_norm_epsilon");
     if (eps) {

@@ -15,12 +15,12 @@ Config config_default(void) {
 }
 
 const char *config_check(const Config *cfg) {
-    if (cfg->L < 1 || cfg->L > 256) return "layers must be 1..256";
-    if (cfg->NH < 1 || cfg->NH > 256) return "heads must be 1..256";
-    if (cfg->C < 1 || cfg->C > 16384) return "dim must be 1..16384";
+    if (cfg->L < 1 || cfg->L > MODEL_MAX_LAYERS) return "layers must be 1..256";
+    if (cfg->NH < 1 || cfg->NH > MODEL_MAX_HEADS) return "heads must be 1..256";
+    if (cfg->C < 1 || cfg->C > MODEL_MAX_DIM) return "dim must be 1..16384";
     if (cfg->C % cfg->NH != 0) return "dim must be divisible by heads";
-    if (cfg->N < 1 || cfg->N > 65536) return "ctx must be 1..65536";
-    if (cfg->V < 1 || cfg->V > 1000000) return "vocab must be 1..1000000";
+    if (cfg->N < 1 || cfg->N > MODEL_MAX_CTX) return "ctx must be 1..65536";
+    if (cfg->V < 1 || cfg->V > MODEL_MAX_VOCAB) return "vocab must be 1..1000000";
     if (!(cfg->eps > 0.0f)) return "layer_norm_epsilon must be > 0";
     return NULL;
 }

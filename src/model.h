@@ -25,6 +25,15 @@ typedef struct {
     float eps;  /* layer_norm_epsilon, 1e-5 */
 } Config;
 
+/* The largest model kvscope accepts, from flags or a config.json. */
+enum {
+    MODEL_MAX_LAYERS = 256,
+    MODEL_MAX_HEADS = 256,
+    MODEL_MAX_DIM = 16384,
+    MODEL_MAX_CTX = 65536,
+    MODEL_MAX_VOCAB = 1000000
+};
+
 /* The built-in model: GPT-2 small's widths, one layer, byte-level vocabulary. */
 Config config_default(void);
 /* NULL if cfg is usable, else a static message naming the bad field. */
