@@ -46,35 +46,28 @@ int kern_supported(KernLevel lv) {
     case KERN_PLAIN: return 1;
 #if KERN_HAVE_AVX2
     case KERN_AVX2: return __builtin_cpu_supports("avx2") ? 1 : 0;
+    case KERN_AVX512:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") ? 1 : 0;
 #endif
     default: return 0;
     }
 }
 
 KernLevel kern_detect(void) {
-    return kern_supported(KERN_AVX2) ? KERN_AVX2 : KERN_PLAIN;
+    return kern_supported(KERN_AVX512) ? KERN_AVX512
+           : kern_supported(KERN_AVX2) ? KERN_AVX2 : KERN_PLAIN;
 }
 
 const char *kern_name(KernLevel lv) {
     switch (lv) {
     case KERN_PLAIN: return "plain";
     case KERN_AVX2: return "avx2";
+    case KERN_AVX512: return "avx512";
     default: return "?";
     }
 }
 
 /* ---- kernels that only need threads: the plain code on disjoint rows ---- */
-
-void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
-    const size_t chunk = 4096; /* elements; each chunk is plain gelu_forward */
-    const long nchunks = (long)((n + chunk - 1) / chunk);
-    (void)lv;
-    OMP(omp parallel for schedule(static) if(nchunks > 1))
-    for (long j = 0; j < nchunks; j++) {
-        size_t a = (size_t)j * chunk, len = n - a < chunk ? n - a : chunk;
-        gelu_forward(out + a, inp + a, len);
-    }
-}
 
 void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
                             const float *b, int T, int C, float eps) {
@@ -255,6 +248,86 @@ AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const
                          o, first, last);
             for (int t = Tfull; t < T; t++)
                 mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, kc, o, first, last);
+        }
+    }
+}
+
+/* ---- matmul with AVX-512F, prefill only --------------------------------------
+ * The same tile as mm_tile4 with 16-float vectors and 8 rows: 8×3 accumulators, 3
+ * weights and the broadcast input fit the 32 vector registers. A 512-bit operation
+ * is one instruction for twice the lanes, so the loop's instruction count no longer
+ * limits it and the multipliers and adders stay busy. Lanes are still independent
+ * outputs with the plain order of adds: the bytes are those of matmul_forward. */
+#define AVX512 __attribute__((target("avx2,avx512f")))
+#define AVX512_INLINE __attribute__((target("avx2,avx512f"), always_inline)) static inline
+
+enum { MM5_TW = 48,   /* columns of a tile: 3 vectors of 16 */
+       MM5_TR = 8,    /* rows of a tile */
+       MM5_KC = 128 };/* inputs per packed panel: 128·48 floats = 24 KiB, inside L1 */
+
+/* Rows 0..R-1 (R ≤ 8) of inp against columns o..o+47 for the kc inputs in panel. */
+AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *panel, const float *bias,
+                            int R, int C, int kc, int OC, int o, int first, int last) {
+    __m512 acc[MM5_TR][3];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 3; v++)
+            acc[i][v] = first ? _mm512_setzero_ps()
+                              : _mm512_loadu_ps(out + (size_t)i * OC + o + 16 * v);
+    for (int c = 0; c < kc; c++) {
+        const float *wr = panel + (size_t)c * MM5_TW;
+        const __m512 w0 = _mm512_load_ps(wr), w1 = _mm512_load_ps(wr + 16),
+                     w2 = _mm512_load_ps(wr + 32);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            const __m512 x = _mm512_set1_ps(inp[(size_t)i * C + c]);
+            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_mul_ps(x, w0));
+            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_mul_ps(x, w1));
+            acc[i][2] = _mm512_add_ps(acc[i][2], _mm512_mul_ps(x, w2));
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 3; v++) {
+            __m512 y = acc[i][v];
+            if (last && bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + o + 16 * v));
+            _mm512_storeu_ps(out + (size_t)i * OC + o + 16 * v, y);
+        }
+}
+
+/* Full tiles of 8 rows with R a constant, so that the compiler unrolls the row loop
+ * and keeps the accumulators in registers; leftover rows one at a time. */
+AVX512 static void mm5_tile8(float *out, const float *inp, const float *panel, const float *bias,
+                             int C, int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, inp, panel, bias, MM5_TR, C, kc, OC, o, first, last);
+}
+AVX512 static void mm5_tile1(float *out, const float *inp, const float *panel, const float *bias,
+                             int C, int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, inp, panel, bias, 1, C, kc, OC, o, first, last);
+}
+
+AVX512 static void matmul_avx512(float *out, const float *inp, const float *w, const float *bias,
+                                 int T, int C, int OC) {
+    const int ntiles = OC / MM5_TW, Tfull = T - T % MM5_TR;
+    OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
+    for (int j = 0; j <= ntiles; j++) {
+        if (j == ntiles) { /* the leftover columns, as the AVX2 kernel does */
+            for (int t = 0; t < T; t++)
+                mm_cols(out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, ntiles * MM5_TW);
+            continue;
+        }
+        const int o = j * MM5_TW;
+        float panel[MM5_KC * MM5_TW] __attribute__((aligned(64)));
+        for (int c0 = 0; c0 < C; c0 += MM5_KC) {
+            const int kc = C - c0 < MM5_KC ? C - c0 : MM5_KC, first = c0 == 0, last = c0 + kc == C;
+            for (int c = 0; c < kc; c++)
+                memcpy(panel + (size_t)c * MM5_TW, w + (size_t)(c0 + c) * OC + o, sizeof(float) * MM5_TW);
+            for (int t = 0; t < Tfull; t += MM5_TR)
+                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC, o,
+                          first, last);
+            for (int t = Tfull; t < T; t++)
+                mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC, o,
+                          first, last);
         }
     }
 }
@@ -449,14 +522,92 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
                       vc + (size_t)h * hs, p + i, Tt, C, hs, div);
     }
 }
+
+/* ---- GELU ------------------------------------------------------------------
+ * ops_tanhf (ops.c) 8 lanes at a time: the same operations on the same constants,
+ * both branches computed and blended, so every lane gets ops_tanhf's bits. */
+AVX2_INLINE __m256 tanh8(__m256 x) {
+#define SET1(v) _mm256_set1_ps(v)
+    const __m256 sign = SET1(-0.0f);
+    /* min(a, CLAMP) turns NaN into CLAMP, which keeps the integer conversion below
+     * defined; NaN lanes are put back at the end, as ops_tanhf returns them early */
+    const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), SET1(OPS_TANH_CLAMP));
+    const __m256 z = _mm256_mul_ps(a, a);
+    __m256 p = SET1(OPS_TANH_P5);
+    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P4));
+    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P3));
+    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P2));
+    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P1));
+    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P0));
+    const __m256 small = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(a, z), p));
+    /* exp_mid(2a) */
+    const __m256 y = _mm256_mul_ps(SET1(2.0f), a);
+    const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, SET1(OPS_EXP_LOG2E)),
+                                                 SET1(OPS_EXP_ROUND)), SET1(OPS_EXP_ROUND));
+    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(y, _mm256_mul_ps(n, SET1(OPS_EXP_LN2_HI))),
+                                   _mm256_mul_ps(n, SET1(OPS_EXP_LN2_LO)));
+    __m256 q = SET1(1.0f / 5040.0f);
+    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 720.0f));
+    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 120.0f));
+    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 24.0f));
+    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 6.0f));
+    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(0.5f));
+    const __m256 er = _mm256_add_ps(SET1(1.0f),
+                                    _mm256_add_ps(r, _mm256_mul_ps(_mm256_mul_ps(r, r), q)));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                            _mm256_set1_epi32(127)), 23);
+    const __m256 e = _mm256_mul_ps(er, _mm256_castsi256_ps(bits));
+    const __m256 large = _mm256_sub_ps(SET1(1.0f),
+                                       _mm256_div_ps(SET1(2.0f), _mm256_add_ps(e, SET1(1.0f))));
+    __m256 t = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, SET1(OPS_TANH_SMALL), _CMP_LT_OQ));
+    t = _mm256_or_ps(t, _mm256_and_ps(x, sign)); /* copysign: t ≥ +0 here */
+    return _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+#undef SET1
+}
+
+/* gelu_forward 8 at a time: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right. */
+AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
+    const double pi = 3.14159265358979323846; /* as ops.c */
+    const __m256 k = _mm256_set1_ps((float)sqrt(2.0 / pi)), c = _mm256_set1_ps(0.044715f),
+                 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(inp + i);
+        const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x);
+        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_add_ps(x, x3)));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
+    }
+    gelu_forward(out + i, inp + i, n - i);
+}
 #endif /* KERN_HAVE_AVX2 */
 
 /* ---- dispatch ------------------------------------------------------------ */
 
+void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
+    const size_t chunk = 4096; /* elements per task */
+    const long nchunks = (long)((n + chunk - 1) / chunk);
+    OMP(omp parallel for schedule(static) if(nchunks > 1))
+    for (long j = 0; j < nchunks; j++) {
+        size_t a = (size_t)j * chunk, len = n - a < chunk ? n - a : chunk;
+#if KERN_HAVE_AVX2
+        if (lv >= KERN_AVX2) {
+            gelu_avx2(out + a, inp + a, len);
+            continue;
+        }
+#endif
+        (void)lv;
+        gelu_forward(out + a, inp + a, len);
+    }
+}
+
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    if (lv == KERN_AVX2) {
+    if (lv == KERN_AVX512 && T >= MM5_TR) { /* decode is memory-bound: AVX2 streams as well */
+        matmul_avx512(out, inp, w, bias, T, C, OC);
+        return;
+    }
+    if (lv >= KERN_AVX2) {
         matmul_avx2(out, inp, w, bias, T, C, OC);
         return;
     }
@@ -468,7 +619,7 @@ void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    if (lv == KERN_AVX2) {
+    if (lv >= KERN_AVX2) {
         matmul_transposed_avx2(out, inp, w, T, C, OC);
         return;
     }
@@ -481,7 +632,7 @@ void kern_attention_forward(KernLevel lv, float *out, float *scores, float *patt
                             const float *q, const float *kc, const float *vc,
                             int n, int p, int NH, int hs) {
 #if KERN_HAVE_AVX2
-    if (lv == KERN_AVX2) {
+    if (lv >= KERN_AVX2) {
         attention_avx2(out, scores, pattern, q, kc, vc, n, p, NH, hs);
         return;
     }

@@ -15,8 +15,9 @@
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
  *   KERN_PLAIN   the ops.c kernels as they are (any CPU)
  *   KERN_AVX2    8-wide AVX2 vectors (x86-64 with AVX2; mul and add, not FMA)
- * GELU and layernorm call the ops.c code at every level, on rows split over threads:
- * GELU's cost is libm's tanhf, which no vector version reproduces bit for bit.
+ *   KERN_AVX512  KERN_AVX2, with a 16-wide AVX-512F matmul for prefill (8 rows or more)
+ * Layernorm calls the ops.c code at every level, on rows split over threads; GELU's
+ * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
  * Exactness needs the build's -std=c11 (no FMA contraction); -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
@@ -24,13 +25,13 @@
 
 #include <stddef.h>
 
-typedef enum { KERN_PLAIN, KERN_AVX2, KERN_LEVEL_COUNT } KernLevel;
+typedef enum { KERN_PLAIN, KERN_AVX2, KERN_AVX512, KERN_LEVEL_COUNT } KernLevel;
 
 /* The best level this CPU runs. */
 KernLevel kern_detect(void);
 /* 1 if this CPU runs lv. */
 int kern_supported(KernLevel lv);
-/* "plain", "avx2". */
+/* "plain", "avx2", "avx512". */
 const char *kern_name(KernLevel lv);
 /* Threads a parallel kernel uses (1 without OpenMP). */
 int kern_threads(void);

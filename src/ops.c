@@ -55,12 +55,47 @@ void matmul_transposed_forward(float *out, const float *inp, const float *w,
     }
 }
 
+/* e^y for y in [1.25, 20], the only range ops_tanhf needs: y = n·ln 2 + r with n an
+ * integer and |r| ≤ ln 2 / 2, then e^y = 2^n · (1 + r + r²·(1/2 + r/6 + … + r⁵/5040)). */
+static float exp_mid(float y) {
+    const float n = (y * OPS_EXP_LOG2E + OPS_EXP_ROUND) - OPS_EXP_ROUND;
+    const float r = (y - n * OPS_EXP_LN2_HI) - n * OPS_EXP_LN2_LO;
+    float q = 1.0f / 5040.0f;
+    q = q * r + 1.0f / 720.0f;
+    q = q * r + 1.0f / 120.0f;
+    q = q * r + 1.0f / 24.0f;
+    q = q * r + 1.0f / 6.0f;
+    q = q * r + 0.5f;
+    const float er = 1.0f + (r + r * r * q);
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* the float 2^n */
+    float two_n;
+    memcpy(&two_n, &bits, sizeof two_n);
+    return er * two_n;
+}
+
+float ops_tanhf(float x) {
+    if (x != x) return x; /* NaN */
+    float a = fabsf(x);
+    if (a > OPS_TANH_CLAMP) a = OPS_TANH_CLAMP;
+    const float z = a * a;
+    float p = OPS_TANH_P5;
+    p = p * z + OPS_TANH_P4;
+    p = p * z + OPS_TANH_P3;
+    p = p * z + OPS_TANH_P2;
+    p = p * z + OPS_TANH_P1;
+    p = p * z + OPS_TANH_P0;
+    /* both branches are computed and one is kept, as the vector code must do */
+    const float small = a + a * z * p;
+    const float large = 1.0f - 2.0f / (exp_mid(2.0f * a) + 1.0f);
+    return copysignf(a < OPS_TANH_SMALL ? small : large, x);
+}
+
 void gelu_forward(float *out, const float *inp, size_t n) {
     const double pi = 3.14159265358979323846; /* math.pi */
     const float k = (float)sqrt(2.0 / pi);
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + ops_tanhf(k * (x + 0.044715f * x * x * x)));
     }
 }
 

@@ -41,8 +41,33 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
 void matmul_transposed_forward(float *out, const float *inp, const float *w,
                                int T, int C, int OC);
 
-/* Hugging Face "gelu_new": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). In place is fine. */
+/* Hugging Face "gelu_new": 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))). In place is fine.
+ * tanh is ops_tanhf below, not libm's. */
 void gelu_forward(float *out, const float *inp, size_t n);
+
+/* tanh(x) in float, within 2 ulp of the exact value (tests/check_kernels.c sweeps
+ * ~35 million floats), NaN in → NaN out, tanh(±0) = ±0, tanh(±inf) = ±1.
+ * Why not libm's tanhf: it is a scalar call that takes a fifth of a prefill, and its
+ * last bit varies between C libraries. This one is plain float arithmetic, which
+ * kernels.c repeats 8 lanes at a time for the same bits:
+ *   |x| < 0.625   a + a³·P(a²), P of degree 5 (a minimax-style fit, below)
+ *   otherwise     1 − 2/(e^(2a) + 1), e^y = 2^n·e^r with e^r by Taylor to r⁷
+ * with a = min(|x|, 10) (tanh(10) rounds to 1) and the sign of x put back. */
+float ops_tanhf(float x);
+
+/* The constants of ops_tanhf, shared with its vector twin in kernels.c. */
+#define OPS_TANH_SMALL 0.625f                                  /* polynomial below this */
+#define OPS_TANH_CLAMP 10.0f
+#define OPS_TANH_P0 -3.333333317e-01f                          /* P(z) = P0 + P1·z + … */
+#define OPS_TANH_P1 1.333330356e-01f
+#define OPS_TANH_P2 -5.395925957e-02f
+#define OPS_TANH_P3 2.176891863e-02f
+#define OPS_TANH_P4 -8.343945457e-03f
+#define OPS_TANH_P5 2.292744760e-03f
+#define OPS_EXP_LOG2E 1.44269504f                              /* 1/ln 2 */
+#define OPS_EXP_ROUND 12582912.0f   /* 1.5·2^23: x + it − it rounds x to an integer */
+#define OPS_EXP_LN2_HI 0.693359375f /* ln 2 = HI + LO; n·HI is exact for |n| < 2^15 */
+#define OPS_EXP_LN2_LO -2.12194440e-04f
 
 /* out = a + b elementwise; out may alias a. */
 void residual_forward(float *out, const float *a, const float *b, size_t n);

@@ -49,8 +49,12 @@ static float *alloc_filled(size_t n, uint32_t seed) {
     return a;
 }
 
-/* The fastest level this CPU has. */
-static KernLevel fast(void) { return kern_detect(); }
+/* The level a loop test runs (tcase_add_loop_test over KERN_AVX2 .. KERN_LEVEL_COUNT-1):
+ * every vector level this CPU has is checked on its own; a level it lacks falls back
+ * to the best one it has. */
+static KernLevel level(int i) {
+    return kern_supported((KernLevel)i) ? (KernLevel)i : kern_detect();
+}
 
 START_TEST(test_matmul_exact) {
     static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
@@ -66,7 +70,7 @@ START_TEST(test_matmul_exact) {
                     float *b = alloc_filled((size_t)OC, 3);
                     float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
                     matmul_forward(y0, x, w, with_bias ? b : NULL, T, C, OC);
-                    kern_matmul_forward(fast(), y1, x, w, with_bias ? b : NULL, T, C, OC);
+                    kern_matmul_forward(level(_i), y1, x, w, with_bias ? b : NULL, T, C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "matmul T=%d C=%d OC=%d bias=%d threads=%d differs", T, C, OC,
                                   with_bias, thr);
@@ -77,7 +81,8 @@ START_TEST(test_matmul_exact) {
 END_TEST
 
 /* Large enough to run on two threads (above the parallel threshold) and to split C
- * into several weight panels with a leftover (600 = 256 + 256 + 88), prefill and decode. */
+ * into several weight panels with a leftover (600 = 2·256 + 88 for AVX2, 4·128 + 88 for
+ * AVX-512; 600 = 12·48 + 24 columns, 131 = 16·8 + 3 rows), prefill and decode. */
 START_TEST(test_matmul_large_exact) {
     const int C = 600, OC = 600;
     for (int T = 1; T <= 131; T += 130) {
@@ -87,7 +92,7 @@ START_TEST(test_matmul_large_exact) {
         matmul_forward(y0, x, w, b, T, C, OC);
         for (int thr = 1; thr <= 2; thr++) {
             set_threads(thr);
-            kern_matmul_forward(fast(), y1, x, w, b, T, C, OC);
+            kern_matmul_forward(level(_i), y1, x, w, b, T, C, OC);
             ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                           "matmul T=%d threads=%d differs", T, thr);
         }
@@ -108,7 +113,7 @@ START_TEST(test_matmul_transposed_exact) {
                     float *x = alloc_filled((size_t)T * C, 21), *w = alloc_filled((size_t)OC * C, 22);
                     float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 1);
                     matmul_transposed_forward(y0, x, w, T, C, OC);
-                    kern_matmul_transposed_forward(fast(), y1, x, w, T, C, OC);
+                    kern_matmul_transposed_forward(level(_i), y1, x, w, T, C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "lm_head T=%d C=%d OC=%d threads=%d differs", T, C, OC, thr);
                     free(x); free(w); free(y0); free(y1);
@@ -134,7 +139,7 @@ START_TEST(test_attention_exact) {
                     float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
                     float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
                     attention_forward(o0, s0, p0, q, k, v, n, p, NH, hs);
-                    kern_attention_forward(fast(), o1, s1, p1, q, k, v, n, p, NH, hs);
+                    kern_attention_forward(level(_i), o1, s1, p1, q, k, v, n, p, NH, hs);
                     ck_assert_msg(memcmp(o0, o1, (size_t)n * C * sizeof(float)) == 0 &&
                                       memcmp(s0, s1, ns * sizeof(float)) == 0 &&
                                       memcmp(p0, p1, ns * sizeof(float)) == 0,
@@ -147,19 +152,64 @@ START_TEST(test_attention_exact) {
 }
 END_TEST
 
+/* Distance of got from the exact value in units of the exact value's ulp (float). */
+static double ulps_from(float got, double exact) {
+    int e;
+    frexp(exact, &e);
+    const double ulp = ldexp(1.0, (e - 24 < -149 ? -149 : e - 24));
+    return fabs((double)got - exact) / ulp;
+}
+
+/* ops_tanhf against tanh in double: every 31st float in [0, 12] (about 35 million,
+ * both branches, the switch at 0.625 and the clamp at 10 included), odd symmetry bit
+ * for bit, and the special values. */
+START_TEST(test_tanh_accuracy) {
+    const float top = 12.0f;
+    uint32_t hi;
+    memcpy(&hi, &top, sizeof hi);
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (uint64_t b = 0; b <= hi; b += 31) {
+        const uint32_t bits = (uint32_t)b;
+        float x, nx;
+        memcpy(&x, &bits, sizeof x);
+        const float t = ops_tanhf(x), nt = ops_tanhf(-x);
+        const double u = ulps_from(t, tanh((double)x));
+        if (u > worst) worst = u, worst_x = x;
+        nx = -t;
+        ck_assert_msg(memcmp(&nt, &nx, sizeof nt) == 0, "tanh(-x) != -tanh(x) at x = %.9g", x);
+    }
+    ck_assert_msg(worst <= 2.0, "tanh is %.3f ulp off at x = %.9g", worst, worst_x);
+    /* where each branch is largest, and the two sides of the switch */
+    static const float pts[] = {0.6249999f, 0.625f, 0.6250001f, 9.999999f, 10.0f, 10.000001f, 1e-30f, 1e-45f};
+    for (size_t i = 0; i < sizeof pts / sizeof *pts; i++)
+        ck_assert_msg(ulps_from(ops_tanhf(pts[i]), tanh((double)pts[i])) <= 2.0, "x = %.9g", pts[i]);
+    ck_assert(isnan(ops_tanhf(NAN)));
+    ck_assert(ops_tanhf(INFINITY) == 1.0f && ops_tanhf(-INFINITY) == -1.0f);
+    ck_assert(ops_tanhf(1e30f) == 1.0f && ops_tanhf(-3e38f) == -1.0f);
+    ck_assert(ops_tanhf(0.0f) == 0.0f && !signbit(ops_tanhf(0.0f)));
+    ck_assert(ops_tanhf(-0.0f) == 0.0f && signbit(ops_tanhf(-0.0f)));
+}
+END_TEST
+
 START_TEST(test_gelu_layernorm_exact) {
     const size_t n = 3 * 4096 + 77;
     float *x = alloc_filled(n, 41), *y0 = alloc_filled(n, 0), *y1 = alloc_filled(n, 1);
     for (size_t i = 0; i < n; i++) x[i] *= 6.0f;
+    /* a dense run across both tanh branches and the clamp, then the special values */
+    for (size_t i = 0; i < 4000; i++) x[i] = -12.0f + 0.006f * (float)i;
+    static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f,
+                                    -1e-40f, 3e38f, -3e38f, 1e13f, -1e13f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) x[4000 + 3 * i] = special[i];
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
         gelu_forward(y0, x, n);
-        kern_gelu_forward(fast(), y1, x, n);
+        kern_gelu_forward(level(_i), y1, x, n);
         ck_assert(memcmp(y0, y1, n * sizeof(float)) == 0);
         const int T = 77, C = 150; /* T·C < n */
         float *w = alloc_filled((size_t)C, 42), *b = alloc_filled((size_t)C, 43);
         layernorm_forward(y0, x, w, b, T, C, 1e-5f);
-        kern_layernorm_forward(fast(), y1, x, w, b, T, C, 1e-5f);
+        kern_layernorm_forward(level(_i), y1, x, w, b, T, C, 1e-5f);
         ck_assert(memcmp(y0, y1, (size_t)T * C * sizeof(float)) == 0);
         free(w); free(b);
     }
@@ -195,7 +245,7 @@ START_TEST(test_model_exact) {
     run_model(&m, ref);
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
-        m.kern = fast();
+        m.kern = level(_i);
         run_model(&m, got);
         ck_assert_msg(memcmp(ref, got, nl * sizeof(float)) == 0, "logits differ at %d threads", thr);
     }
@@ -209,6 +259,10 @@ START_TEST(test_levels) {
     ck_assert(kern_supported(kern_detect()));
     ck_assert_str_eq(kern_name(KERN_PLAIN), "plain");
     ck_assert_str_eq(kern_name(KERN_AVX2), "avx2");
+    ck_assert_str_eq(kern_name(KERN_AVX512), "avx512");
+    /* each level needs the one below it */
+    for (int lv = KERN_AVX2; lv < KERN_LEVEL_COUNT; lv++)
+        ck_assert(!kern_supported((KernLevel)lv) || kern_supported((KernLevel)(lv - 1)));
     ck_assert_int_ge(kern_threads(), 1);
 }
 END_TEST
@@ -218,12 +272,13 @@ Suite *make_kernels_suite(void) {
     TCase *tc = tcase_create("exact");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_levels);
-    tcase_add_test(tc, test_matmul_exact);
-    tcase_add_test(tc, test_matmul_large_exact);
-    tcase_add_test(tc, test_matmul_transposed_exact);
-    tcase_add_test(tc, test_attention_exact);
-    tcase_add_test(tc, test_gelu_layernorm_exact);
-    tcase_add_test(tc, test_model_exact);
+    tcase_add_loop_test(tc, test_matmul_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_test(tc, test_tanh_accuracy);
+    tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_model_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     suite_add_tcase(s, tc);
     return s;
 }
