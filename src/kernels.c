@@ -440,14 +440,49 @@ AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const floa
 }
 
 /* ---- attention ------------------------------------------------------------
- * One (query, head) pair at a time, as ops.c: scores by dot8 over 8 keys at once,
- * the softmax in plain scalar code (expf and the running sum in key order), and
- * the weighted sum of values with lanes along the head dimension. */
-AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
-                               const float *kc, const float *vc, int pos, int Tt, int C,
-                               int hs, float div) {
-    const __m256 vdiv = _mm256_set1_ps(div);
-    int t = 0;
+ * Per (query, head) as ops.c: scores, the softmax in plain scalar code (expf and the
+ * running sum in key order), then the weighted sum of the values. A decode step runs
+ * one query at a time; a prefill runs blocks of 8 queries of one head, which share
+ * every key and value they load (attention_block). */
+
+/* Lane j = Σ_d x[d]·rows[j·stride + d] for the first m ≤ 8 rows only (other lanes 0):
+ * dot8 for a block of keys that runs past the query's position, without loading the
+ * keys beyond it (the causal contract: they are neither computed nor read). */
+AVX2_INLINE __m256 dot8_partial(const float *x, const float *rows, size_t stride, int len, int m) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256 z = _mm256_setzero_ps();
+    int d = 0;
+    for (; d + 8 <= len; d += 8) {
+        const float *p = rows + d;
+        __m256 r0 = _mm256_loadu_ps(p), r1 = m > 1 ? _mm256_loadu_ps(p + stride) : z,
+               r2 = m > 2 ? _mm256_loadu_ps(p + 2 * stride) : z,
+               r3 = m > 3 ? _mm256_loadu_ps(p + 3 * stride) : z,
+               r4 = m > 4 ? _mm256_loadu_ps(p + 4 * stride) : z,
+               r5 = m > 5 ? _mm256_loadu_ps(p + 5 * stride) : z,
+               r6 = m > 6 ? _mm256_loadu_ps(p + 6 * stride) : z, r7 = z;
+        TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+        const float *xd = x + d;
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd), r0));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 1), r1));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 2), r2));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 3), r3));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 4), r4));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 5), r5));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 6), r6));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 7), r7));
+    }
+    for (; d < len; d++) {
+        float col[8] = {0};
+        for (int j = 0; j < m; j++) col[j] = rows[(size_t)j * stride + d];
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(col)));
+    }
+    return acc;
+}
+
+/* sc[t] = (qi·k_t)/div for keys t0..pos, 16, 8, then fewer at a time. */
+AVX2_INLINE void scores_row(float *sc, const float *qi, const float *kc, int t0, int pos, int C,
+                            int hs, __m256 vdiv) {
+    int t = t0;
     for (; t + 16 <= pos + 1; t += 16) {
         __m256 a, b;
         dot16(&a, &b, qi, kc + (size_t)t * C, (size_t)C, hs);
@@ -456,28 +491,35 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
     }
     for (; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(sc + t, _mm256_div_ps(dot8(qi, kc + (size_t)t * C, (size_t)C, hs), vdiv));
-    for (; t <= pos; t++) {
-        const float *kt = kc + (size_t)t * C;
-        float dot = 0.0f;
-        for (int d = 0; d < hs; d++) dot += qi[d] * kt[d];
-        sc[t] = dot / div;
+    if (t <= pos) {
+        float tmp[8];
+        _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qi, kc + (size_t)t * C, (size_t)C, hs,
+                                                         pos + 1 - t), vdiv));
+        memcpy(sc + t, tmp, sizeof(float) * (size_t)(pos + 1 - t));
     }
+}
+
+/* The softmax of one row, exactly as ops.c: max, masked cells, expf, sum, scale. */
+static void softmax_row(float *sc, float *pa, int pos, int Tt) {
     float maxv = -INFINITY;
-    for (t = 0; t <= pos; t++)
+    for (int t = 0; t <= pos; t++)
         if (sc[t] > maxv) maxv = sc[t];
-    for (t = pos + 1; t < Tt; t++) {
+    for (int t = pos + 1; t < Tt; t++) {
         sc[t] = -INFINITY;
         pa[t] = 0.0f;
     }
     float sum = 0.0f;
-    for (t = 0; t <= pos; t++) {
+    for (int t = 0; t <= pos; t++) {
         pa[t] = expf(sc[t] - maxv);
         sum += pa[t];
     }
     const float inv = 1.0f / sum;
-    for (t = 0; t <= pos; t++) pa[t] *= inv;
-    /* out[d] = Σ_t pa[t]·v[t][d], t in order: 32 columns of d in 4 registers at once */
-    int d = 0;
+    for (int t = 0; t <= pos; t++) pa[t] *= inv;
+}
+
+/* oi[d] = Σ_t pa[t]·v_t[d] for t = 0..pos in order, 32 columns of d at once. */
+AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos, int C, int hs) {
+    int d = 0, t;
     for (; d + 32 <= hs; d += 32) {
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (t = 0; t <= pos; t++) {
@@ -507,19 +549,124 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
     }
 }
 
+/* One query at position pos, one head. */
+AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
+                               const float *kc, const float *vc, int pos, int Tt, int C,
+                               int hs, float div) {
+    scores_row(sc, qi, kc, 0, pos, C, hs, _mm256_set1_ps(div));
+    softmax_row(sc, pa, pos, Tt);
+    values_row(oi, pa, vc, pos, C, hs);
+}
+
+enum { AT_R = 8,    /* queries in a prefill block */
+       AT_DC = 64 };/* dimensions of a transposed key block held at once */
+
+/* Queries pos0..pos0+7 of one head: q, sc, pa, out point at the first one's row and
+ * step by qs (q and out) and Tt (sc and pa). Keys below pos0+1 — the ones every query
+ * of the block sees — go 8 at a time through a small matrix product: the 8 keys are
+ * transposed once (kT[d] = dimension d of keys t..t+7) and serve the 8 queries, lane j
+ * of a query's accumulator summing over d in order. The keys between pos0+1 and each
+ * query's own position go through scores_row. The values likewise: every query sums
+ * over t = 0..pos0 together (lanes along d, each v_t loaded once for 8 queries), then
+ * each adds its own last few keys, in order. */
+AVX2 static void attention_block(float *out, float *sc, float *pa, const float *q,
+                                 const float *kc, const float *vc, int pos0, int Tt, int C,
+                                 int hs, float div) {
+    const __m256 vdiv = _mm256_set1_ps(div);
+    const size_t qs = (size_t)C;
+    const int tfull = (pos0 + 1) / 8 * 8;
+    float kT[AT_DC * 8] __attribute__((aligned(32)));
+    for (int t = 0; t < tfull; t += 8) {
+        __m256 acc[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) acc[r] = _mm256_setzero_ps();
+        for (int d0 = 0; d0 < hs; d0 += AT_DC) {
+            const int dc = hs - d0 < AT_DC ? hs - d0 : AT_DC;
+            const float *kb = kc + (size_t)t * C + d0;
+            int d = 0;
+            for (; d + 8 <= dc; d += 8) {
+                __m256 r0 = _mm256_loadu_ps(kb + d), r1 = _mm256_loadu_ps(kb + C + d),
+                       r2 = _mm256_loadu_ps(kb + 2 * C + d), r3 = _mm256_loadu_ps(kb + 3 * C + d),
+                       r4 = _mm256_loadu_ps(kb + 4 * C + d), r5 = _mm256_loadu_ps(kb + 5 * C + d),
+                       r6 = _mm256_loadu_ps(kb + 6 * C + d), r7 = _mm256_loadu_ps(kb + 7 * C + d);
+                TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+                _mm256_store_ps(kT + 8 * d, r0);
+                _mm256_store_ps(kT + 8 * (d + 1), r1);
+                _mm256_store_ps(kT + 8 * (d + 2), r2);
+                _mm256_store_ps(kT + 8 * (d + 3), r3);
+                _mm256_store_ps(kT + 8 * (d + 4), r4);
+                _mm256_store_ps(kT + 8 * (d + 5), r5);
+                _mm256_store_ps(kT + 8 * (d + 6), r6);
+                _mm256_store_ps(kT + 8 * (d + 7), r7);
+            }
+            for (; d < dc; d++)
+                for (int j = 0; j < 8; j++) kT[8 * d + j] = kb[(size_t)j * C + d];
+            for (d = 0; d < dc; d++) {
+                const __m256 kd = _mm256_load_ps(kT + 8 * d);
+#pragma GCC unroll 8
+                for (int r = 0; r < AT_R; r++)
+                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd));
+            }
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(sc + (size_t)r * Tt + t, _mm256_div_ps(acc[r], vdiv));
+    }
+    for (int r = 0; r < AT_R; r++) {
+        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
+        softmax_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+    }
+    int d = 0;
+    for (; d + 8 <= hs; d += 8) {
+        __m256 acc[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) acc[r] = _mm256_setzero_ps();
+        for (int t = 0; t <= pos0; t++) {
+            const __m256 vt = _mm256_loadu_ps(vc + (size_t)t * C + d);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++)
+                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt));
+        }
+        /* query r also sees keys pos0+1 .. pos0+r */
+#pragma GCC unroll 8
+        for (int r = 1; r < AT_R; r++)
+            for (int t = pos0 + 1; t <= pos0 + r; t++)
+                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
+                                                             _mm256_loadu_ps(vc + (size_t)t * C + d)));
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(out + r * qs + d, acc[r]);
+    }
+    for (; d < hs; d++)
+        for (int r = 0; r < AT_R; r++) {
+            const float *pr = pa + (size_t)r * Tt;
+            float s = 0.0f;
+            for (int t = 0; t <= pos0 + r; t++) s += pr[t] * vc[(size_t)t * C + d];
+            out[r * qs + d] = s;
+        }
+}
+
 AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const float *q,
                                 const float *kc, const float *vc, int n, int p, int NH, int hs) {
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
+    /* tasks: a block of 8 queries of one head, or one leftover query of one head */
+    const int nb = n / AT_R, left = n % AT_R, ntasks = (nb + left) * NH;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
-    for (int it = 0; it < n * NH; it++) {
-        const int i = it / NH, h = it % NH;
-        attention_one(out + (size_t)i * C + (size_t)h * hs,
-                      scores + ((size_t)h * n + i) * Tt, pattern + ((size_t)h * n + i) * Tt,
-                      q + (size_t)i * C + (size_t)h * hs, kc + (size_t)h * hs,
-                      vc + (size_t)h * hs, p + i, Tt, C, hs, div);
+    for (int it = 0; it < ntasks; it++) {
+        const int h = it % NH, u = it / NH;
+        const size_t hoff = (size_t)h * hs;
+        if (u < nb) {
+            const int i = u * AT_R;
+            attention_block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                            pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+                            kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+        } else {
+            const int i = nb * AT_R + (u - nb);
+            attention_one(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                          pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+                          kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+        }
     }
 }
 
