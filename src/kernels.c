@@ -165,6 +165,9 @@ AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const fl
         const __m256 a = _mm256_broadcast_ss(x + c);
         int o = o0;
         for (; o + 16 <= o1; o += 16) {
+            /* two rows ahead: with several threads each reads a slice of every row,
+             * a pattern the hardware prefetcher follows less well than one stream */
+            _mm_prefetch((const char *)(wr + o + 2 * (size_t)OC), _MM_HINT_T0);
             _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
                                                   _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
             _mm256_storeu_ps(y + o + 8, _mm256_add_ps(_mm256_loadu_ps(y + o + 8),
@@ -399,7 +402,11 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     const float *rows1 = rows + 8 * stride;
     int d = 0;
+    /* the next 32 rows, a contiguous block when stride == len, are fetched meanwhile:
+     * 32 short streams at once are more than the hardware prefetcher follows */
+    const char *next = (const char *)(rows + 32 * stride);
     for (; d + 8 <= len; d += 8) {
+        for (int i = 0; i < 16; i++) _mm_prefetch(next + (size_t)d * 128 + 64 * i, _MM_HINT_T0);
         DOT8_STEP(a, rows + d, stride, x + d)
         DOT8_STEP(b, rows1 + d, stride, x + d)
     }
@@ -411,24 +418,50 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
+/* Four blocks of 8 rows: each block's sum is a chain of dependent adds, and four
+ * chains in flight keep the adders busy while the rows stream from memory (two
+ * chains leave the lm_head waiting on add latency, below the memory's speed). */
+AVX2_INLINE void dot32(__m256 *out, const float *x, const float *rows, size_t stride, int len) {
+    __m256 a = _mm256_setzero_ps(), b = a, c = a, e = a;
+    const float *rows1 = rows + 8 * stride, *rows2 = rows + 16 * stride,
+                *rows3 = rows + 24 * stride;
+    int d = 0;
+    /* the next 32 rows, a contiguous block when stride == len, are fetched meanwhile:
+     * 32 short streams at once are more than the hardware prefetcher follows */
+    const char *next = (const char *)(rows + 32 * stride);
+    for (; d + 8 <= len; d += 8) {
+        for (int i = 0; i < 16; i++) _mm_prefetch(next + (size_t)d * 128 + 64 * i, _MM_HINT_T0);
+        DOT8_STEP(a, rows + d, stride, x + d)
+        DOT8_STEP(b, rows1 + d, stride, x + d)
+        DOT8_STEP(c, rows2 + d, stride, x + d)
+        DOT8_STEP(e, rows3 + d, stride, x + d)
+    }
+    for (; d < len; d++) {
+        a = dot1_step(a, rows + d, stride, x + d);
+        b = dot1_step(b, rows1 + d, stride, x + d);
+        c = dot1_step(c, rows2 + d, stride, x + d);
+        e = dot1_step(e, rows3 + d, stride, x + d);
+    }
+    out[0] = a, out[1] = b, out[2] = c, out[3] = e;
+}
+
 AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const float *w,
                                         int T, int C, int OC) {
-    const int nblk = OC / 8, npair = nblk / 2; /* blocks of 8 outputs, pairs of blocks */
+    const int nblk = OC / 8, nquad = nblk / 4; /* blocks of 8 outputs, groups of 4 blocks */
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         float *y = out + (size_t)t * OC;
         OMP(omp parallel for schedule(static) if((double)C * OC > KERN_PAR_MIN))
-        for (int j = 0; j <= npair; j++) {
-            if (j < npair) {
-                __m256 a, b;
-                dot16(&a, &b, x, w + (size_t)16 * j * C, (size_t)C, C);
-                _mm256_storeu_ps(y + 16 * j, a);
-                _mm256_storeu_ps(y + 16 * j + 8, b);
+        for (int j = 0; j <= nquad; j++) {
+            if (j < nquad) {
+                __m256 a[4];
+                dot32(a, x, w + (size_t)32 * j * C, (size_t)C, C);
+                for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 32 * j + 8 * k, a[k]);
                 continue;
             }
-            /* the last "pair": an odd block, then the leftover outputs as in ops.c */
-            if (nblk % 2)
-                _mm256_storeu_ps(y + 8 * (nblk - 1), dot8(x, w + (size_t)8 * (nblk - 1) * C, (size_t)C, C));
+            /* the last group: the blocks left over, then the leftover outputs as in ops.c */
+            for (int k = 4 * nquad; k < nblk; k++)
+                _mm256_storeu_ps(y + 8 * k, dot8(x, w + (size_t)8 * k * C, (size_t)C, C));
             for (int o = 8 * nblk; o < OC; o++) {
                 const float *wr = w + (size_t)o * C;
                 float s = 0.0f;

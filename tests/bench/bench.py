@@ -5,7 +5,7 @@ Runs, in interleaved rounds, each in its own process with its thread count pinne
   - bench_kvscope gpt2         kvscope at GPT-2 small shapes (tests/bench/bench.c)
   - this script's `torch`      the same computation in PyTorch on the CPU
   - this script's `sgemm`      OpenBLAS cblas_sgemm on the prefill shapes (machine limit)
-  - bench_kvscope triad        STREAM-style triad bandwidth (machine limit)
+  - bench_kvscope triad        STREAM-style triad and read-only bandwidth (machine limits)
 then prints medians over the rounds with min-max, as markdown tables.
 
 The PyTorch model is GPT-2 written with torch ops as Hugging Face computes it
@@ -282,16 +282,23 @@ def report(S, have_torch, rounds, secs, load0, load1):
               f"{S.fmt(f'pt:{t}:{k}')} | {ratio} | |")
     print("\nMachine limits: " + "; ".join(
         f"{t} thread(s): sgemm {S.fmt(f'blas:{t}:sgemm_128_gflops')} GFLOP/s at T=128, "
-        f"{S.fmt(f'blas:{t}:sgemm_512_gflops')} at T=512, triad {S.fmt(f'mem:{t}:triad_gbs')} GB/s"
+        f"{S.fmt(f'blas:{t}:sgemm_512_gflops')} at T=512, triad {S.fmt(f'mem:{t}:triad_gbs')} GB/s, "
+        f"read {S.fmt(f'mem:{t}:read_gbs')} GB/s"
         for t in (1, 2)))
 
     def speedup(key):
         a, b = S.med(f"kv:1:{key}"), S.med(f"kv:2:{key}")
         return f"{a / b:.2f}×" if a and b else "n/a"
+    def machine(tag, key):  # a rate: 2 threads over 1
+        a, b = S.med(f"{tag}:1:{key}"), S.med(f"{tag}:2:{key}")
+        return f"{b / a:.2f}×" if a and b else "n/a"
     print("\n2 threads over 1 (kvscope): prefill 128 " + speedup("prefill_128_ms") +
           ", prefill 512 " + speedup("prefill_512_ms") +
+          ", decode full 128 " + speedup("decode_full_128_ms") +
           ", decode full 1024 " + speedup("decode_full_1024_ms") +
-          ", decode blocks 128 " + speedup("decode_blocks_128_ms"))
+          ", decode blocks 128 " + speedup("decode_blocks_128_ms") +
+          "; the machine's own: sgemm " + machine("blas", "sgemm_128_gflops") +
+          ", triad " + machine("mem", "triad_gbs") + ", read " + machine("mem", "read_gbs"))
     for t in (1, 2):
         off, on = S.med(f"kv:{t}:hooks_off_decode_512_ms"), S.med(f"kv:{t}:hooks_noop_decode_512_ms")
         poff, pon = S.med(f"kv:{t}:hooks_off_prefill_128_ms"), S.med(f"kv:{t}:hooks_noop_prefill_128_ms")
