@@ -289,7 +289,7 @@ def report(S, have_torch, rounds, secs, load0, load1):
     def speedup(key):
         a, b = S.med(f"kv:1:{key}"), S.med(f"kv:2:{key}")
         return f"{a / b:.2f}×" if a and b else "n/a"
-    def machine(tag, key):  # a rate: 2 threads over 1
+    def own(tag, key):  # a machine rate: 2 threads over 1
         a, b = S.med(f"{tag}:1:{key}"), S.med(f"{tag}:2:{key}")
         return f"{b / a:.2f}×" if a and b else "n/a"
     print("\n2 threads over 1 (kvscope): prefill 128 " + speedup("prefill_128_ms") +
@@ -297,8 +297,8 @@ def report(S, have_torch, rounds, secs, load0, load1):
           ", decode full 128 " + speedup("decode_full_128_ms") +
           ", decode full 1024 " + speedup("decode_full_1024_ms") +
           ", decode blocks 128 " + speedup("decode_blocks_128_ms") +
-          "; the machine's own: sgemm " + machine("blas", "sgemm_128_gflops") +
-          ", triad " + machine("mem", "triad_gbs") + ", read " + machine("mem", "read_gbs"))
+          "; the machine's own: sgemm " + own("blas", "sgemm_128_gflops") +
+          ", triad " + own("mem", "triad_gbs") + ", read " + own("mem", "read_gbs"))
     for t in (1, 2):
         off, on = S.med(f"kv:{t}:hooks_off_decode_512_ms"), S.med(f"kv:{t}:hooks_noop_decode_512_ms")
         poff, pon = S.med(f"kv:{t}:hooks_off_prefill_128_ms"), S.med(f"kv:{t}:hooks_noop_prefill_128_ms")
