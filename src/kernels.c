@@ -163,11 +163,12 @@ AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const fl
     for (int c = 0; c < C; c++) {
         const float *wr = w + (size_t)c * OC;
         const __m256 a = _mm256_broadcast_ss(x + c);
+        /* two rows ahead: with several threads each reads a slice of every row, a
+         * pattern the hardware prefetcher follows less well than one stream */
+        const float *ahead = c + 2 < C ? wr + 2 * (size_t)OC : wr;
         int o = o0;
         for (; o + 16 <= o1; o += 16) {
-            /* two rows ahead: with several threads each reads a slice of every row,
-             * a pattern the hardware prefetcher follows less well than one stream */
-            _mm_prefetch((const char *)(wr + o + 2 * (size_t)OC), _MM_HINT_T0);
+            _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
             _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
                                                   _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
             _mm256_storeu_ps(y + o + 8, _mm256_add_ps(_mm256_loadu_ps(y + o + 8),
@@ -402,11 +403,7 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     const float *rows1 = rows + 8 * stride;
     int d = 0;
-    /* the next 32 rows, a contiguous block when stride == len, are fetched meanwhile:
-     * 32 short streams at once are more than the hardware prefetcher follows */
-    const char *next = (const char *)(rows + 32 * stride);
     for (; d + 8 <= len; d += 8) {
-        for (int i = 0; i < 16; i++) _mm_prefetch(next + (size_t)d * 128 + 64 * i, _MM_HINT_T0);
         DOT8_STEP(a, rows + d, stride, x + d)
         DOT8_STEP(b, rows1 + d, stride, x + d)
     }
@@ -421,16 +418,19 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
 /* Four blocks of 8 rows: each block's sum is a chain of dependent adds, and four
  * chains in flight keep the adders busy while the rows stream from memory (two
  * chains leave the lm_head waiting on add latency, below the memory's speed). */
-AVX2_INLINE void dot32(__m256 *out, const float *x, const float *rows, size_t stride, int len) {
+AVX2_INLINE void dot32(__m256 *out, const float *x, const float *rows, size_t stride, int len,
+                       const float *next) {
     __m256 a = _mm256_setzero_ps(), b = a, c = a, e = a;
     const float *rows1 = rows + 8 * stride, *rows2 = rows + 16 * stride,
                 *rows3 = rows + 24 * stride;
+    /* next (NULL: none): the next 32 rows, fetched meanwhile, 16 cache lines per step
+     * of 8, which covers them all when stride == len (the lm_head's wte). 32 short
+     * streams at once are more than the hardware prefetcher follows. */
+    const size_t span = 32 * stride * sizeof(float);
     int d = 0;
-    /* the next 32 rows, a contiguous block when stride == len, are fetched meanwhile:
-     * 32 short streams at once are more than the hardware prefetcher follows */
-    const char *next = (const char *)(rows + 32 * stride);
     for (; d + 8 <= len; d += 8) {
-        for (int i = 0; i < 16; i++) _mm_prefetch(next + (size_t)d * 128 + 64 * i, _MM_HINT_T0);
+        for (size_t off = (size_t)d * 128, i = 0; next && i < 16 && off < span; i++, off += 64)
+            _mm_prefetch((const char *)next + off, _MM_HINT_T0);
         DOT8_STEP(a, rows + d, stride, x + d)
         DOT8_STEP(b, rows1 + d, stride, x + d)
         DOT8_STEP(c, rows2 + d, stride, x + d)
@@ -455,7 +455,8 @@ AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const floa
         for (int j = 0; j <= nquad; j++) {
             if (j < nquad) {
                 __m256 a[4];
-                dot32(a, x, w + (size_t)32 * j * C, (size_t)C, C);
+                dot32(a, x, w + (size_t)32 * j * C, (size_t)C, C,
+                      j + 1 < nquad ? w + (size_t)32 * (j + 1) * C : NULL);
                 for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 32 * j + 8 * k, a[k]);
                 continue;
             }
