@@ -474,8 +474,8 @@ AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const floa
 }
 
 /* ---- attention ------------------------------------------------------------
- * Per (query, head) as ops.c: scores, the softmax in plain scalar code (expf and the
- * running sum in key order), then the weighted sum of the values. A decode step runs
+ * Per (query, head) as ops.c: scores, ops.c's own softmax_causal_row (scalar expf and
+ * the running sum in key order), then the weighted sum of the values. A decode step runs
  * one query at a time; a prefill runs blocks of 8 queries of one head, which share
  * every key and value they load (attention_block). */
 
@@ -533,24 +533,6 @@ AVX2_INLINE void scores_row(float *sc, const float *qi, const float *kc, int t0,
     }
 }
 
-/* The softmax of one row, exactly as ops.c: max, masked cells, expf, sum, scale. */
-static void softmax_row(float *sc, float *pa, int pos, int Tt) {
-    float maxv = -INFINITY;
-    for (int t = 0; t <= pos; t++)
-        if (sc[t] > maxv) maxv = sc[t];
-    for (int t = pos + 1; t < Tt; t++) {
-        sc[t] = -INFINITY;
-        pa[t] = 0.0f;
-    }
-    float sum = 0.0f;
-    for (int t = 0; t <= pos; t++) {
-        pa[t] = expf(sc[t] - maxv);
-        sum += pa[t];
-    }
-    const float inv = 1.0f / sum;
-    for (int t = 0; t <= pos; t++) pa[t] *= inv;
-}
-
 /* oi[d] = Σ_t pa[t]·v_t[d] for t = 0..pos in order, 32 columns of d at once. */
 AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos, int C, int hs) {
     int d = 0, t;
@@ -588,7 +570,7 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
                                const float *kc, const float *vc, int pos, int Tt, int C,
                                int hs, float div) {
     scores_row(sc, qi, kc, 0, pos, C, hs, _mm256_set1_ps(div));
-    softmax_row(sc, pa, pos, Tt);
+    softmax_causal_row(sc, pa, pos, Tt);
     values_row(oi, pa, vc, pos, C, hs);
 }
 
@@ -647,7 +629,7 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
     }
     for (int r = 0; r < AT_R; r++) {
         scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
-        softmax_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+        softmax_causal_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
     }
     int d = 0;
     for (; d + 8 <= hs; d += 8) {

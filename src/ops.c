@@ -103,6 +103,23 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
+    float maxv = -INFINITY;
+    for (int t = 0; t <= pos; t++)
+        if (sc[t] > maxv) maxv = sc[t];
+    for (int t = pos + 1; t < Tt; t++) { /* the future: masked */
+        sc[t] = -INFINITY;
+        pa[t] = 0.0f;
+    }
+    float sum = 0.0f;
+    for (int t = 0; t <= pos; t++) {
+        pa[t] = expf(sc[t] - maxv); /* minus the max: expf cannot overflow */
+        sum += pa[t];
+    }
+    const float inv = 1.0f / sum;
+    for (int t = 0; t <= pos; t++) pa[t] *= inv;
+}
+
 void attention_forward(float *out, float *scores, float *pattern,
                        const float *q, const float *kc, const float *vc,
                        int n, int p, int NH, int hs) {
@@ -116,25 +133,13 @@ void attention_forward(float *out, float *scores, float *pattern,
             float *sc = scores + ((size_t)h * n + i) * Tt;
             float *pa = pattern + ((size_t)h * n + i) * Tt;
             /* scores over keys 0..pos only: the causal mask is the loop bound */
-            float maxv = -INFINITY;
             for (int t = 0; t <= pos; t++) {
                 const float *kt = kc + (size_t)t * C + (size_t)h * hs;
                 float dot = 0.0f;
                 for (int d = 0; d < hs; d++) dot += qi[d] * kt[d];
                 sc[t] = dot / div;
-                if (sc[t] > maxv) maxv = sc[t];
             }
-            for (int t = pos + 1; t < Tt; t++) {
-                sc[t] = -INFINITY;
-                pa[t] = 0.0f;
-            }
-            float sum = 0.0f;
-            for (int t = 0; t <= pos; t++) {
-                pa[t] = expf(sc[t] - maxv);
-                sum += pa[t];
-            }
-            const float inv = 1.0f / sum;
-            for (int t = 0; t <= pos; t++) pa[t] *= inv;
+            softmax_causal_row(sc, pa, pos, Tt);
             /* weighted sum of the values */
             float *oi = out + (size_t)i * C + (size_t)h * hs;
             for (int d = 0; d < hs; d++) oi[d] = 0.0f;

@@ -72,6 +72,11 @@ float ops_tanhf(float x);
 /* out = a + b elementwise; out may alias a. */
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
+/* One row of attention weights: sc (Tt) holds the scaled scores of keys 0..pos;
+ * pa (Tt) gets softmax over them (max subtracted, expf, sum in key order, times
+ * 1/sum), and the future cells pos+1..Tt-1 become -INFINITY in sc and 0 in pa. */
+void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
+
 /* Causal multi-head attention of n new queries at absolute positions p .. p+n-1.
  *   q       (n, NH, hs)    the new tokens' queries
  *   kc, vc  (p+n, NH, hs)  every cached key and value, the new ones already appended
