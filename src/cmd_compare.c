@@ -467,7 +467,7 @@ int cmd_compare(int argc, char **argv) {
     od_open = 1;
     status = 1;
     /* the recompute runs get their own activations; the weights are shared */
-    if (model_init_from_blob(&m2, cfg, ld.model.w.blob, 0) || generator_init(&gc, &ld.model, GEN_CACHE) ||
+    if (model_init_shared(&m2, &ld.model) || generator_init(&gc, &ld.model, GEN_CACHE) ||
         generator_init(&gr, &m2, GEN_RECOMPUTE)) {
         fprintf(stderr, "kvscope: out of memory: generators\n");
         goto out;

@@ -68,7 +68,7 @@ int cmd_verify(int argc, char **argv) {
     }
     /* the second model shares the weights but has its own activations */
     Model m2;
-    if (model_init_from_blob(&m2, &ld.model.cfg, ld.model.w.blob, 0) ||
+    if (model_init_shared(&m2, &ld.model) ||
         generator_init(&b, &m2, GEN_RECOMPUTE)) {
         generator_free(&a);
         model_free(&m2);

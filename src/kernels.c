@@ -82,18 +82,24 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 #define AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias ----------------------
- * Plain order per element: y = 0; for c: y += x[c]·w[c][o]; then y += bias[o]. */
+ * Plain order per element: y = 0; for c: y += x[c]·w[c][o]; then y += bias[o].
+ * The weights come in column panels of KERN_PANEL = 48 (kernels.h): a thread owns
+ * whole panels, so everything it reads is one contiguous run. (Split by columns of
+ * the row-major w, each thread would read a short piece of every row, which the
+ * hardware prefetchers follow at half the speed of one long stream.) */
 
-enum { MM_TW = 24,   /* columns of a prefill tile: 3 vectors */
+enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel */
        MM_TR = 4,    /* rows of a prefill tile: 4×3 accumulators + 3 weights + 1 */
-       MM_KC = 256 };/* inputs per packed weight panel: 256·24 floats = 24 KiB */
+       MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
+       MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
 
-/* Rows 0..3 of inp against columns o..o+23, for the kc inputs c0..c0+kc-1 whose
- * weights sit packed in panel (kc, 24). 4×3 accumulators stay in registers and
- * each weight vector is loaded once for 4 rows. The sums run over C in blocks of
- * kc: between blocks the partial sums wait in out as floats, the same values the
- * plain loop holds in y[o] at that point, so blocking changes no rounding. */
-AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *panel, const float *bias,
+/* Rows 0..3 of inp against the 24 panel columns at pan (row stride KERN_PANEL),
+ * output columns o..o+23, for the kc inputs c0..c0+kc-1 (inp and pan start at c0).
+ * 4×3 accumulators stay in registers and each weight vector is loaded once for 4
+ * rows. The sums run over C in blocks of kc: between blocks the partial sums wait
+ * in out as floats, the same values the plain loop holds in y[o] at that point, so
+ * blocking changes no rounding. */
+AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const float *bias,
                           int C, int kc, int OC, int o, int first, int last) {
     /* named accumulators, not an array: GCC then keeps all twelve in registers */
 #define MM_ROW_ACC(r, i) __m256 r##0, r##1, r##2;                                          \
@@ -105,9 +111,9 @@ AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *panel, cons
     MM_ROW_ACC(a0, 0) MM_ROW_ACC(a1, 1) MM_ROW_ACC(a2, 2) MM_ROW_ACC(a3, 3)
 #undef MM_ROW_ACC
     for (int c = 0; c < kc; c++) {
-        const float *wr = panel + (size_t)c * MM_TW;
-        const __m256 w0 = _mm256_load_ps(wr), w1 = _mm256_load_ps(wr + 8),
-                     w2 = _mm256_load_ps(wr + 16);
+        const float *wr = pan + (size_t)c * KERN_PANEL;
+        const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8),
+                     w2 = _mm256_loadu_ps(wr + 16);
 #define MM_ROW_STEP(r, i) {                                                                 \
         const __m256 x_ = _mm256_broadcast_ss(inp + (size_t)(i) * C + c);                   \
         r##0 = _mm256_add_ps(r##0, _mm256_mul_ps(x_, w0));                                   \
@@ -131,18 +137,18 @@ AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *panel, cons
 }
 
 /* The same for one row: the rows left over when T is not a multiple of 4. */
-AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *panel, const float *bias,
+AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const float *bias,
                           int kc, int o, int first, int last) {
     __m256 a0, a1, a2;
     if (first) a0 = a1 = a2 = _mm256_setzero_ps();
     else a0 = _mm256_loadu_ps(out + o), a1 = _mm256_loadu_ps(out + o + 8),
          a2 = _mm256_loadu_ps(out + o + 16);
     for (int c = 0; c < kc; c++) {
-        const float *wr = panel + (size_t)c * MM_TW;
+        const float *wr = pan + (size_t)c * KERN_PANEL;
         const __m256 x = _mm256_broadcast_ss(inp + c);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_load_ps(wr)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_load_ps(wr + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_load_ps(wr + 16)));
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_loadu_ps(wr)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 16)));
     }
     if (last && bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias + o));
@@ -154,123 +160,122 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *panel, cons
     _mm256_storeu_ps(out + o + 16, a2);
 }
 
-/* One row x (C) against columns o0..o1-1: the decode matvec. It walks W row by row,
- * exactly as ops.c does, so that the weights stream from memory in long sequential
- * runs; the partial sums y[o0..o1) stay in L1 between rows. */
-AVX2_INLINE void mm_rowstream(float *y, const float *x, const float *w, const float *bias,
-                              int C, int OC, int o0, int o1) {
-    for (int o = o0; o < o1; o++) y[o] = 0.0f;
+/* Decode: one row x (C) against a full panel pan (C rows of 48), into y (48 outputs)
+ * plus bias (48, may be NULL). Six accumulators hold the 48 sums for the whole walk
+ * down the panel, which reads 192 contiguous bytes per input. end: the end of the
+ * weights, so that the prefetch MM_PF rows ahead never points past them. */
+AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const float *bias, int C,
+                          const float *end) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     for (int c = 0; c < C; c++) {
-        const float *wr = w + (size_t)c * OC;
-        const __m256 a = _mm256_broadcast_ss(x + c);
-        /* two rows ahead: with several threads each reads a slice of every row, a
-         * pattern the hardware prefetcher follows less well than one stream */
-        const float *ahead = c + 2 < C ? wr + 2 * (size_t)OC : wr;
-        int o = o0;
-        for (; o + 16 <= o1; o += 16) {
-            _mm_prefetch((const char *)(ahead + o), _MM_HINT_T0);
-            _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
-                                                  _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
-            _mm256_storeu_ps(y + o + 8, _mm256_add_ps(_mm256_loadu_ps(y + o + 8),
-                                                      _mm256_mul_ps(a, _mm256_loadu_ps(wr + o + 8))));
+        const float *wr = pan + (size_t)c * KERN_PANEL;
+        /* one stream per thread is easy for the hardware prefetcher, but it starts
+         * late after each jump to the next matrix: ask for the lines early */
+        if ((size_t)(end - wr) > (size_t)(MM_PF + 1) * KERN_PANEL) {
+            const char *ahead = (const char *)(wr + (size_t)MM_PF * KERN_PANEL);
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            _mm_prefetch(ahead + 64, _MM_HINT_T0);
+            _mm_prefetch(ahead + 128, _MM_HINT_T0);
         }
-        for (; o + 8 <= o1; o += 8)
-            _mm256_storeu_ps(y + o, _mm256_add_ps(_mm256_loadu_ps(y + o),
-                                                  _mm256_mul_ps(a, _mm256_loadu_ps(wr + o))));
-        for (; o < o1; o++) y[o] += x[c] * wr[o];
+        const __m256 b = _mm256_broadcast_ss(x + c);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(b, _mm256_loadu_ps(wr)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 16)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 24)));
+        a4 = _mm256_add_ps(a4, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 32)));
+        a5 = _mm256_add_ps(a5, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 40)));
     }
-    if (bias)
-        for (int o = o0; o < o1; o++) y[o] += bias[o];
+    if (bias) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(bias + 8));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(bias + 16));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(bias + 24));
+        a4 = _mm256_add_ps(a4, _mm256_loadu_ps(bias + 32));
+        a5 = _mm256_add_ps(a5, _mm256_loadu_ps(bias + 40));
+    }
+    _mm256_storeu_ps(y, a0);
+    _mm256_storeu_ps(y + 8, a1);
+    _mm256_storeu_ps(y + 16, a2);
+    _mm256_storeu_ps(y + 24, a3);
+    _mm256_storeu_ps(y + 32, a4);
+    _mm256_storeu_ps(y + 40, a5);
 }
 
-/* Where slice j of np starts in row y (OC columns): near OC·j/np, moved down to a
- * 64-byte boundary of y's address, so that no cache line has two writers (each
- * thread rewrites its slice once per input row: a shared line would bounce). */
-static int slice_start(const float *y, int OC, int j, int np) {
-    if (j == 0) return 0;
-    if (j == np) return OC;
-    const int mis = (int)(((uintptr_t)y / sizeof(float)) % 16); /* floats past a boundary */
-    const int k = (int)((long)OC * j / np);
-    const int a = (mis + k) / 16 * 16 - mis;
-    return a < 0 ? 0 : a;
-}
-
-/* Columns o0..OC-1 of one row: 8 at a time, then one at a time. */
-AVX2_INLINE void mm_cols(float *y, const float *x, const float *w, const float *bias,
-                         int C, int OC, int o0) {
-    int o = o0;
-    for (; o + 8 <= OC; o += 8) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int c = 0; c < C; c++)
-            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + c),
-                                                   _mm256_loadu_ps(w + (size_t)c * OC + o)));
-        if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o));
-        _mm256_storeu_ps(y + o, acc);
-    }
-    for (; o < OC; o++) {
-        float s = 0.0f;
-        for (int c = 0; c < C; c++) s += x[c] * w[(size_t)c * OC + o];
-        if (bias) s += bias[o];
-        y[o] = s;
+/* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
+ * all T rows: 8 columns at a time, then one at a time. */
+AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const float *bias,
+                           int T, int C, int OC, int o, int pw) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        float *y = out + (size_t)t * OC + o;
+        int k = 0;
+        for (; k + 8 <= pw; k += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int c = 0; c < C; c++)
+                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + c),
+                                                       _mm256_loadu_ps(pan + (size_t)c * pw + k)));
+            if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o + k));
+            _mm256_storeu_ps(y + k, acc);
+        }
+        for (; k < pw; k++) {
+            float s = 0.0f;
+            for (int c = 0; c < C; c++) s += x[c] * pan[(size_t)c * pw + k];
+            if (bias) s += bias[o + k];
+            y[k] = s;
+        }
     }
 }
 
-AVX2 static void matmul_avx2(float *out, const float *inp, const float *w, const float *bias,
+AVX2 static void matmul_avx2(float *out, const float *inp, const float *wp, const float *bias,
                              int T, int C, int OC) {
-    const int par = (double)T * C * OC > KERN_PAR_MIN;
-    if (T < MM_TR) {
-        /* decode: each thread takes one slice of the columns */
-        const int np = par ? kern_threads() : 1;
-        OMP(omp parallel for schedule(static) if(par))
-        for (int j = 0; j < np; j++)
-            for (int t = 0; t < T; t++) {
-                float *y = out + (size_t)t * OC;
-                mm_rowstream(y, inp + (size_t)t * C, w, bias, C, OC, slice_start(y, OC, j, np),
-                             slice_start(y, OC, j + 1, np));
-            }
-        return;
-    }
-    /* prefill: a thread owns a column tile; a block of MM_KC rows of its weights is
-     * copied into a contiguous panel that stays in L1 while every block of 4 input
-     * rows passes by. The last "tile" is the leftover columns. */
-    const int ntiles = OC / MM_TW, Tfull = T - T % MM_TR;
-    OMP(omp parallel for schedule(static) if(par))
-    for (int j = 0; j <= ntiles; j++) {
-        if (j == ntiles) {
-            for (int t = 0; t < T; t++)
-                mm_cols(out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, ntiles * MM_TW);
+    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL, Tfull = T - T % MM_TR;
+    const float *end = wp + (size_t)C * OC;
+    OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
+    for (int j = 0; j < npan; j++) {
+        const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        const float *pan = wp + (size_t)o * C;
+        if (pw < KERN_PANEL) {
+            mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
             continue;
         }
-        const int o = j * MM_TW;
-        float panel[MM_KC * MM_TW] __attribute__((aligned(32)));
+        if (T < MM_TR) { /* decode */
+            for (int t = 0; t < T; t++)
+                mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL,
+                         C, end);
+            continue;
+        }
+        /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of
+         * 4 input rows passes by, for each half of the panel's columns */
         for (int c0 = 0; c0 < C; c0 += MM_KC) {
             const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-            for (int c = 0; c < kc; c++)
-                memcpy(panel + (size_t)c * MM_TW, w + (size_t)(c0 + c) * OC + o, sizeof(float) * MM_TW);
-            for (int t = 0; t < Tfull; t += MM_TR)
-                mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC,
-                         o, first, last);
-            for (int t = Tfull; t < T; t++)
-                mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, kc, o, first, last);
+            const float *blk = pan + (size_t)c0 * KERN_PANEL;
+            for (int h = 0; h < KERN_PANEL; h += MM_TW) {
+                for (int t = 0; t < Tfull; t += MM_TR)
+                    mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, C, kc,
+                             OC, o + h, first, last);
+                for (int t = Tfull; t < T; t++)
+                    mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc,
+                             o + h, first, last);
+            }
         }
     }
 }
 
 /* ---- matmul with AVX-512F, prefill only --------------------------------------
- * The same tile as mm_tile4 with 16-float vectors and 8 rows: 8×3 accumulators, 3
- * weights and the broadcast input fit the 32 vector registers. A 512-bit operation
- * is one instruction for twice the lanes, so the loop's instruction count no longer
- * limits it and the multipliers and adders stay busy. Lanes are still independent
- * outputs with the plain order of adds: the bytes are those of matmul_forward. */
+ * The same tile as mm_tile4 with 16-float vectors and 8 rows, the whole panel wide:
+ * 8×3 accumulators, 3 weights and the broadcast input fit the 32 vector registers.
+ * A 512-bit operation is one instruction for twice the lanes, so the loop's
+ * instruction count no longer limits it and the multipliers and adders stay busy.
+ * Lanes are still independent outputs with the plain order of adds: the bytes are
+ * those of matmul_forward. */
 #define AVX512 __attribute__((target("avx2,avx512f")))
 #define AVX512_INLINE __attribute__((target("avx2,avx512f"), always_inline)) static inline
 
-enum { MM5_TW = 48,   /* columns of a tile: 3 vectors of 16 */
-       MM5_TR = 8,    /* rows of a tile */
-       MM5_KC = 128 };/* inputs per packed panel: 128·48 floats = 24 KiB, inside L1 */
+enum { MM5_TR = 8 }; /* rows of a tile */
 
-/* Rows 0..R-1 (R ≤ 8) of inp against columns o..o+47 for the kc inputs in panel. */
-AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *panel, const float *bias,
+/* Rows 0..R-1 (R ≤ 8) of inp against the panel block blk (kc rows of 48), output
+ * columns o..o+47. */
+AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, const float *bias,
                             int R, int C, int kc, int OC, int o, int first, int last) {
     __m512 acc[MM5_TR][3];
 #pragma GCC unroll 8
@@ -279,9 +284,9 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *panel, co
             acc[i][v] = first ? _mm512_setzero_ps()
                               : _mm512_loadu_ps(out + (size_t)i * OC + o + 16 * v);
     for (int c = 0; c < kc; c++) {
-        const float *wr = panel + (size_t)c * MM5_TW;
-        const __m512 w0 = _mm512_load_ps(wr), w1 = _mm512_load_ps(wr + 16),
-                     w2 = _mm512_load_ps(wr + 32);
+        const float *wr = blk + (size_t)c * KERN_PANEL;
+        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + 16),
+                     w2 = _mm512_loadu_ps(wr + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) {
             const __m512 x = _mm512_set1_ps(inp[(size_t)i * C + c]);
@@ -301,44 +306,42 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *panel, co
 
 /* Full tiles of 8 rows with R a constant, so that the compiler unrolls the row loop
  * and keeps the accumulators in registers; leftover rows one at a time. */
-AVX512 static void mm5_tile8(float *out, const float *inp, const float *panel, const float *bias,
+AVX512 static void mm5_tile8(float *out, const float *inp, const float *blk, const float *bias,
                              int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, panel, bias, MM5_TR, C, kc, OC, o, first, last);
+    mm5_tile(out, inp, blk, bias, MM5_TR, C, kc, OC, o, first, last);
 }
-AVX512 static void mm5_tile1(float *out, const float *inp, const float *panel, const float *bias,
+AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, const float *bias,
                              int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, panel, bias, 1, C, kc, OC, o, first, last);
+    mm5_tile(out, inp, blk, bias, 1, C, kc, OC, o, first, last);
 }
 
-AVX512 static void matmul_avx512(float *out, const float *inp, const float *w, const float *bias,
+AVX512 static void matmul_avx512(float *out, const float *inp, const float *wp, const float *bias,
                                  int T, int C, int OC) {
-    const int ntiles = OC / MM5_TW, Tfull = T - T % MM5_TR;
+    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL, Tfull = T - T % MM5_TR;
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
-    for (int j = 0; j <= ntiles; j++) {
-        if (j == ntiles) { /* the leftover columns, as the AVX2 kernel does */
-            for (int t = 0; t < T; t++)
-                mm_cols(out + (size_t)t * OC, inp + (size_t)t * C, w, bias, C, OC, ntiles * MM5_TW);
+    for (int j = 0; j < npan; j++) {
+        const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        const float *pan = wp + (size_t)o * C;
+        if (pw < KERN_PANEL) {
+            mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
             continue;
         }
-        const int o = j * MM5_TW;
-        float panel[MM5_KC * MM5_TW] __attribute__((aligned(64)));
-        for (int c0 = 0; c0 < C; c0 += MM5_KC) {
-            const int kc = C - c0 < MM5_KC ? C - c0 : MM5_KC, first = c0 == 0, last = c0 + kc == C;
-            for (int c = 0; c < kc; c++)
-                memcpy(panel + (size_t)c * MM5_TW, w + (size_t)(c0 + c) * OC + o, sizeof(float) * MM5_TW);
+        for (int c0 = 0; c0 < C; c0 += MM_KC) {
+            const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
+            const float *blk = pan + (size_t)c0 * KERN_PANEL;
             for (int t = 0; t < Tfull; t += MM5_TR)
-                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC, o,
+                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
                           first, last);
             for (int t = Tfull; t < T; t++)
-                mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, panel, bias, C, kc, OC, o,
+                mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
                           first, last);
         }
     }
 }
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
- * lm_head logits and attention scores are dot products whose sum runs along a
- * contiguous row (s += x[c]·w[c]). To vectorise without reordering, 8 rows (8
+ * Attention scores are dot products whose sum runs along a contiguous row
+ * (s += q[d]·k[d]). To vectorise without reordering, 8 rows (8
  * outputs) are read 8 floats at a time and transposed, so that lane i of the
  * accumulator walks row i in order. */
 
@@ -413,64 +416,6 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     }
     *out0 = a;
     *out1 = b;
-}
-
-/* Four blocks of 8 rows: each block's sum is a chain of dependent adds, and four
- * chains in flight keep the adders busy while the rows stream from memory (two
- * chains leave the lm_head waiting on add latency, below the memory's speed). */
-AVX2_INLINE void dot32(__m256 *out, const float *x, const float *rows, size_t stride, int len,
-                       const float *next) {
-    __m256 a = _mm256_setzero_ps(), b = a, c = a, e = a;
-    const float *rows1 = rows + 8 * stride, *rows2 = rows + 16 * stride,
-                *rows3 = rows + 24 * stride;
-    /* next (NULL: none): the next 32 rows, fetched meanwhile, 16 cache lines per step
-     * of 8, which covers them all when stride == len (the lm_head's wte). 32 short
-     * streams at once are more than the hardware prefetcher follows. */
-    const size_t span = 32 * stride * sizeof(float);
-    int d = 0;
-    for (; d + 8 <= len; d += 8) {
-        for (size_t off = (size_t)d * 128, i = 0; next && i < 16 && off < span; i++, off += 64)
-            _mm_prefetch((const char *)next + off, _MM_HINT_T0);
-        DOT8_STEP(a, rows + d, stride, x + d)
-        DOT8_STEP(b, rows1 + d, stride, x + d)
-        DOT8_STEP(c, rows2 + d, stride, x + d)
-        DOT8_STEP(e, rows3 + d, stride, x + d)
-    }
-    for (; d < len; d++) {
-        a = dot1_step(a, rows + d, stride, x + d);
-        b = dot1_step(b, rows1 + d, stride, x + d);
-        c = dot1_step(c, rows2 + d, stride, x + d);
-        e = dot1_step(e, rows3 + d, stride, x + d);
-    }
-    out[0] = a, out[1] = b, out[2] = c, out[3] = e;
-}
-
-AVX2 static void matmul_transposed_avx2(float *out, const float *inp, const float *w,
-                                        int T, int C, int OC) {
-    const int nblk = OC / 8, nquad = nblk / 4; /* blocks of 8 outputs, groups of 4 blocks */
-    for (int t = 0; t < T; t++) {
-        const float *x = inp + (size_t)t * C;
-        float *y = out + (size_t)t * OC;
-        OMP(omp parallel for schedule(static) if((double)C * OC > KERN_PAR_MIN))
-        for (int j = 0; j <= nquad; j++) {
-            if (j < nquad) {
-                __m256 a[4];
-                dot32(a, x, w + (size_t)32 * j * C, (size_t)C, C,
-                      j + 1 < nquad ? w + (size_t)32 * (j + 1) * C : NULL);
-                for (int k = 0; k < 4; k++) _mm256_storeu_ps(y + 32 * j + 8 * k, a[k]);
-                continue;
-            }
-            /* the last group: the blocks left over, then the leftover outputs as in ops.c */
-            for (int k = 4 * nquad; k < nblk; k++)
-                _mm256_storeu_ps(y + 8 * k, dot8(x, w + (size_t)8 * k * C, (size_t)C, C));
-            for (int o = 8 * nblk; o < OC; o++) {
-                const float *wr = w + (size_t)o * C;
-                float s = 0.0f;
-                for (int c = 0; c < C; c++) s += x[c] * wr[c];
-                y[o] = s;
-            }
-        }
-    }
 }
 
 /* ---- attention ------------------------------------------------------------
@@ -763,32 +708,52 @@ void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
     }
 }
 
-void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
+void kern_pack_panels(float *panels, const float *w, int C, int OC) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        float *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            memcpy(pan + (size_t)c * pw, w + (size_t)c * OC + o, (size_t)pw * sizeof(float));
+    }
+}
+
+void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        float *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < pw; k++) pan[(size_t)c * pw + k] = w[(size_t)(o + k) * C + c];
+    }
+}
+
+/* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
+static int matmul_panels(KernLevel lv, float *out, const float *inp, const float *panels,
                          const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    if (lv == KERN_AVX512 && T >= MM5_TR) { /* decode is memory-bound: AVX2 streams as well */
-        matmul_avx512(out, inp, w, bias, T, C, OC);
-        return;
+    if (panels && lv == KERN_AVX512 && T >= MM5_TR) { /* decode is memory-bound: AVX2 streams as well */
+        matmul_avx512(out, inp, panels, bias, T, C, OC);
+        return 1;
     }
-    if (lv >= KERN_AVX2) {
-        matmul_avx2(out, inp, w, bias, T, C, OC);
-        return;
+    if (panels && lv >= KERN_AVX2) {
+        matmul_avx2(out, inp, panels, bias, T, C, OC);
+        return 1;
     }
 #endif
-    (void)lv;
-    matmul_forward(out, inp, w, bias, T, C, OC);
+    (void)lv, (void)out, (void)inp, (void)panels, (void)bias, (void)T, (void)C, (void)OC;
+    return 0;
+}
+
+void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                         const float *panels, const float *bias, int T, int C, int OC) {
+    if (!matmul_panels(lv, out, inp, panels, bias, T, C, OC))
+        matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
-                                    const float *w, int T, int C, int OC) {
-#if KERN_HAVE_AVX2
-    if (lv >= KERN_AVX2) {
-        matmul_transposed_avx2(out, inp, w, T, C, OC);
-        return;
-    }
-#endif
-    (void)lv;
-    matmul_transposed_forward(out, inp, w, T, C, OC);
+                                    const float *w, const float *panels, int T, int C, int OC) {
+    /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
+    if (!matmul_panels(lv, out, inp, panels, NULL, T, C, OC))
+        matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,

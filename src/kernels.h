@@ -9,7 +9,10 @@
  *     across a sum, so no summation is reordered;
  *   - register tiles of several rows share each weight load (prefill);
  *   - OpenMP threads take disjoint output columns, heads or rows, so the result does
- *     not depend on the thread count (OMP_NUM_THREADS sets it).
+ *     not depend on the thread count (OMP_NUM_THREADS sets it);
+ *   - the matmuls read their weights in column panels (kern_pack_panels), so that the
+ *     columns a thread owns are one contiguous run of memory: decode streams them,
+ *     prefill finds its L1 tiles ready-made.
  * tests/check_kernels.c checks the equality with memcmp on awkward shapes.
  *
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
@@ -36,12 +39,25 @@ const char *kern_name(KernLevel lv);
 /* Threads a parallel kernel uses (1 without OpenMP). */
 int kern_threads(void);
 
-/* As matmul_forward: out (T,OC) = inp (T,C) · w (C,OC) + bias (OC, may be NULL). */
+/* Column panels: a (C,OC) weight stored panel after panel, panel j being columns
+ * KERN_PANEL·j .. KERN_PANEL·j + pw - 1 of every input row, row after row
+ * (pw = KERN_PANEL, or what is left in the last panel). Element (c, o) of w sits at
+ * o0·C + c·pw + (o - o0), o0 = o rounded down to a multiple of KERN_PANEL. */
+enum { KERN_PANEL = 48 };
+/* Copies w (C,OC) into panels (C·OC floats). */
+void kern_pack_panels(float *panels, const float *w, int C, int OC);
+
+/* As matmul_forward: out (T,OC) = inp (T,C) · w (C,OC) + bias (OC, may be NULL).
+ * panels is w packed by kern_pack_panels: the vector levels read it, the plain level
+ * reads w. With panels NULL every level runs the plain kernel. */
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
-                         const float *bias, int T, int C, int OC);
-/* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C). */
+                         const float *panels, const float *bias, int T, int C, int OC);
+/* Copies wᵀ (C,OC) of w (OC,C) into panels (C·OC floats), for the lm_head. */
+void kern_pack_panels_t(float *panels, const float *w, int OC, int C);
+/* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C); panels is
+ * wᵀ packed by kern_pack_panels_t, read by the vector levels; NULL: plain kernel. */
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
-                                    const float *w, int T, int C, int OC);
+                                    const float *w, const float *panels, int T, int C, int OC);
 /* As attention_forward (same shapes and outputs). */
 void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
                             const float *q, const float *kc, const float *vc,

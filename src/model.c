@@ -137,12 +137,40 @@ static void point_weights(Model *m) {
     m->w.ln_f_b = p;
 }
 
+/* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
+ * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory. */
+static int pack_panels(Model *m) {
+    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
+    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
+    size_t pad[4], per = 0;
+    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 15) / 16 * 16;
+    const size_t lm = (V * C + 15) / 16 * 16;
+    if (per > (SIZE_MAX / sizeof(float) - lm) / L) return -1;
+    float *p = aligned_alloc(64, (L * per + lm) * sizeof(float));
+    if (!p) return -1;
+    m->w.panels = p;
+    kern_pack_panels_t(p, m->w.wte, (int)V, (int)C);
+    m->w.wte_p = p;
+    p += lm;
+    for (size_t l = 0; l < L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        kern_pack_panels(p, b->c_attn_w, (int)C, 3 * (int)C);
+        b->c_attn_p = p; p += pad[0];
+        kern_pack_panels(p, b->attn_proj_w, (int)C, (int)C);
+        b->attn_proj_p = p; p += pad[1];
+        kern_pack_panels(p, b->c_fc_w, (int)C, 4 * (int)C);
+        b->c_fc_p = p; p += pad[2];
+        kern_pack_panels(p, b->mlp_proj_w, 4 * (int)C, (int)C);
+        b->mlp_proj_p = p; p += pad[3];
+    }
+    return 0;
+}
+
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
     m->w.blob = blob;
     m->w.num_params = model_num_params(cfg);
-    m->owns_blob = take_ownership;
     m->kern = kern_detect();
     m->w.h = calloc((size_t)cfg->L, sizeof *m->w.h);
     if (!m->w.h) {
@@ -150,6 +178,27 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
         return -1;
     }
     point_weights(m);
+    if (m->kern != KERN_PLAIN && pack_panels(m) != 0) {
+        free(m->w.h);
+        memset(m, 0, sizeof *m);
+        return -1;
+    }
+    m->owns_blob = take_ownership;
+    m->owns_panels = m->w.panels != NULL;
+    return 0;
+}
+
+int model_init_shared(Model *m, const Model *src) {
+    memset(m, 0, sizeof *m);
+    m->cfg = src->cfg;
+    m->w = src->w;
+    m->kern = src->kern;
+    m->w.h = malloc((size_t)src->cfg.L * sizeof *m->w.h);
+    if (!m->w.h) {
+        memset(m, 0, sizeof *m);
+        return -1;
+    }
+    memcpy(m->w.h, src->w.h, (size_t)src->cfg.L * sizeof *m->w.h);
     return 0;
 }
 
@@ -187,6 +236,7 @@ static void runstate_free(RunState *s) {
 
 void model_free(Model *m) {
     if (m->owns_blob) free(m->w.blob);
+    if (m->owns_panels) free(m->w.panels);
     free(m->w.h);
     runstate_free(&m->s);
     memset(m, 0, sizeof *m);
@@ -260,7 +310,7 @@ static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int 
     int rc;
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
     FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_b, n, C, 3 * C);
+    kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_b, n, C, 3 * C);
     f->qkv += 6ull * n * C * C;
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
     return 0;
@@ -277,7 +327,7 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_b, n, C, C);
+    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_b, n, C, C);
     FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
@@ -287,11 +337,11 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
     FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->fc, s->ln, b->c_fc_w, b->c_fc_b, n, C, 4 * C);
+    kern_matmul_forward(m->kern, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_b, n, C, 4 * C);
     FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
     kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
     FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
-    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_b, n, 4 * C, C);
+    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_b, n, 4 * C, C);
     FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
@@ -306,7 +356,8 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
 static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
-    kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, 1, cfg->C, cfg->V);
+    kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
+                                   cfg->V);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;
 }

@@ -62,11 +62,16 @@ typedef struct {
     const float *ln_2_w, *ln_2_b;         /* (C) */
     const float *c_fc_w, *c_fc_b;         /* (C, 4C), (4C) */
     const float *mlp_proj_w, *mlp_proj_b; /* (4C, C), (C) */
+    /* the four matrices again in column panels (kern_pack_panels), which the vector
+     * kernels read; NULL when the model runs the plain kernels only */
+    const float *c_attn_p, *attn_proj_p, *c_fc_p, *mlp_proj_p;
 } BlockWeights;
 
 typedef struct {
     float *blob;          /* every parameter, one allocation (or a loader's buffer) */
     size_t num_params;
+    float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
+    const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
     const float *wte;     /* (V, C), also the lm_head */
     const float *wpe;     /* (N, C) */
     BlockWeights *h;      /* (L) */
@@ -92,6 +97,7 @@ typedef struct {
     Weights w;
     RunState s;
     int owns_blob;  /* 1 if w.blob is ours to free */
+    int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
 } Model;
 
@@ -99,8 +105,16 @@ typedef struct {
  * 0, or -1 when out of memory. */
 int model_init_random(Model *m, const Config *cfg, uint64_t seed);
 /* Point the weights into an existing blob laid out by model_tensor_specs.
- * The model does not own it unless take_ownership is set. 0, or -1. */
+ * The model does not own it unless take_ownership is set. When this CPU has a
+ * vector level (kern_detect), the block matrices are also copied into column panels
+ * for the fast matmuls, and wteᵀ for the lm_head: (12·L·C + V)·C more floats
+ * (494 MB for GPT-2 small, whose blob is 497 MB),
+ * read from the blob now, so the blob must hold its final values. 0, or -1 (out of
+ * memory). */
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
+/* A second model on src's weights and panels (not copied, not owned: src must
+ * outlive it), with its own activations. 0, or -1. */
+int model_init_shared(Model *m, const Model *src);
 void model_free(Model *m);
 
 /* What a forward call is, for the hooks. */

@@ -56,9 +56,47 @@ static KernLevel level(int i) {
     return kern_supported((KernLevel)i) ? (KernLevel)i : kern_detect();
 }
 
+/* w (C,OC) packed in column panels, as the model keeps its block matrices. */
+static float *packed(const float *w, int C, int OC) {
+    float *p = malloc((C && OC ? (size_t)C * OC : 1) * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    kern_pack_panels(p, w, C, OC);
+    return p;
+}
+
+/* The layout kernels.h promises, element by element: (c, o) at o0·C + c·pw + (o - o0). */
+START_TEST(test_pack_panels) {
+    static const int shapes[][2] = {{1, 1}, {2, 7}, {3, 48}, {5, 131}, {4, 96}, {7, 49}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int C = shapes[s][0], OC = shapes[s][1];
+        float *w = alloc_filled((size_t)C * OC, 9 + s), *p = packed(w, C, OC);
+        for (int c = 0; c < C; c++)
+            for (int o = 0; o < OC; o++) {
+                int o0 = o / 48 * 48, pw = OC - o0 < 48 ? OC - o0 : 48;
+                size_t at = (size_t)o0 * C + (size_t)c * pw + (size_t)(o - o0);
+                ck_assert_msg(memcmp(&p[at], &w[(size_t)c * OC + o], sizeof(float)) == 0,
+                              "C=%d OC=%d: (%d, %d) not at %zu", C, OC, c, o, at);
+            }
+        /* the transposed packing: w read as (OC, C), its transpose laid out as above */
+        kern_pack_panels_t(p, w, OC, C);
+        for (int c = 0; c < C; c++)
+            for (int o = 0; o < OC; o++) {
+                int o0 = o / 48 * 48, pw = OC - o0 < 48 ? OC - o0 : 48;
+                size_t at = (size_t)o0 * C + (size_t)c * pw + (size_t)(o - o0);
+                ck_assert_msg(memcmp(&p[at], &w[(size_t)o * C + c], sizeof(float)) == 0,
+                              "transposed C=%d OC=%d: (%d, %d) not at %zu", C, OC, c, o, at);
+            }
+        free(w); free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_matmul_exact) {
     static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
-    static const int shapes[][2] = {{1, 1}, {3, 7}, {8, 8}, {17, 24}, {33, 70}, {64, 200}, {96, 288}, {5, 131}};
+    /* OC: under one panel, one and several full panels, narrow last panels (70 =
+     * 48 + 22, 131 = 2·48 + 35, 200 = 4·48 + 8) */
+    static const int shapes[][2] = {{1, 1}, {3, 7}, {8, 8}, {17, 24}, {33, 70}, {64, 200},
+                                    {96, 288}, {5, 131}, {40, 48}};
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
@@ -66,57 +104,70 @@ START_TEST(test_matmul_exact) {
                 for (int with_bias = 0; with_bias <= 1; with_bias++) {
                     int T = Ts[a], C = shapes[s][0], OC = shapes[s][1];
                     float *x = alloc_filled((size_t)T * C, 1 + a);
-                    float *w = alloc_filled((size_t)C * OC, 2 + s);
+                    float *w = alloc_filled((size_t)C * OC, 2 + s), *wp = packed(w, C, OC);
                     float *b = alloc_filled((size_t)OC, 3);
                     float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
                     matmul_forward(y0, x, w, with_bias ? b : NULL, T, C, OC);
-                    kern_matmul_forward(level(_i), y1, x, w, with_bias ? b : NULL, T, C, OC);
+                    kern_matmul_forward(level(_i), y1, x, w, wp, with_bias ? b : NULL, T, C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "matmul T=%d C=%d OC=%d bias=%d threads=%d differs", T, C, OC,
                                   with_bias, thr);
-                    free(x); free(w); free(b); free(y0); free(y1);
+                    /* without panels: the plain kernel, whatever the level */
+                    fill(y1, (size_t)T * OC, 6);
+                    kern_matmul_forward(level(_i), y1, x, w, NULL, with_bias ? b : NULL, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "matmul without panels T=%d C=%d OC=%d differs", T, C, OC);
+                    free(x); free(w); free(wp); free(b); free(y0); free(y1);
                 }
     }
 }
 END_TEST
 
 /* Large enough to run on two threads (above the parallel threshold) and to split C
- * into several weight panels with a leftover (600 = 2·256 + 88 for AVX2, 4·128 + 88 for
- * AVX-512; 600 = 12·48 + 24 columns, 131 = 16·8 + 3 rows), prefill and decode. */
+ * into several L1 blocks with a leftover (600 = 4·128 + 88 inputs; 600 = 12·48 + 24
+ * columns, 131 = 16·8 + 3 rows), prefill and decode. */
 START_TEST(test_matmul_large_exact) {
     const int C = 600, OC = 600;
     for (int T = 1; T <= 131; T += 130) {
         float *x = alloc_filled((size_t)T * C, 11), *w = alloc_filled((size_t)C * OC, 12);
-        float *b = alloc_filled((size_t)OC, 13);
+        float *wp = packed(w, C, OC), *b = alloc_filled((size_t)OC, 13);
         float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 0);
         matmul_forward(y0, x, w, b, T, C, OC);
         for (int thr = 1; thr <= 2; thr++) {
             set_threads(thr);
-            kern_matmul_forward(level(_i), y1, x, w, b, T, C, OC);
+            kern_matmul_forward(level(_i), y1, x, w, wp, b, T, C, OC);
             ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                           "matmul T=%d threads=%d differs", T, thr);
         }
-        free(x); free(w); free(b); free(y0); free(y1);
+        free(x); free(w); free(wp); free(b); free(y0); free(y1);
     }
 }
 END_TEST
 
 START_TEST(test_matmul_transposed_exact) {
     static const int Cs[] = {1, 7, 8, 9, 64, 70};
-    static const int OCs[] = {1, 7, 8, 9, 50, 257, 5003};
+    static const int OCs[] = {1, 7, 8, 9, 50, 257, 5003}; /* 5003 = 104·48 + 11 */
+    static const int Ts[] = {1, 2, 9};                      /* decode, and prefill tiles */
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
-        for (int T = 1; T <= 2; T++)
+        for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++)
             for (size_t a = 0; a < sizeof Cs / sizeof *Cs; a++)
                 for (size_t o = 0; o < sizeof OCs / sizeof *OCs; o++) {
-                    int C = Cs[a], OC = OCs[o];
+                    int T = Ts[ti], C = Cs[a], OC = OCs[o];
                     float *x = alloc_filled((size_t)T * C, 21), *w = alloc_filled((size_t)OC * C, 22);
+                    float *wp = malloc((size_t)OC * C * sizeof *wp);
+                    ck_assert_ptr_nonnull(wp);
+                    kern_pack_panels_t(wp, w, OC, C);
                     float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 1);
                     matmul_transposed_forward(y0, x, w, T, C, OC);
-                    kern_matmul_transposed_forward(level(_i), y1, x, w, T, C, OC);
+                    kern_matmul_transposed_forward(level(_i), y1, x, w, wp, T, C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "lm_head T=%d C=%d OC=%d threads=%d differs", T, C, OC, thr);
-                    free(x); free(w); free(y0); free(y1);
+                    fill(y1, (size_t)T * OC, 2);
+                    kern_matmul_transposed_forward(level(_i), y1, x, w, NULL, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "lm_head without panels C=%d OC=%d differs", C, OC);
+                    free(x); free(w); free(wp); free(y0); free(y1);
                 }
     }
 }
@@ -240,6 +291,10 @@ START_TEST(test_model_exact) {
     Model m;
     ck_assert_int_eq(model_init_random(&m, &cfg, 17), 0);
     ck_assert_int_eq(m.kern, kern_detect());
+    /* a vector level needs the panels, or the run below would be the plain one again */
+    for (int l = 0; l < cfg.L && m.kern != KERN_PLAIN; l++)
+        ck_assert(m.w.h[l].c_attn_p && m.w.h[l].attn_proj_p && m.w.h[l].c_fc_p &&
+                  m.w.h[l].mlp_proj_p && m.w.wte_p);
     size_t nl = (size_t)7 * cfg.V;
     float *ref = alloc_filled(nl, 0), *got = alloc_filled(nl, 1);
     m.kern = KERN_PLAIN;
@@ -274,6 +329,7 @@ Suite *make_kernels_suite(void) {
     TCase *tc = tcase_create("exact");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_levels);
+    tcase_add_test(tc, test_pack_panels);
     tcase_add_loop_test(tc, test_matmul_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);

@@ -141,7 +141,7 @@ START_TEST(test_cache_equals_recompute) {
     Generator a, b;
     ck_assert_int_eq(generator_init(&a, &m, GEN_CACHE), 0);
     Model m2;
-    ck_assert_int_eq(model_init_from_blob(&m2, &cfg, m.w.blob, 0), 0);
+    ck_assert_int_eq(model_init_shared(&m2, &m), 0);
     ck_assert_int_eq(generator_init(&b, &m2, GEN_RECOMPUTE), 0);
     int prompt[5] = {1, 2, 3, 4, 5};
     ck_assert_int_eq(generator_prefill(&a, prompt, 5, NULL), 0);
