@@ -605,10 +605,106 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
         }
 }
 
+/* Decode: the one query at position pos, every head, when hs is a multiple of 8. The
+ * cache is walked row by row, each key and value row read whole and in order, rather
+ * than head by head. Scores: threads split the keys, 8 at a time, each head's dot8 of
+ * those 8 rows. Values: threads split the columns; the running sums of up to AD_COLS
+ * columns stay in L1 while the value rows are added in AD_R at a time, in the order
+ * of t, so each output is still Σ_t pa[t]·v_t[d] added key after key, as in ops.c.
+ * Both ask for the rows AD_PF ahead themselves: several rows read side by side are
+ * more streams than the hardware prefetchers follow (measured: 2.5× faster with). */
+enum { AD_R = 4,        /* value rows added per pass over the sums */
+       AD_PF = 8,       /* rows fetched ahead */
+       AD_COLS = 2048 };/* columns of sums held at once: 8 KiB */
+
+/* acc[0..8·(gb-ga)) += pa·v over rows t0..t1-1 for the 8-column groups ga..gb-1. */
+AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc, int t0,
+                               int t1, int ga, int gb, int C, int hs, int Tt) {
+    const int gph = hs / 8; /* groups per head */
+    int t = t0;
+    for (; t + AD_R <= t1; t += AD_R)
+        for (int g = ga; g < gb;) {
+            const int h = g / gph, ge = (h + 1) * gph < gb ? (h + 1) * gph : gb;
+            const float *pw = pattern + (size_t)h * Tt + t;
+            const __m256 w0 = _mm256_broadcast_ss(pw), w1 = _mm256_broadcast_ss(pw + 1),
+                         w2 = _mm256_broadcast_ss(pw + 2), w3 = _mm256_broadcast_ss(pw + 3);
+            for (; g < ge; g++) {
+                const float *v = vc + (size_t)t * C + 8 * g;
+                if ((g - ga) % 2 == 0 && t + AD_PF + AD_R <= t1) /* a 64-byte line: 2 groups */
+                    for (int k = 0; k < AD_R; k++)
+                        _mm_prefetch((const char *)(v + (size_t)(AD_PF + k) * C), _MM_HINT_T0);
+                float *a = acc + 8 * (g - ga);
+                __m256 s = _mm256_load_ps(a);
+                s = _mm256_add_ps(s, _mm256_mul_ps(w0, _mm256_loadu_ps(v)));
+                s = _mm256_add_ps(s, _mm256_mul_ps(w1, _mm256_loadu_ps(v + C)));
+                s = _mm256_add_ps(s, _mm256_mul_ps(w2, _mm256_loadu_ps(v + 2 * (size_t)C)));
+                s = _mm256_add_ps(s, _mm256_mul_ps(w3, _mm256_loadu_ps(v + 3 * (size_t)C)));
+                _mm256_store_ps(a, s);
+            }
+        }
+    for (; t < t1; t++)
+        for (int g = ga; g < gb; g++) {
+            float *a = acc + 8 * (g - ga);
+            const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t);
+            _mm256_store_ps(a, _mm256_add_ps(_mm256_load_ps(a),
+                                             _mm256_mul_ps(w, _mm256_loadu_ps(vc + (size_t)t * C + 8 * g))));
+        }
+}
+
+AVX2 static void attention_decode(float *out, float *scores, float *pattern, const float *q,
+                                  const float *kc, const float *vc, int pos, int Tt, int NH,
+                                  int hs, float div) {
+    const int C = NH * hs, nkb = (pos + 1 + 7) / 8, ng = C / 8;
+    const __m256 vdiv = _mm256_set1_ps(div);
+    OMP(omp parallel if((double)NH * Tt * hs > KERN_PAR_MIN))
+    {
+        OMP(omp for schedule(static))
+        for (int b = 0; b < nkb; b++) {
+            const int t = 8 * b, m = pos + 1 - t < 8 ? pos + 1 - t : 8;
+            for (int h = 0; h < NH; h++) {
+                const float *qh = q + (size_t)h * hs, *kb = kc + (size_t)t * C + (size_t)h * hs;
+                float *sc = scores + (size_t)h * Tt + t;
+                if (t + AD_PF + 8 <= pos + 1) /* this head's slice of rows t+8 .. t+15 */
+                    for (int k = 0; k < 8; k++)
+                        for (int o = 0; o < hs; o += 16)
+                            _mm_prefetch((const char *)(kb + (size_t)(AD_PF + k) * C + o), _MM_HINT_T0);
+                if (m == 8) {
+                    _mm256_storeu_ps(sc, _mm256_div_ps(dot8(qh, kb, (size_t)C, hs), vdiv));
+                } else { /* the last keys: none past pos is read */
+                    float tmp[8];
+                    _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qh, kb, (size_t)C, hs, m), vdiv));
+                    memcpy(sc, tmp, sizeof(float) * (size_t)m);
+                }
+            }
+        }
+        OMP(omp for schedule(static))
+        for (int h = 0; h < NH; h++)
+            softmax_causal_row(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
+#ifdef _OPENMP
+        const int nt = omp_get_num_threads(), me = omp_get_thread_num();
+#else
+        const int nt = 1, me = 0;
+#endif
+        /* this thread's columns: a contiguous range of 8-column groups */
+        const int g0 = (int)((long)ng * me / nt), g1 = (int)((long)ng * (me + 1) / nt);
+        float acc[AD_COLS] __attribute__((aligned(32)));
+        for (int ga = g0; ga < g1; ga += AD_COLS / 8) {
+            const int gb = g1 - ga < AD_COLS / 8 ? g1 : ga + AD_COLS / 8;
+            memset(acc, 0, sizeof(float) * 8 * (size_t)(gb - ga));
+            decode_values(acc, pattern, vc, 0, pos + 1, ga, gb, C, hs, Tt);
+            memcpy(out + 8 * ga, acc, sizeof(float) * 8 * (size_t)(gb - ga));
+        }
+    }
+}
+
 AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const float *q,
                                 const float *kc, const float *vc, int n, int p, int NH, int hs) {
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
+    if (n == 1 && hs % 8 == 0) {
+        attention_decode(out, scores, pattern, q, kc, vc, p, Tt, NH, hs, div);
+        return;
+    }
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */

@@ -203,6 +203,33 @@ START_TEST(test_attention_exact) {
 }
 END_TEST
 
+/* A decode step wider than the value sums one pass holds (C = 2560 > 2048 columns on
+ * one thread), over a cache long enough for the rows fetched ahead. */
+START_TEST(test_attention_decode_wide) {
+    const int NH = 40, hs = 64, C = NH * hs;
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        for (int p = 0; p <= 37; p += 37) {
+            const int Tt = p + 1;
+            const size_t ns = (size_t)NH * Tt;
+            float *q = alloc_filled((size_t)C, 41), *k = alloc_filled((size_t)Tt * C, 42);
+            float *v = alloc_filled((size_t)Tt * C, 43);
+            float *o0 = alloc_filled((size_t)C, 0), *o1 = alloc_filled((size_t)C, 1);
+            float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
+            float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
+            attention_forward(o0, s0, p0, q, k, v, 1, p, NH, hs);
+            kern_attention_forward(level(_i), o1, s1, p1, q, k, v, 1, p, NH, hs);
+            ck_assert_msg(memcmp(o0, o1, (size_t)C * sizeof(float)) == 0 &&
+                              memcmp(s0, s1, ns * sizeof(float)) == 0 &&
+                              memcmp(p0, p1, ns * sizeof(float)) == 0,
+                          "decode attention p=%d threads=%d differs", p, thr);
+            free(q); free(k); free(v); free(o0); free(o1);
+            free(s0); free(s1); free(p0); free(p1);
+        }
+    }
+}
+END_TEST
+
 /* Distance of got from the exact value in units of the exact value's ulp (float). */
 static double ulps_from(float got, double exact) {
     int e;
@@ -334,6 +361,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_test(tc, test_tanh_accuracy);
     tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_model_exact, KERN_AVX2, KERN_LEVEL_COUNT);
