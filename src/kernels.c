@@ -226,38 +226,48 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
     }
 }
 
-AVX2 static void matmul_avx2(float *out, const float *inp, const float *wp, const float *bias,
-                             int T, int C, int OC) {
-    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL, Tfull = T - T % MM_TR;
+/* One full panel pan (output columns o..o+47) against all T input rows. end: the end
+ * of the weights, for the prefetch. */
+typedef void PanelFn(float *out, const float *inp, const float *pan, const float *bias, int T,
+                     int C, int OC, int o, const float *end);
+
+AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, const float *bias,
+                            int T, int C, int OC, int o, const float *end) {
+    if (T < MM_TR) { /* decode */
+        for (int t = 0; t < T; t++)
+            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL, C,
+                     end);
+        return;
+    }
+    /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of 4
+     * input rows passes by, for each half of the panel's columns */
+    const int Tfull = T - T % MM_TR;
+    for (int c0 = 0; c0 < C; c0 += MM_KC) {
+        const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
+        const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        for (int h = 0; h < KERN_PANEL; h += MM_TW) {
+            for (int t = 0; t < Tfull; t += MM_TR)
+                mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, C, kc, OC,
+                         o + h, first, last);
+            for (int t = Tfull; t < T; t++)
+                mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
+                         first, last);
+        }
+    }
+}
+
+/* Threads take whole panels, so each reads one contiguous run of the weights; the last
+ * panel, when narrower than 48, goes through mm_narrow. */
+AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const float *wp,
+                            const float *bias, int T, int C, int OC) {
+    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     const float *end = wp + (size_t)C * OC;
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         const float *pan = wp + (size_t)o * C;
-        if (pw < KERN_PANEL) {
-            mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
-            continue;
-        }
-        if (T < MM_TR) { /* decode */
-            for (int t = 0; t < T; t++)
-                mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL,
-                         C, end);
-            continue;
-        }
-        /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of
-         * 4 input rows passes by, for each half of the panel's columns */
-        for (int c0 = 0; c0 < C; c0 += MM_KC) {
-            const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-            const float *blk = pan + (size_t)c0 * KERN_PANEL;
-            for (int h = 0; h < KERN_PANEL; h += MM_TW) {
-                for (int t = 0; t < Tfull; t += MM_TR)
-                    mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, C, kc,
-                             OC, o + h, first, last);
-                for (int t = Tfull; t < T; t++)
-                    mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc,
-                             o + h, first, last);
-            }
-        }
+        if (pw < KERN_PANEL) mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
+        else panel(out, inp, pan, bias, T, C, OC, o, end);
     }
 }
 
@@ -315,27 +325,20 @@ AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, con
     mm5_tile(out, inp, blk, bias, 1, C, kc, OC, o, first, last);
 }
 
-AVX512 static void matmul_avx512(float *out, const float *inp, const float *wp, const float *bias,
-                                 int T, int C, int OC) {
-    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL, Tfull = T - T % MM5_TR;
-    OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
-    for (int j = 0; j < npan; j++) {
-        const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        const float *pan = wp + (size_t)o * C;
-        if (pw < KERN_PANEL) {
-            mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
-            continue;
-        }
-        for (int c0 = 0; c0 < C; c0 += MM_KC) {
-            const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-            const float *blk = pan + (size_t)c0 * KERN_PANEL;
-            for (int t = 0; t < Tfull; t += MM5_TR)
-                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                          first, last);
-            for (int t = Tfull; t < T; t++)
-                mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                          first, last);
-        }
+/* Prefill (T ≥ 8): the tiles of 8 rows, then the leftover rows one at a time. */
+AVX512 static void panel_avx512(float *out, const float *inp, const float *pan, const float *bias,
+                                int T, int C, int OC, int o, const float *end) {
+    (void)end;
+    const int Tfull = T - T % MM5_TR;
+    for (int c0 = 0; c0 < C; c0 += MM_KC) {
+        const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
+        const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        for (int t = 0; t < Tfull; t += MM5_TR)
+            mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
+                      first, last);
+        for (int t = Tfull; t < T; t++)
+            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
+                      first, last);
     }
 }
 
@@ -827,11 +830,11 @@ static int matmul_panels(KernLevel lv, float *out, const float *inp, const float
                          const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
     if (panels && lv == KERN_AVX512 && T >= MM5_TR) { /* decode is memory-bound: AVX2 streams as well */
-        matmul_avx512(out, inp, panels, bias, T, C, OC);
+        matmul_run(panel_avx512, out, inp, panels, bias, T, C, OC);
         return 1;
     }
     if (panels && lv >= KERN_AVX2) {
-        matmul_avx2(out, inp, panels, bias, T, C, OC);
+        matmul_run(panel_avx2, out, inp, panels, bias, T, C, OC);
         return 1;
     }
 #endif

@@ -64,28 +64,28 @@ static float *packed(const float *w, int C, int OC) {
     return p;
 }
 
-/* The layout kernels.h promises, element by element: (c, o) at o0·C + c·pw + (o - o0). */
+/* p holds w (C,OC) in panels: element (c, o) at o0·C + c·pw + (o - o0), as kernels.h
+ * promises. transposed: w is read as (OC, C) and p holds its transpose. */
+static void check_layout(const float *p, const float *w, int C, int OC, int transposed) {
+    for (int c = 0; c < C; c++)
+        for (int o = 0; o < OC; o++) {
+            int o0 = o / 48 * 48, pw = OC - o0 < 48 ? OC - o0 : 48;
+            size_t at = (size_t)o0 * C + (size_t)c * pw + (size_t)(o - o0);
+            size_t from = transposed ? (size_t)o * C + c : (size_t)c * OC + o;
+            ck_assert_msg(memcmp(&p[at], &w[from], sizeof(float)) == 0,
+                          "C=%d OC=%d transposed=%d: (%d, %d) not at %zu", C, OC, transposed, c,
+                          o, at);
+        }
+}
+
 START_TEST(test_pack_panels) {
     static const int shapes[][2] = {{1, 1}, {2, 7}, {3, 48}, {5, 131}, {4, 96}, {7, 49}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int C = shapes[s][0], OC = shapes[s][1];
         float *w = alloc_filled((size_t)C * OC, 9 + s), *p = packed(w, C, OC);
-        for (int c = 0; c < C; c++)
-            for (int o = 0; o < OC; o++) {
-                int o0 = o / 48 * 48, pw = OC - o0 < 48 ? OC - o0 : 48;
-                size_t at = (size_t)o0 * C + (size_t)c * pw + (size_t)(o - o0);
-                ck_assert_msg(memcmp(&p[at], &w[(size_t)c * OC + o], sizeof(float)) == 0,
-                              "C=%d OC=%d: (%d, %d) not at %zu", C, OC, c, o, at);
-            }
-        /* the transposed packing: w read as (OC, C), its transpose laid out as above */
+        check_layout(p, w, C, OC, 0);
         kern_pack_panels_t(p, w, OC, C);
-        for (int c = 0; c < C; c++)
-            for (int o = 0; o < OC; o++) {
-                int o0 = o / 48 * 48, pw = OC - o0 < 48 ? OC - o0 : 48;
-                size_t at = (size_t)o0 * C + (size_t)c * pw + (size_t)(o - o0);
-                ck_assert_msg(memcmp(&p[at], &w[(size_t)o * C + c], sizeof(float)) == 0,
-                              "transposed C=%d OC=%d: (%d, %d) not at %zu", C, OC, c, o, at);
-            }
+        check_layout(p, w, C, OC, 1);
         free(w); free(p);
     }
 }
