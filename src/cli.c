@@ -255,6 +255,9 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
         fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
         return 1;
     }
+    if (out->model.kern != KERN_PLAIN && !out->model.w.panels)
+        fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
+                        "kernels (same results, slower)\n");
     return 0;
 }
 

@@ -654,32 +654,50 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
         }
 }
 
-AVX2 static void attention_decode(float *out, float *scores, float *pattern, const float *q,
-                                  const float *kc, const float *vc, int pos, int Tt, int NH,
-                                  int hs, float div) {
-    const int C = NH * hs, nkb = (pos + 1 + 7) / 8, ng = C / 8;
+/* Scores of keys 8b .. 8b+7 (fewer at the end: none past pos is read) for every head.
+ * (Functions of their own, not code in the OpenMP region: the region is outlined into a
+ * function without the AVX2 target, which must not pass vectors around.) */
+AVX2 static void decode_scores(float *scores, const float *q, const float *kc, int b, int pos,
+                               int Tt, int NH, int hs, float div) {
+    const int C = NH * hs, t = 8 * b, m = pos + 1 - t < 8 ? pos + 1 - t : 8;
     const __m256 vdiv = _mm256_set1_ps(div);
+    for (int h = 0; h < NH; h++) {
+        const float *qh = q + (size_t)h * hs, *kb = kc + (size_t)t * C + (size_t)h * hs;
+        float *sc = scores + (size_t)h * Tt + t;
+        if (t + AD_PF + 8 <= pos + 1) /* this head's slice of rows t+8 .. t+15 */
+            for (int k = 0; k < 8; k++)
+                for (int o = 0; o < hs; o += 16)
+                    _mm_prefetch((const char *)(kb + (size_t)(AD_PF + k) * C + o), _MM_HINT_T0);
+        if (m == 8) {
+            _mm256_storeu_ps(sc, _mm256_div_ps(dot8(qh, kb, (size_t)C, hs), vdiv));
+        } else {
+            float tmp[8];
+            _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qh, kb, (size_t)C, hs, m), vdiv));
+            memcpy(sc, tmp, sizeof(float) * (size_t)m);
+        }
+    }
+}
+
+/* The outputs of the 8-column groups g0..g1-1, AD_COLS columns per pass over the rows. */
+AVX2 static void decode_columns(float *out, const float *pattern, const float *vc, int g0, int g1,
+                                int pos, int C, int hs, int Tt) {
+    float acc[AD_COLS] __attribute__((aligned(32)));
+    for (int ga = g0; ga < g1; ga += AD_COLS / 8) {
+        const int gb = g1 - ga < AD_COLS / 8 ? g1 : ga + AD_COLS / 8;
+        memset(acc, 0, sizeof(float) * 8 * (size_t)(gb - ga));
+        decode_values(acc, pattern, vc, 0, pos + 1, ga, gb, C, hs, Tt);
+        memcpy(out + 8 * ga, acc, sizeof(float) * 8 * (size_t)(gb - ga));
+    }
+}
+
+static void attention_decode(float *out, float *scores, float *pattern, const float *q,
+                             const float *kc, const float *vc, int pos, int Tt, int NH, int hs,
+                             float div) {
+    const int nkb = (pos + 1 + 7) / 8, ng = NH * hs / 8;
     OMP(omp parallel if((double)NH * Tt * hs > KERN_PAR_MIN))
     {
         OMP(omp for schedule(static))
-        for (int b = 0; b < nkb; b++) {
-            const int t = 8 * b, m = pos + 1 - t < 8 ? pos + 1 - t : 8;
-            for (int h = 0; h < NH; h++) {
-                const float *qh = q + (size_t)h * hs, *kb = kc + (size_t)t * C + (size_t)h * hs;
-                float *sc = scores + (size_t)h * Tt + t;
-                if (t + AD_PF + 8 <= pos + 1) /* this head's slice of rows t+8 .. t+15 */
-                    for (int k = 0; k < 8; k++)
-                        for (int o = 0; o < hs; o += 16)
-                            _mm_prefetch((const char *)(kb + (size_t)(AD_PF + k) * C + o), _MM_HINT_T0);
-                if (m == 8) {
-                    _mm256_storeu_ps(sc, _mm256_div_ps(dot8(qh, kb, (size_t)C, hs), vdiv));
-                } else { /* the last keys: none past pos is read */
-                    float tmp[8];
-                    _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qh, kb, (size_t)C, hs, m), vdiv));
-                    memcpy(sc, tmp, sizeof(float) * (size_t)m);
-                }
-            }
-        }
+        for (int b = 0; b < nkb; b++) decode_scores(scores, q, kc, b, pos, Tt, NH, hs, div);
         OMP(omp for schedule(static))
         for (int h = 0; h < NH; h++)
             softmax_causal_row(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
@@ -689,14 +707,8 @@ AVX2 static void attention_decode(float *out, float *scores, float *pattern, con
         const int nt = 1, me = 0;
 #endif
         /* this thread's columns: a contiguous range of 8-column groups */
-        const int g0 = (int)((long)ng * me / nt), g1 = (int)((long)ng * (me + 1) / nt);
-        float acc[AD_COLS] __attribute__((aligned(32)));
-        for (int ga = g0; ga < g1; ga += AD_COLS / 8) {
-            const int gb = g1 - ga < AD_COLS / 8 ? g1 : ga + AD_COLS / 8;
-            memset(acc, 0, sizeof(float) * 8 * (size_t)(gb - ga));
-            decode_values(acc, pattern, vc, 0, pos + 1, ga, gb, C, hs, Tt);
-            memcpy(out + 8 * ga, acc, sizeof(float) * 8 * (size_t)(gb - ga));
-        }
+        decode_columns(out, pattern, vc, (int)((long)ng * me / nt), (int)((long)ng * (me + 1) / nt),
+                       pos, NH * hs, hs, Tt);
     }
 }
 

@@ -107,10 +107,10 @@ int model_init_random(Model *m, const Config *cfg, uint64_t seed);
 /* Point the weights into an existing blob laid out by model_tensor_specs.
  * The model does not own it unless take_ownership is set. When this CPU has a
  * vector level (kern_detect), the block matrices are also copied into column panels
- * for the fast matmuls, and wteᵀ for the lm_head: (12·L·C + V)·C more floats
- * (494 MB for GPT-2 small, whose blob is 497 MB),
- * read from the blob now, so the blob must hold its final values. 0, or -1 (out of
- * memory). */
+ * for the fast matmuls, and wteᵀ for the lm_head: (12·L·C + V)·C more floats (494 MB
+ * for GPT-2 small, whose blob is 497 MB), read from the blob now, so the blob must
+ * hold its final values. Without memory for them, w.panels stays NULL and the model
+ * runs the plain matmuls: the same results, slower. 0, or -1 (out of memory). */
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
 /* A second model on src's weights and panels (not copied, not owned: src must
  * outlive it), with its own activations. 0, or -1. */

@@ -133,8 +133,9 @@ START_TEST(test_matmul_large_exact) {
         float *wp = packed(w, C, OC), *b = alloc_filled((size_t)OC, 13);
         float *y0 = alloc_filled((size_t)T * OC, 0), *y1 = alloc_filled((size_t)T * OC, 0);
         matmul_forward(y0, x, w, b, T, C, OC);
-        for (int thr = 1; thr <= 2; thr++) {
+        for (int thr = 1; thr <= 3; thr++) { /* 3: 13 panels split unevenly */
             set_threads(thr);
+            fill(y1, (size_t)T * OC, 5 + thr); /* no result left over from the last call */
             kern_matmul_forward(level(_i), y1, x, w, wp, b, T, C, OC);
             ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                           "matmul T=%d threads=%d differs", T, thr);
@@ -203,29 +204,34 @@ START_TEST(test_attention_exact) {
 }
 END_TEST
 
-/* A decode step wider than the value sums one pass holds (C = 2560 > 2048 columns on
- * one thread), over a cache long enough for the rows fetched ahead. */
+/* Decode steps wider than the value sums one pass holds (C > 2048 columns on one thread),
+ * the pass boundary on a head boundary (hs = 64) and inside a head (hs = 24), with key
+ * counts that end on a full block of 8 (p = 7, 15, 39) or not, over caches long enough for
+ * the rows fetched ahead, on 1, 2 and 3 threads (3: a split inside a head). */
 START_TEST(test_attention_decode_wide) {
-    const int NH = 40, hs = 64, C = NH * hs;
-    for (int thr = 1; thr <= 2; thr++) {
+    static const int shapes[][2] = {{40, 64}, {100, 24}}; /* NH, hs */
+    static const int ps[] = {0, 7, 15, 37, 39};
+    for (int thr = 1; thr <= 3; thr++) {
         set_threads(thr);
-        for (int p = 0; p <= 37; p += 37) {
-            const int Tt = p + 1;
-            const size_t ns = (size_t)NH * Tt;
-            float *q = alloc_filled((size_t)C, 41), *k = alloc_filled((size_t)Tt * C, 42);
-            float *v = alloc_filled((size_t)Tt * C, 43);
-            float *o0 = alloc_filled((size_t)C, 0), *o1 = alloc_filled((size_t)C, 1);
-            float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
-            float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
-            attention_forward(o0, s0, p0, q, k, v, 1, p, NH, hs);
-            kern_attention_forward(level(_i), o1, s1, p1, q, k, v, 1, p, NH, hs);
-            ck_assert_msg(memcmp(o0, o1, (size_t)C * sizeof(float)) == 0 &&
-                              memcmp(s0, s1, ns * sizeof(float)) == 0 &&
-                              memcmp(p0, p1, ns * sizeof(float)) == 0,
-                          "decode attention p=%d threads=%d differs", p, thr);
-            free(q); free(k); free(v); free(o0); free(o1);
-            free(s0); free(s1); free(p0); free(p1);
-        }
+        for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+            for (size_t pi = 0; pi < sizeof ps / sizeof *ps; pi++) {
+                const int NH = shapes[sh][0], hs = shapes[sh][1], C = NH * hs, p = ps[pi], Tt = p + 1;
+                const size_t ns = (size_t)NH * Tt;
+                float *q = alloc_filled((size_t)C, 41), *k = alloc_filled((size_t)Tt * C, 42);
+                float *v = alloc_filled((size_t)Tt * C, 43);
+                float *o0 = alloc_filled((size_t)C, 0), *o1 = alloc_filled((size_t)C, 1);
+                float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
+                float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
+                attention_forward(o0, s0, p0, q, k, v, 1, p, NH, hs);
+                kern_attention_forward(level(_i), o1, s1, p1, q, k, v, 1, p, NH, hs);
+                ck_assert_msg(memcmp(o0, o1, (size_t)C * sizeof(float)) == 0 &&
+                                  memcmp(s0, s1, ns * sizeof(float)) == 0 &&
+                                  memcmp(p0, p1, ns * sizeof(float)) == 0,
+                              "decode attention NH=%d hs=%d p=%d threads=%d differs", NH, hs, p,
+                              thr);
+                free(q); free(k); free(v); free(o0); free(o1);
+                free(s0); free(s1); free(p0); free(p1);
+            }
     }
 }
 END_TEST
