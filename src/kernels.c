@@ -648,9 +648,9 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
     for (; t < t1; t++)
         for (int g = ga; g < gb; g++) {
             float *a = acc + 8 * (g - ga);
-            const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t);
-            _mm256_store_ps(a, _mm256_add_ps(_mm256_load_ps(a),
-                                             _mm256_mul_ps(w, _mm256_loadu_ps(vc + (size_t)t * C + 8 * g))));
+            const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t),
+                         v = _mm256_loadu_ps(vc + (size_t)t * C + 8 * g);
+            _mm256_store_ps(a, _mm256_add_ps(_mm256_load_ps(a), _mm256_mul_ps(w, v)));
         }
 }
 
@@ -841,7 +841,8 @@ void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
 static int matmul_panels(KernLevel lv, float *out, const float *inp, const float *panels,
                          const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    if (panels && lv == KERN_AVX512 && T >= MM5_TR) { /* decode is memory-bound: AVX2 streams as well */
+    /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
+    if (panels && lv == KERN_AVX512 && T >= MM5_TR) {
         matmul_run(panel_avx512, out, inp, panels, bias, T, C, OC);
         return 1;
     }

@@ -326,7 +326,8 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_b, n, C, C);
+    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_b,
+                        n, C, C);
     FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
@@ -340,7 +341,8 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
     kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
     FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
-    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_b, n, 4 * C, C);
+    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_b, n,
+                        4 * C, C);
     FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
