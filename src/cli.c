@@ -268,6 +268,20 @@ void loaded_free(Loaded *l) {
     memset(l, 0, sizeof *l);
 }
 
+int cli_outdir_end(OutDir *od, int status, int close_failed) {
+    char err[512];
+    if (close_failed && status == 0) {
+        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", od->target);
+        status = 1;
+    }
+    if (status == 0 && outdir_commit(od, err, sizeof err) != 0) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 1;
+    }
+    if (status != 0) outdir_abort(od);
+    return status;
+}
+
 const char *group_digits(uint64_t v, char *buf, size_t size) {
     char raw[32];
     int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;

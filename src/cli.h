@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "outdir.h"
 #include "tokenizer.h"
 
 /* Print "kvscope: <what>: <value>" on stderr; returns 2 (bad input). */
@@ -49,6 +50,12 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out);
 void loaded_free(Loaded *l);
 
 /* 1234567 → "1,234,567". Returns buf. */
+/* The end of a command that writes its files into od: when status is 0 and they closed
+ * cleanly (close_failed 0), swap the folder in; otherwise, or when the swap fails, remove
+ * it, with the reason in one line on stderr. Returns the command's status: status, or 1
+ * when the write or the swap failed. */
+int cli_outdir_end(OutDir *od, int status, int close_failed);
+
 const char *group_digits(uint64_t v, char *buf, size_t size);
 /* Human units, binary: "24.0 KiB", "1.00 GiB". Returns buf. */
 const char *human_bytes(double bytes, char *buf, size_t size);

@@ -659,15 +659,7 @@ int cmd_batch(int argc, char **argv) {
     }
     int cl = close_csv(fd) | close_csv(fs) | close_csv(fp) | close_csv(ft) | close_csv(fm);
     if (fb) cl |= close_csv(fb);
-    if (cl && status == 0) {
-        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
-        status = 1;
-    }
-    if (status == 0 && outdir_commit(&od, err, sizeof err) != 0) {
-        fprintf(stderr, "kvscope: %s\n", err);
-        status = 1;
-    }
-    if (status != 0) outdir_abort(&od);
+    status = cli_outdir_end(&od, status, cl);
     if (status == 0) {
         int must_match = !a.no_mask;
         int ok = !must_match || worst <= BATCH_TOL;

@@ -268,16 +268,8 @@ int cmd_budget(int argc, char **argv) {
     }
     status = 0;
 done:
-    if (summary && file_close(summary) != 0 && status == 0) {
-        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", out);
-        status = 1;
-    }
-    if (status == 0 && outdir_commit(&od, err, sizeof err) != 0) {
-        fprintf(stderr, "kvscope: %s\n", err);
-        status = 1;
-    }
-    if (status != 0) outdir_abort(&od);
-    else if (!quiet) printf("wrote %s/\n", out);
+    status = cli_outdir_end(&od, status, summary && file_close(summary) != 0);
+    if (status == 0 && !quiet) printf("wrote %s/\n", out);
     loaded_free(&ld);
     return status;
 }

@@ -194,15 +194,7 @@ int cmd_run(int argc, char **argv) {
 
 done:
     status = heatmap_opts_finish(&a.heat, status);
-    if (csv_recorder_close(&rec) != 0 && status == 0) {
-        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
-        status = 1;
-    }
-    if (status == 0 && outdir_commit(&od, err, sizeof err) != 0) {
-        fprintf(stderr, "kvscope: %s\n", err);
-        status = 1;
-    }
-    if (status != 0) outdir_abort(&od);
+    status = cli_outdir_end(&od, status, csv_recorder_close(&rec) != 0);
     status = heatmap_opts_commit(&a.heat, status);
     if (status == 0 && !a.quiet) printf("wrote %s/\n", a.out);
     if (status == 0 && !a.quiet && a.heat.plots) printf("wrote %s/\n", a.heat.plots);
