@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "rng.h"
 
 Config config_default(void) {
     Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f};
@@ -73,27 +74,14 @@ size_t model_num_params(const Config *cfg) {
 }
 
 /* ---- built-in weights ---------------------------------------------------
- * PRNG: splitmix64 (Steele, Lea, Flood 2014). Tensor i of the table draws from
- * its own stream, seeded with seed ^ (0xD1B54A32D192ED03 · (i+1)), so adding a
- * layer does not change the others. A normal draw is the Irwin-Hall sum of 12
- * uniforms minus 6 (mean 0, variance 1), in double: no libm call, so the
- * weights are the same bytes on every IEEE-754 machine.
+ * PRNG: splitmix64 (rng.h). Tensor i of the table draws from its own stream,
+ * rng_stream(seed, i) = seed ^ (0xD1B54A32D192ED03 · (i+1)), so adding a layer
+ * does not change the others. A normal draw is the Irwin-Hall sum of 12 uniforms
+ * minus 6 (mean 0, variance 1), in double: no libm call, so the weights are the
+ * same bytes on every IEEE-754 machine.
  * Scales (std): wte 0.1, wpe 0.05, c_attn 0.05 (scores of a few units, so the
  * attention patterns have contrast), c_fc 0.02, both c_proj 0.02/√(2L) as in
  * GPT-2, layernorm weights 1 ± 0.05, biases 0.02 or 0.01. */
-
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double normal_draw(uint64_t *s) {
-    double a = 0.0;
-    for (int i = 0; i < 12; i++) a += (double)(splitmix64(s) >> 11) * 0x1.0p-53;
-    return a - 6.0;
-}
 
 static void scale_for(const char *name, int L, double *mean, double *std) {
     const char *leaf = strrchr(name, '.'); /* ".weight" or ".bias" */
@@ -137,35 +125,58 @@ static void point_weights(Model *m) {
     m->w.ln_f_b = p;
 }
 
+/* Panel sizes, in block order: c_attn, attn.c_proj, c_fc, mlp.c_proj, each padded to
+ * start on a 64-byte line; and wteᵀ. -1 when the sums overflow. */
+static int panel_sizes(const Config *cfg, size_t pad[4], size_t *lm, size_t *total) {
+    const size_t C = (size_t)cfg->C, L = (size_t)cfg->L, V = (size_t)cfg->V;
+    const size_t most = SIZE_MAX / sizeof(float) / 64; /* room for the sums and the padding */
+    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
+    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C};
+    size_t per = 0;
+    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 15) / 16 * 16;
+    *lm = (V * C + 15) / 16 * 16;
+    if (per > (SIZE_MAX / sizeof(float) - *lm) / L) return -1;
+    *total = L * per + *lm;
+    return 0;
+}
+
+/* Copy the blob's block matrices and wteᵀ into the panels at m->w.panels and point the
+ * weights at them. */
+static void fill_panels(Model *m) {
+    const int C = m->cfg.C;
+    size_t pad[4], lm, total;
+    (void)panel_sizes(&m->cfg, pad, &lm, &total); /* checked when the panels were allocated */
+    float *p = m->w.panels;
+    kern_pack_panels_t(p, m->w.wte, m->cfg.V, C);
+    m->w.wte_p = p;
+    p += lm;
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        kern_pack_panels(p, b->c_attn_w, C, 3 * C);
+        b->c_attn_p = p; p += pad[0];
+        kern_pack_panels(p, b->attn_proj_w, C, C);
+        b->attn_proj_p = p; p += pad[1];
+        kern_pack_panels(p, b->c_fc_w, C, 4 * C);
+        b->c_fc_p = p; p += pad[2];
+        kern_pack_panels(p, b->mlp_proj_w, 4 * C, C);
+        b->mlp_proj_p = p; p += pad[3];
+    }
+}
+
 /* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
  * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory. */
 static int pack_panels(Model *m) {
-    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
-    const size_t most = SIZE_MAX / sizeof(float) / 64; /* room for the sums and the padding */
-    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
-    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
-    size_t pad[4], per = 0;
-    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 15) / 16 * 16;
-    const size_t lm = (V * C + 15) / 16 * 16;
-    if (per > (SIZE_MAX / sizeof(float) - lm) / L) return -1;
-    float *p = aligned_alloc(64, (L * per + lm) * sizeof(float));
+    size_t pad[4], lm, total;
+    if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
+    float *p = aligned_alloc(64, total * sizeof(float));
     if (!p) return -1;
     m->w.panels = p;
-    kern_pack_panels_t(p, m->w.wte, (int)V, (int)C);
-    m->w.wte_p = p;
-    p += lm;
-    for (size_t l = 0; l < L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        kern_pack_panels(p, b->c_attn_w, (int)C, 3 * (int)C);
-        b->c_attn_p = p; p += pad[0];
-        kern_pack_panels(p, b->attn_proj_w, (int)C, (int)C);
-        b->attn_proj_p = p; p += pad[1];
-        kern_pack_panels(p, b->c_fc_w, (int)C, 4 * (int)C);
-        b->c_fc_p = p; p += pad[2];
-        kern_pack_panels(p, b->mlp_proj_w, 4 * (int)C, (int)C);
-        b->mlp_proj_p = p; p += pad[3];
-    }
+    fill_panels(m);
     return 0;
+}
+
+void model_refresh_panels(Model *m) {
+    if (m->w.panels) fill_panels(m);
 }
 
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
@@ -213,11 +224,11 @@ int model_init_random(Model *m, const Config *cfg, uint64_t seed) {
     }
     model_tensor_specs(cfg, specs);
     for (int i = 0; i < ns; i++) {
-        uint64_t s = seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(i + 1));
+        uint64_t s = rng_stream(seed, (uint64_t)i);
         double mean, std;
         scale_for(specs[i].name, cfg->L, &mean, &std);
         float *t = blob + specs[i].offset;
-        for (size_t j = 0; j < specs[i].numel; j++) t[j] = (float)(mean + std * normal_draw(&s));
+        for (size_t j = 0; j < specs[i].numel; j++) t[j] = (float)(mean + std * rng_normal(&s));
     }
     free(specs);
     if (model_init_from_blob(m, cfg, blob, 1) != 0) {

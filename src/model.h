@@ -112,6 +112,10 @@ int model_init_random(Model *m, const Config *cfg, uint64_t seed);
  * hold its final values. Without memory for them, w.panels stays NULL and the model
  * runs the plain matmuls: the same results, slower. 0, or -1 (out of memory). */
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
+/* Copy the blob into the panels again after the blob changed in place (training
+ * updates it every step), so that the fast kernels see the new weights. Nothing to do
+ * when the model runs the plain kernels (no panels). */
+void model_refresh_panels(Model *m);
 /* A second model on src's weights and panels (not copied, not owned: src must
  * outlive it), with its own activations. 0, or -1. */
 int model_init_shared(Model *m, const Model *src);
