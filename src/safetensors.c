@@ -290,6 +290,11 @@ int st_read_f32(const SafeTensors *st, const StTensor *t, float *out, char *err,
 /* ---- writer ------------------------------------------------------------ */
 
 int st_write(const char *path, const StWrite *t, size_t n, char *err, size_t errsize) {
+    return st_write_typed(path, t, NULL, n, err, errsize);
+}
+
+int st_write_typed(const char *path, const StWrite *t, const StDtype *dtype, size_t n, char *err,
+                   size_t errsize) {
     json_t *root = json_object(), *meta = json_object();
     int oom = !root || !meta;
     if (oom) json_decref(meta);
@@ -311,7 +316,8 @@ int st_write(const char *path, const StWrite *t, size_t n, char *err, size_t err
             break;
         }
         /* the _new setters take the reference even when they fail */
-        oom = json_object_set_new(e, "dtype", json_string("F32")) |
+        const char *dt = dtype && dtype[i] == ST_I32 ? "I32" : "F32";
+        oom = json_object_set_new(e, "dtype", json_string(dt)) |
               json_object_set_new(e, "shape", sh) | json_object_set_new(e, "data_offsets", of) |
               json_object_set_new(root, t[i].name, e);
     }
@@ -338,7 +344,7 @@ int st_write(const char *path, const StWrite *t, size_t n, char *err, size_t err
             size_t k = 0;
             for (; k < sizeof chunk && j < numel; k += 4, j++) {
                 uint32_t u;
-                memcpy(&u, &t[i].data[j], 4);
+                memcpy(&u, (const unsigned char *)t[i].data + 4 * j, 4); /* F32 or I32 bytes */
                 chunk[k] = (unsigned char)u, chunk[k + 1] = (unsigned char)(u >> 8);
                 chunk[k + 2] = (unsigned char)(u >> 16), chunk[k + 3] = (unsigned char)(u >> 24);
             }

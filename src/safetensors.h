@@ -83,5 +83,9 @@ typedef struct {
  * aligned. Writes path directly (callers write into a temporary folder).
  * 0, ST_NOMEM or ST_IO with a message. */
 int st_write(const char *path, const StWrite *t, size_t n, char *err, size_t errsize);
+/* As st_write, with tensor i stored as dtype[i]: ST_F32, or ST_I32 when t[i].data points
+ * at int32_t values (token ids; read as bytes, never as floats). dtype NULL: all F32. */
+int st_write_typed(const char *path, const StWrite *t, const StDtype *dtype, size_t n, char *err,
+                   size_t errsize);
 
 #endif
