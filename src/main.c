@@ -17,6 +17,7 @@ static const struct {
     {"compare", cmd_compare, "FLOPs and time per decode step with and without the cache"},
     {"batch", cmd_batch, "many sequences at once: padded cache + mask, paged cache, prefix reuse"},
     {"kvmem", cmd_kvmem, "KV-cache size of real models (GPT-2, LLaMA-2-7B, custom, GQA)"},
+    {"train", cmd_train, "train a byte-level GPT-2 on a text file (checkpoints, log, chart)"},
 };
 
 static void usage(FILE *f) {

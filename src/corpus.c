@@ -1,0 +1,151 @@
+/* corpus.c — the training text, its split, batches and n-gram baselines. */
+#include "corpus.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rng.h"
+
+int corpus_load(Corpus *c, const char *path, char *err, size_t errsize) {
+    memset(c, 0, sizeof *c);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        snprintf(err, errsize, "%s: %s", path, strerror(errno));
+        return CORPUS_BAD;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errsize, "%s: not a regular file", path);
+        return CORPUS_BAD;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errsize, "%s: %s", path, strerror(errno));
+        return CORPUS_BAD;
+    }
+    const size_t n = (size_t)st.st_size;
+    unsigned char *buf = malloc(n ? n : 1), *split = malloc(n ? n : 1);
+    if (!buf || !split) {
+        free(buf);
+        free(split);
+        fclose(f);
+        return CORPUS_NOMEM;
+    }
+    const size_t got = fread(buf, 1, n, f);
+    const int bad = ferror(f) || got != n;
+    fclose(f);
+    if (bad || n == 0) {
+        snprintf(err, errsize, "%s: %s", path, bad ? "read error" : "empty file");
+        free(buf);
+        free(split);
+        return CORPUS_BAD;
+    }
+    /* training chunks first, validation chunks after them, each in file order */
+    size_t nt = 0, nv = 0;
+    for (size_t off = 0, i = 0; off < n; off += CORPUS_CHUNK, i++)
+        if (i % CORPUS_VAL_EVERY != CORPUS_VAL_EVERY - 1) nt += n - off < CORPUS_CHUNK ? n - off : CORPUS_CHUNK;
+    for (size_t off = 0, i = 0; off < n; off += CORPUS_CHUNK, i++) {
+        const size_t len = n - off < CORPUS_CHUNK ? n - off : CORPUS_CHUNK;
+        if (i % CORPUS_VAL_EVERY == CORPUS_VAL_EVERY - 1) {
+            memcpy(split + nt + nv, buf + off, len);
+            nv += len;
+        } else {
+            memcpy(split + (off - (i / CORPUS_VAL_EVERY) * CORPUS_CHUNK), buf + off, len);
+        }
+    }
+    free(buf);
+    c->train = split;
+    c->ntrain = nt;
+    c->val = split + nt;
+    c->nval = nv;
+    c->size = n;
+    return 0;
+}
+
+void corpus_free(Corpus *c) {
+    free(c->train);
+    memset(c, 0, sizeof *c);
+}
+
+size_t corpus_val_windows(const Corpus *c, int T) {
+    return c->nval > 1 ? (c->nval - 1) / (size_t)T : 0;
+}
+
+void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int *inputs,
+                  int *targets) {
+    uint64_t s = rng_stream(seed, (uint64_t)step);
+    const size_t span = c->ntrain - (size_t)T; /* starts 0 .. ntrain − T − 1: T + 1 bytes each */
+    const int half = T / 2 > 0 ? T / 2 : 1;
+    for (int b = 0; b < B; b++) {
+        const unsigned char *x = c->train + rng_next(&s) % span;
+        int *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
+        const int rep = b >= B - nrep;
+        for (int i = 0; i < T; i++) {
+            in[i] = rep && i >= half ? in[i - half] : x[i];
+            tg[i] = rep && i + 1 >= half ? in[i + 1 - half] : x[i + 1];
+        }
+    }
+}
+
+void corpus_val_window(const Corpus *c, size_t w, int T, int *inputs, int *targets) {
+    const unsigned char *x = c->val + w * (size_t)T;
+    for (int i = 0; i < T; i++) {
+        inputs[i] = x[i];
+        targets[i] = x[i + 1];
+    }
+}
+
+/* ---- n-gram baselines ------------------------------------------------------------- */
+
+/* The context of the k bytes before p as an integer (earliest byte highest). */
+static size_t context_of(const unsigned char *p, int k) {
+    size_t ctx = 0;
+    for (int j = k; j >= 1; j--) ctx = ctx << 8 | p[-j];
+    return ctx;
+}
+
+int corpus_ngram_bits(const Corpus *c, int order, int T, double *bits, double *alpha) {
+    /* counts of every order up to `order`, for the targets that have less context */
+    uint32_t *count[3] = {NULL, NULL, NULL}, *total[3] = {NULL, NULL, NULL};
+    int rc = 0;
+    if (order < 0 || order > 2) return CORPUS_NOMEM;
+    for (int o = 0; o <= order && !rc; o++) {
+        const size_t nctx = (size_t)1 << (8 * o);
+        count[o] = calloc(nctx * CORPUS_VOCAB, sizeof(uint32_t));
+        total[o] = calloc(nctx, sizeof(uint32_t));
+        if (!count[o] || !total[o]) rc = CORPUS_NOMEM;
+        for (size_t i = (size_t)o; !rc && i < c->ntrain; i++) {
+            const size_t ctx = context_of(c->train + i, o);
+            count[o][ctx * CORPUS_VOCAB + c->train[i]]++;
+            total[o][ctx]++;
+        }
+    }
+    const size_t last = corpus_val_windows(c, T) * (size_t)T; /* targets 1 .. last */
+    static const double grid[] = {1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0};
+    *bits = INFINITY;
+    *alpha = 0.0;
+    for (size_t g = 0; !rc && g < sizeof grid / sizeof grid[0]; g++) {
+        const double a = grid[g];
+        double sum = 0.0;
+        for (size_t i = 1; i <= last; i++) {
+            const int o = i < (size_t)order ? (int)i : order;
+            const size_t ctx = context_of(c->val + i, o);
+            const double p = (count[o][ctx * CORPUS_VOCAB + c->val[i]] + a) /
+                             (total[o][ctx] + CORPUS_VOCAB * a);
+            sum -= log2(p);
+        }
+        const double b = last ? sum / (double)last : INFINITY;
+        if (b < *bits) {
+            *bits = b;
+            *alpha = a;
+        }
+    }
+    for (int o = 0; o < 3; o++) {
+        free(count[o]);
+        free(total[o]);
+    }
+    return rc;
+}

@@ -1,0 +1,205 @@
+/* train.h — GPT-2 training on the engine's own structs.
+ *
+ * The model is the engine's Model (model.h): the same Config, the same weight blob laid
+ * out by model_tensor_specs under Hugging Face's names, lm_head tied to wte. The
+ * forward pass of a batch runs the engine's kernels (kernels.h) row for row as
+ * model_forward does, so its logits are the engine's bytes; it keeps what the backward
+ * needs in TrainActs. The backward (train_ops.h, train_kernels.h) mirrors it from the
+ * loss down to the embeddings; AdamW updates the blob in place.
+ *
+ * Dimension letters: B sequences of T tokens, T = N (the context), C channels, NH
+ * heads of hs = C/NH, L layers, V = 256 byte tokens.
+ *
+ * Deterministic: every sum has a fixed order and threads split outputs, so the same
+ * corpus, options and seed give the same bytes at any thread count.
+ */
+#ifndef KVSCOPE_TRAIN_H
+#define KVSCOPE_TRAIN_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corpus.h"
+#include "model.h"
+
+typedef struct {
+    int B;              /* sequences per batch */
+    int steps;          /* optimizer steps in all */
+    float lr;           /* peak learning rate */
+    int warmup;         /* steps of linear warm-up from lr/warmup to lr */
+    float lr_final;     /* the rate at the last step, as a fraction of lr (cosine decay) */
+    float weight_decay; /* decoupled, on the 2-D weights only (wte, wpe, the matrices) */
+    float beta1, beta2, eps;
+    float clip;         /* global gradient norm clipped to this; 0: no clipping */
+    uint64_t seed;      /* initial weights and batches */
+    float repeat_share; /* share of each batch's sequences whose second half repeats the first */
+    int eval_every;     /* validation loss every this many steps, and after the last */
+} TrainOptions;
+
+TrainOptions train_options_default(void);
+/* Sequences of a batch that repeat their first half: round(repeat_share · B). */
+int train_repeats(const TrainOptions *o);
+/* The learning rate of step s (0-based): linear warm-up lr·(s+1)/warmup, then cosine
+ * from lr down to lr·lr_final at the last step. */
+float train_lr(const TrainOptions *o, int s);
+
+/* What the backward needs from the forward, and its own buffers: one allocation. */
+typedef struct {
+    float *encoded;               /* (B,T,C) wte[token] + wpe[pos]: block 0's input */
+    float *ln1, *ln1_mean, *ln1_rstd; /* (L,B,T,C), (L,B,T), (L,B,T) */
+    float *q, *k, *v;             /* (L,B,T,C) c_attn's output, split, heads side by side */
+    float *att;                   /* (L,B,NH,T,T) softmax weights, future cells 0 */
+    float *atty;                  /* (L,B,T,C) attention output */
+    float *resid2;                /* (L,B,T,C) the residual stream after attention */
+    float *ln2, *ln2_mean, *ln2_rstd; /* (L,B,T,C), (L,B,T), (L,B,T) */
+    float *fch, *fch_gelu;        /* (L,B,T,4C) c_fc's output, after GELU */
+    float *resid3;                /* (L,B,T,C) block output */
+    float *lnf, *lnf_mean, *lnf_rstd; /* (B,T,C), (B,T), (B,T) */
+    float *logits, *probs;        /* (B,T,V) */
+    float *losses;                /* (B,T) in nats */
+    /* forward scratch, reused by every layer */
+    float *qkv;                   /* (B,T,3C) c_attn's output */
+    float *proj;                  /* (B,T,C) c_proj's output */
+    float *scores;                /* (NH,T,T) one sequence's scores before softmax */
+    /* backward buffers */
+    float *dresid;                /* (B,T,C) gradient of the residual stream */
+    float *dln, *datty;           /* (B,T,C) */
+    float *dq, *dk, *dv;          /* (B,T,C) */
+    float *dqkv;                  /* (B,T,3C) */
+    float *dfch;                  /* (B,T,4C) */
+    float *dpre;                  /* (B,NH,T,T) gradient of the scores */
+    float *dlogits;               /* (B,T,V) */
+    float *scratch;               /* (nscratch, tk_attention_scratch) */
+} TrainActs;
+
+/* The backward's weights in column panels (train_kernels.h), per layer. */
+typedef struct {
+    float *c_attn_t, *attn_proj_t, *c_fc_t, *mlp_proj_t; /* each matrix transposed */
+} BlockPanels;
+
+typedef struct {
+    Model model;      /* config, parameters (model.w.blob) and the forward's panels */
+    int B, T;
+    float *grads;     /* (num_params) as the blob: grads + (p − blob) is p's gradient */
+    float *m, *v;     /* AdamW moments, the same layout */
+    TrainActs a;
+    float *acts;      /* the one allocation behind a */
+    float *panels;    /* behind bp and wte_p, or NULL (plain kernels) */
+    BlockPanels *bp;  /* (L) */
+    float *wte_p;     /* wte (V,C) in panels, for the lm_head's input gradient */
+    int *inputs, *targets; /* (B,T) the batch of the last forward */
+    TensorSpec *specs;     /* (nspecs) the blob's tensors, model_tensor_specs */
+    int nspecs;
+    KernLevel lv;     /* the training kernels' level (tk_detect) */
+    int nscratch;     /* threads the attention backward may use */
+} Trainer;
+
+/* Results of the functions below. */
+enum { TRAIN_OK = 0, TRAIN_NOMEM = -2, TRAIN_NONFINITE = -4, TRAIN_STOPPED = -5, TRAIN_IO = -3,
+       TRAIN_BAD = -1 };
+
+/* A model of shape cfg (T = cfg->N) for batches of B, with GPT-2's initialisation drawn
+ * from seed: matrices and embeddings N(0, 0.02), the two c_proj matrices N(0, 0.02/√(2L)),
+ * biases 0, layernorm weights 1 (streams as model_init_random, rng.h). 0 or TRAIN_NOMEM. */
+int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed);
+void trainer_free(Trainer *tr);
+
+/* After the blob was written from outside (a checkpoint, a test): the panels follow. */
+void trainer_weights_changed(Trainer *tr);
+/* Forward pass of a batch: inputs (B,T); with targets (B,T) the mean loss in nats is
+ * returned (and the activations kept for trainer_backward), without it 0 (logits only). */
+float trainer_forward(Trainer *tr, const int *inputs, const int *targets);
+/* The gradient of the mean loss of the last forward (with targets) into tr->grads. */
+void trainer_backward(Trainer *tr);
+/* √(Σ g²) over every parameter, summed in double in fixed chunks. */
+double trainer_grad_norm(const Trainer *tr);
+/* AdamW step t (1, 2, ...) at rate lr, then the panels follow the new weights. */
+void trainer_update(Trainer *tr, const TrainOptions *o, float lr, int t);
+
+/* One row of the training log. */
+typedef struct {
+    int step;          /* 1, 2, ...: optimizer steps done */
+    float train_loss;  /* nats, the batch's mean */
+    float val_loss;    /* nats, over the validation windows; NaN when not evaluated */
+    float lr, grad_norm; /* the rate used, the norm before clipping */
+    float tokens_per_s;  /* B·T over the step's time, evaluation left out (measured) */
+    double seconds;    /* wall clock since the run started, resumed runs included (measured) */
+} TrainLogRow;
+
+typedef struct {
+    TrainLogRow *rows;
+    int n, cap;
+} TrainLog;
+
+void train_log_free(TrainLog *log);
+
+/* Mean loss (nats) over the first `windows` validation windows (all: corpus_val_windows). */
+float trainer_eval(Trainer *tr, const Corpus *c, size_t windows);
+
+/* How train_loop reports and when it stops. */
+typedef struct {
+    const char *checkpoint;    /* file for checkpoints, or NULL */
+    int checkpoint_every;      /* steps between checkpoints (0: only when stopped) */
+    volatile sig_atomic_t *stop; /* set (Ctrl-C): checkpoint after this step and return */
+    void (*progress)(void *user, const TrainLogRow *row, int steps);
+    void *user;
+} TrainLoopCtl;
+
+/* Train from the step after the log's last row to o->steps. Returns TRAIN_OK;
+ * TRAIN_STOPPED after *stop (the checkpoint written); TRAIN_NONFINITE when a loss or
+ * gradient norm is not finite: *bad_step is that step, the parameters are those of the
+ * step before, written to the checkpoint; TRAIN_IO when a checkpoint cannot be
+ * written (err); TRAIN_NOMEM. */
+int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *log,
+               const TrainLoopCtl *ctl, int *bad_step, char *err, size_t errsize);
+
+/* ---- checkpoints ------------------------------------------------------------------
+ * A binary file: "KVSCKPT" + version byte, the shape (L, NH, C, N, V), B, the seed, the
+ * steps done, the parameters, both AdamW moments and the log so far. Written to a
+ * temporary name beside it, then renamed. */
+int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
+                          const char *path, char *err, size_t errsize);
+/* Load path into tr (built with the run's shape) and log. TRAIN_BAD with a message
+ * naming the field when the file is not a checkpoint or is of another shape, batch or
+ * seed. */
+int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
+                          char *err, size_t errsize);
+
+/* ---- the output folder --------------------------------------------------------------- */
+
+/* Bits per byte on the validation split: the model and the n-gram baselines. */
+typedef struct {
+    double model;         /* the trained model */
+    double ngram[3];      /* order 0 (unigram), 1, 2 */
+    double alpha[3];      /* their add-α smoothing */
+    size_t targets;       /* validation bytes predicted */
+} TrainEval;
+
+/* Greedy continuation of each prompt by steps bytes, with the engine. */
+typedef struct {
+    const char *prompt;
+    char *text;           /* the continuation, steps bytes (malloc'ed; may hold any byte) */
+    int len;
+} TrainSample;
+
+/* s[i].text for each of n prompts (set s[i].prompt): 0, TRAIN_NOMEM, or TRAIN_BAD when a
+ * prompt is empty or the prompt and the continuation do not fit the context. */
+int train_samples(Trainer *tr, TrainSample *s, int n, int steps);
+void train_samples_free(TrainSample *s, int n);
+
+/* Into dir (which exists): config.json and model.safetensors (hf_export), train_log.csv
+ * (step,train_loss,val_loss,lr,grad_norm: nats, deterministic), train_timing.csv
+ * (step,seconds,tokens_per_s: measured), eval.csv (model,context_bytes,bits_per_byte,
+ * smoothing) and samples.txt. TRAIN_IO with a message. */
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev,
+                const TrainSample *s, int ns, const char *dir, char *err, size_t errsize);
+
+/* The gradient of one batch for another framework to recompute: into dir (which
+ * exists) config.json and model.safetensors (the weights the gradient is taken at,
+ * hf_export) and grads.safetensors: "inputs" and "targets" (B,T) I32, "loss" (1) F32,
+ * and the gradient of every parameter under its Hugging Face name (F32). Needs a
+ * forward with targets and a backward first. TRAIN_IO or TRAIN_NOMEM with a message. */
+int train_write_grads(const Trainer *tr, float loss, const char *dir, char *err, size_t errsize);
+
+#endif

@@ -1,0 +1,321 @@
+/* train_io.c — what training reads and writes: checkpoints, the output folder, samples,
+ * and the gradients of one batch (train.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "generate.h"
+#include "hf_model.h"
+#include "outdir.h"
+#include "safetensors.h"
+#include "train.h"
+
+/* ---- checkpoints --------------------------------------------------------------------
+ * Layout, host byte order (little-endian on x86-64):
+ *   char magic[8]  "KVSCKPT" + version 1
+ *   int32 L, NH, C, N, V, B;  uint64 seed;  int32 steps_done, log_rows;  uint64 params
+ *   float params[params], adam_m[params], adam_v[params]
+ *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
+ *                double seconds }
+ * The size is checked against these counts before anything is read. */
+
+static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 1};
+enum { CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8, CKPT_ROW = 4 + 5 * 4 + 8 };
+
+typedef struct {
+    int32_t L, NH, C, N, V, B;
+    uint64_t seed;
+    int32_t steps, rows;
+    uint64_t params;
+} CkptHead;
+
+static int put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
+static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
+
+static int write_ckpt(FILE *f, const Trainer *tr, const CkptHead *h, const TrainLog *log) {
+    const size_t n = tr->model.w.num_params;
+    int bad = put(f, CKPT_MAGIC, 8) || put(f, &h->L, 4) || put(f, &h->NH, 4) || put(f, &h->C, 4) ||
+              put(f, &h->N, 4) || put(f, &h->V, 4) || put(f, &h->B, 4) || put(f, &h->seed, 8) ||
+              put(f, &h->steps, 4) || put(f, &h->rows, 4) || put(f, &h->params, 8) ||
+              put(f, tr->model.w.blob, n * 4) || put(f, tr->m, n * 4) || put(f, tr->v, n * 4);
+    for (int i = 0; i < log->n && !bad; i++) {
+        const TrainLogRow *r = &log->rows[i];
+        const int32_t step = r->step;
+        bad = put(f, &step, 4) || put(f, &r->train_loss, 4) || put(f, &r->val_loss, 4) ||
+              put(f, &r->lr, 4) || put(f, &r->grad_norm, 4) || put(f, &r->tokens_per_s, 4) ||
+              put(f, &r->seconds, 8);
+    }
+    return bad;
+}
+
+int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
+                          const char *path, char *err, size_t errsize) {
+    const Config *c = &tr->model.cfg;
+    const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B, o->seed,
+                        log->n ? log->rows[log->n - 1].step : 0, log->n,
+                        (uint64_t)tr->model.w.num_params};
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errsize, "%s: path too long", path);
+        return TRAIN_IO;
+    }
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot write: %s", tmp, strerror(errno));
+        return TRAIN_IO;
+    }
+    int bad = write_ckpt(f, tr, &h, log);
+    if (file_close(f) != 0 || bad || rename(tmp, path) != 0) {
+        snprintf(err, errsize, "%s: write failed (disk full?)", path);
+        remove(tmp);
+        return TRAIN_IO;
+    }
+    return 0;
+}
+
+/* The first field of the header that differs from this run, or NULL. */
+static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const TrainOptions *o,
+                                 char *buf, size_t size) {
+    const Config *c = &tr->model.cfg;
+    const struct { const char *name; long have, want; } f[] = {
+        {"layers", h->L, c->L}, {"heads", h->NH, c->NH}, {"dim", h->C, c->C},
+        {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].have != f[i].want) {
+            snprintf(buf, size, "--%s %ld, this run has %ld", f[i].name, f[i].have, f[i].want);
+            return buf;
+        }
+    if (h->seed != o->seed) {
+        snprintf(buf, size, "--seed %llu, this run has %llu", (unsigned long long)h->seed,
+                 (unsigned long long)o->seed);
+        return buf;
+    }
+    return NULL;
+}
+
+static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log) {
+    const size_t n = tr->model.w.num_params;
+    if (get(f, tr->model.w.blob, n * 4) || get(f, tr->m, n * 4) || get(f, tr->v, n * 4)) return -1;
+    log->n = 0;
+    for (int i = 0; i < h->rows; i++) {
+        TrainLogRow r;
+        int32_t step;
+        if (get(f, &step, 4) || get(f, &r.train_loss, 4) || get(f, &r.val_loss, 4) ||
+            get(f, &r.lr, 4) || get(f, &r.grad_norm, 4) || get(f, &r.tokens_per_s, 4) ||
+            get(f, &r.seconds, 8))
+            return -1;
+        r.step = step;
+        if (log->n == log->cap) {
+            const int cap = log->cap ? 2 * log->cap : 256;
+            TrainLogRow *p = realloc(log->rows, (size_t)cap * sizeof *p);
+            if (!p) return -2;
+            log->rows = p;
+            log->cap = cap;
+        }
+        log->rows[log->n++] = r;
+    }
+    return 0;
+}
+
+int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
+                          char *err, size_t errsize) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errsize, "%s: %s", path, strerror(errno));
+        return TRAIN_BAD;
+    }
+    char magic[8], why[160];
+    CkptHead h;
+    int rc = TRAIN_BAD;
+    if (get(f, magic, 8) || memcmp(magic, CKPT_MAGIC, 7) != 0) {
+        snprintf(err, errsize, "%s: not a kvscope checkpoint", path);
+    } else if (magic[7] != CKPT_MAGIC[7]) {
+        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d", path,
+                 magic[7], CKPT_MAGIC[7]);
+    } else if (get(f, &h.L, 4) || get(f, &h.NH, 4) || get(f, &h.C, 4) || get(f, &h.N, 4) ||
+               get(f, &h.V, 4) || get(f, &h.B, 4) || get(f, &h.seed, 8) || get(f, &h.steps, 4) ||
+               get(f, &h.rows, 4) || get(f, &h.params, 8)) {
+        snprintf(err, errsize, "%s: truncated checkpoint", path);
+    } else if (ckpt_mismatch(&h, tr, o, why, sizeof why)) {
+        snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);
+    } else if (h.params != tr->model.w.num_params || h.rows < 0 || h.steps < 0 ||
+               (h.rows > 0) != (h.steps > 0)) {
+        snprintf(err, errsize, "%s: damaged checkpoint header", path);
+    } else if (fseek(f, 0, SEEK_END) != 0 ||
+               ftell(f) != (long)(CKPT_HEAD + 12 * h.params + (uint64_t)h.rows * CKPT_ROW)) {
+        snprintf(err, errsize, "%s: checkpoint size does not match its header (truncated?)", path);
+    } else if (fseek(f, CKPT_HEAD, SEEK_SET) != 0 || (rc = read_ckpt_body(f, tr, &h, log)) != 0) {
+        if (rc == -2) rc = TRAIN_NOMEM;
+        else snprintf(err, errsize, "%s: read error", path), rc = TRAIN_BAD;
+    } else if (log->n && log->rows[log->n - 1].step != h.steps) {
+        snprintf(err, errsize, "%s: damaged checkpoint log", path);
+        rc = TRAIN_BAD;
+    }
+    fclose(f);
+    if (rc == 0) trainer_weights_changed(tr);
+    return rc;
+}
+
+/* ---- samples --------------------------------------------------------------------------- */
+
+int train_samples(Trainer *tr, TrainSample *s, int n, int steps) {
+    Generator g;
+    for (int i = 0; i < n; i++) s[i].text = NULL;
+    for (int i = 0; i < n; i++) {
+        const int T = (int)strlen(s[i].prompt);
+        int *ids = malloc((size_t)(T > 0 ? T : 1) * sizeof *ids);
+        char *text = malloc((size_t)steps + 1);
+        if (!ids || !text || generator_init(&g, &tr->model, GEN_CACHE)) {
+            free(ids);
+            free(text);
+            return TRAIN_NOMEM;
+        }
+        for (int t = 0; t < T; t++) ids[t] = (unsigned char)s[i].prompt[t];
+        int rc = T < 1 || T + steps > tr->model.cfg.N || generator_prefill(&g, ids, T, NULL);
+        int k = 0;
+        for (; !rc && k < steps; k++) {
+            const int tok = generator_argmax(&g);
+            text[k] = (char)tok;
+            if (k + 1 < steps) rc = generator_decode(&g, tok, k + 1, NULL);
+        }
+        text[k] = '\0';
+        generator_free(&g);
+        free(ids);
+        if (rc) {
+            free(text);
+            return TRAIN_BAD;
+        }
+        s[i].text = text;
+        s[i].len = k;
+    }
+    return 0;
+}
+
+void train_samples_free(TrainSample *s, int n) {
+    for (int i = 0; i < n; i++) {
+        free(s[i].text);
+        s[i].text = NULL;
+    }
+}
+
+/* ---- the output folder ------------------------------------------------------------------- */
+
+/* fopen dir/name for writing; NULL with a message. */
+static FILE *open_in(const char *dir, const char *name, char *path, size_t size, char *err,
+                     size_t errsize) {
+    if (path_join(path, size, dir, name)) {
+        snprintf(err, errsize, "%s: path too long", dir);
+        return NULL;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_in(FILE *f, const char *path, char *err, size_t errsize) {
+    if (file_close(f) == 0) return 0;
+    snprintf(err, errsize, "%s: write failed (disk full?)", path);
+    return TRAIN_IO;
+}
+
+static int write_logs(const TrainLog *log, const char *dir, char *err, size_t errsize) {
+    char path[4200];
+    FILE *f = open_in(dir, "train_log.csv", path, sizeof path, err, errsize);
+    if (!f) return TRAIN_IO;
+    fprintf(f, "step,train_loss,val_loss,lr,grad_norm\n");
+    for (int i = 0; i < log->n; i++) {
+        const TrainLogRow *r = &log->rows[i];
+        char val[32] = "";
+        if (!isnan(r->val_loss)) snprintf(val, sizeof val, "%.9g", (double)r->val_loss);
+        fprintf(f, "%d,%.9g,%s,%.9g,%.9g\n", r->step, (double)r->train_loss, val, (double)r->lr,
+                (double)r->grad_norm);
+    }
+    if (close_in(f, path, err, errsize)) return TRAIN_IO;
+    if (!(f = open_in(dir, "train_timing.csv", path, sizeof path, err, errsize))) return TRAIN_IO;
+    fprintf(f, "step,seconds,tokens_per_s\n");
+    for (int i = 0; i < log->n; i++)
+        fprintf(f, "%d,%.3f,%.0f\n", log->rows[i].step, log->rows[i].seconds,
+                (double)log->rows[i].tokens_per_s);
+    return close_in(f, path, err, errsize);
+}
+
+static int write_eval(const TrainEval *ev, int N, const char *dir, char *err, size_t errsize) {
+    char path[4200];
+    FILE *f = open_in(dir, "eval.csv", path, sizeof path, err, errsize);
+    if (!f) return TRAIN_IO;
+    fprintf(f, "model,context_bytes,bits_per_byte,smoothing\n");
+    static const char *const names[3] = {"unigram", "order1", "order2"};
+    for (int k = 0; k < 3; k++)
+        fprintf(f, "%s,%d,%.4f,add-%g\n", names[k], k, ev->ngram[k], ev->alpha[k]);
+    fprintf(f, "gpt2,0-%d,%.4f,none\n", N - 1, ev->model);
+    return close_in(f, path, err, errsize);
+}
+
+static int write_samples(const TrainSample *s, int ns, const char *dir, char *err, size_t errsize) {
+    char path[4200];
+    FILE *f = open_in(dir, "samples.txt", path, sizeof path, err, errsize);
+    if (!f) return TRAIN_IO;
+    fprintf(f, "# Greedy continuations by this model (kvscope train): the prompt, then what the\n"
+               "# model adds, byte after byte, taking the most likely byte every time.\n");
+    for (int i = 0; i < ns; i++) {
+        fprintf(f, "\n## prompt: %s\n%s", s[i].prompt, s[i].prompt);
+        fwrite(s[i].text, 1, (size_t)s[i].len, f);
+        fputc('\n', f);
+    }
+    return close_in(f, path, err, errsize);
+}
+
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev,
+                const TrainSample *s, int ns, const char *dir, char *err, size_t errsize) {
+    int rc = hf_export(&tr->model, dir, err, errsize);
+    if (rc) {
+        if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", dir);
+        return TRAIN_IO;
+    }
+    if (write_logs(log, dir, err, errsize) || write_eval(ev, tr->T, dir, err, errsize) ||
+        write_samples(s, ns, dir, err, errsize))
+        return TRAIN_IO;
+    return 0;
+}
+
+int train_write_grads(const Trainer *tr, float loss, const char *dir, char *err, size_t errsize) {
+    char path[4200];
+    int rc = hf_export(&tr->model, dir, err, errsize);
+    if (rc) {
+        if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", dir);
+        return rc == HF_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
+    }
+    const size_t n = (size_t)tr->nspecs + 3;
+    StWrite *w = calloc(n, sizeof *w);
+    StDtype *dt = calloc(n, sizeof *dt);
+    if (!w || !dt) {
+        free(w);
+        free(dt);
+        return TRAIN_NOMEM;
+    }
+    const size_t B = (size_t)tr->B, T = (size_t)tr->T;
+    /* the token ids go in as int32 bytes (st_write_typed reads them as bytes) */
+    w[0] = (StWrite){"inputs", 2, {B, T}, (const float *)(const void *)tr->inputs};
+    w[1] = (StWrite){"targets", 2, {B, T}, (const float *)(const void *)tr->targets};
+    w[2] = (StWrite){"loss", 1, {1}, &loss};
+    dt[0] = dt[1] = ST_I32;
+    dt[2] = ST_F32;
+    for (int i = 0; i < tr->nspecs; i++) {
+        const TensorSpec *sp = &tr->specs[i];
+        w[3 + i] = (StWrite){sp->name, sp->ndim, {sp->shape[0], sp->shape[1]}, tr->grads + sp->offset};
+        dt[3 + i] = ST_F32;
+    }
+    if (path_join(path, sizeof path, dir, "grads.safetensors")) {
+        snprintf(err, errsize, "%s: path too long", dir);
+        rc = ST_IO;
+    } else {
+        rc = st_write_typed(path, w, dt, n, err, errsize);
+    }
+    free(w);
+    free(dt);
+    return rc == 0 ? 0 : rc == ST_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
+}

@@ -1,0 +1,342 @@
+/* train_kernels_simd.h — the vector code of train_kernels.c, written once for two widths.
+ *
+ * Not a header to include elsewhere: train_kernels.c includes it twice, once for
+ * AVX-512F (TK_W 16) and once for AVX2 + FMA (TK_W 8), after defining
+ *   TK_SUFFIX  the name suffix (_512, _avx2)     TK_TARGET  the target attribute string
+ *   TK_W       floats per vector                 TK_V       the vector type
+ *   TK_MR      rows of a matmul tile             TK_NV      vectors across a tile
+ *   TK_ZERO() TK_LOAD(p) TK_STORE(p, x) TK_SET1(x) TK_FMA(a, b, c) = a·b + c, rounded once
+ *   TK_ADD(a, b) TK_SUB(a, b) TK_MUL(a, b) TK_DIV(a, b)
+ * Every element is summed as its plain twin in train_ops.c sums it; columns left over
+ * when a width is not a multiple of TK_W go through the same fmaf loop, scalar.
+ */
+
+#define TK_CAT2(a, b) a##b
+#define TK_CAT(a, b) TK_CAT2(a, b)
+#define TKF(name) TK_CAT(name, TK_SUFFIX)
+#define TK_FN __attribute__((target(TK_TARGET))) static
+#define TK_INLINE __attribute__((target(TK_TARGET), always_inline)) static inline
+
+/* ---- out (T,N) = a (T,K) · W (K,N), W in column panels ------------------------------
+ * A panel holds pw ≤ KERN_PANEL columns, K rows of pw floats. Per element, as
+ * matmul_backward's dinp: s = 0, then s = fma(a[t][k], W[k][n], s) for k = 0, 1, ...
+ * The sums run over K in blocks of TK_KC panel rows (L1-sized); between blocks the
+ * partial sums wait in out, as floats: the values a register would hold. */
+
+/* Every accumulator of a tile to 0 (rows a partial tile does not use included, so that
+ * none is read uninitialized; with a full tile the compiler drops the stores). */
+TK_INLINE void TKF(zero_tile)(TK_V acc[TK_MR][TK_NV]) {
+#pragma GCC unroll 8
+    for (int r = 0; r < TK_MR; r++)
+#pragma GCC unroll 3
+        for (int u = 0; u < TK_NV; u++) acc[r][u] = TK_ZERO();
+}
+
+/* Rows 0..R-1 of a (row stride K, at column k0 of the block), the nv vectors of panel
+ * columns c0.. of blk (the block's kc rows, row stride pw), into out (row stride N, at
+ * the panel's column c0). first: the block starts the sums at 0, else at out. */
+TK_INLINE void TKF(mm_tile)(float *out, const float *a, const float *blk, int pw, int R, int nv,
+                            int K, int N, int kc, int first) {
+    TK_V acc[TK_MR][TK_NV];
+    TKF(zero_tile)(acc);
+    if (!first)
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+            for (int u = 0; u < nv; u++) acc[r][u] = TK_LOAD(out + (size_t)r * N + u * TK_W);
+    for (int k = 0; k < kc; k++) {
+        const float *wr = blk + (size_t)k * pw;
+        TK_V w[TK_NV];
+#pragma GCC unroll 3
+        for (int u = 0; u < nv; u++) w[u] = TK_LOAD(wr + u * TK_W);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const TK_V x = TK_SET1(a[(size_t)r * K + k]);
+#pragma GCC unroll 3
+            for (int u = 0; u < nv; u++) acc[r][u] = TK_FMA(x, w[u], acc[r][u]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int u = 0; u < nv; u++) TK_STORE(out + (size_t)r * N + u * TK_W, acc[r][u]);
+}
+
+/* The full tile with constant sizes, so that the accumulators stay in registers. */
+TK_FN void TKF(mm_tile_full)(float *out, const float *a, const float *blk, int pw, int K, int N,
+                             int kc, int first) {
+    TKF(mm_tile)(out, a, blk, pw, TK_MR, TK_NV, K, N, kc, first);
+}
+TK_FN void TKF(mm_tile_any)(float *out, const float *a, const float *blk, int pw, int R, int nv,
+                            int K, int N, int kc, int first) {
+    TKF(mm_tile)(out, a, blk, pw, R, nv, K, N, kc, first);
+}
+
+/* Rows t0..t1-1 against one panel pan (pw columns, output columns o0..o0+pw-1). */
+TK_FN void TKF(mm_panel)(float *out, const float *a, const float *pan, int pw, int o0, int t0,
+                         int t1, int K, int N) {
+    const int span = TK_NV * TK_W;
+    for (int k0 = 0; k0 < K; k0 += TK_KC) {
+        const int kc = K - k0 < TK_KC ? K - k0 : TK_KC, first = k0 == 0;
+        const float *blk = pan + (size_t)k0 * pw;
+        for (int c0 = 0; c0 < pw - pw % TK_W; c0 += span) {
+            const int nv = (pw - c0) / TK_W < TK_NV ? (pw - c0) / TK_W : TK_NV;
+            int t = t0;
+            if (nv == TK_NV)
+                for (; t + TK_MR <= t1; t += TK_MR)
+                    TKF(mm_tile_full)(out + (size_t)t * N + o0 + c0, a + (size_t)t * K + k0,
+                                      blk + c0, pw, K, N, kc, first);
+            for (; t < t1; t += TK_MR)
+                TKF(mm_tile_any)(out + (size_t)t * N + o0 + c0, a + (size_t)t * K + k0, blk + c0,
+                                 pw, t1 - t < TK_MR ? t1 - t : TK_MR, nv, K, N, kc, first);
+        }
+        for (int c = pw - pw % TK_W; c < pw; c++) /* columns past the last full vector */
+            for (int t = t0; t < t1; t++) {
+                float *y = out + (size_t)t * N + o0 + c;
+                const float *x = a + (size_t)t * K + k0;
+                float s = first ? 0.0f : *y;
+                for (int k = 0; k < kc; k++) s = fmaf(x[k], blk[(size_t)k * pw + c], s);
+                *y = s;
+            }
+    }
+}
+
+/* ---- dw (K,N) += aᵀ (K,T) · b (T,N) -----------------------------------------------------
+ * Per element, as matmul_backward's dweight: dw = fma(a[t][k], b[t][n], dw) for
+ * t = 0, 1, ...; the rows of T come in blocks of TK_TB, which stay in L1 while every
+ * row tile of the task passes by. */
+
+/* dw rows 0..R-1 (row stride N, at the tile's column), nv vectors of columns, over
+ * the tb rows of a (row stride K, at the tile's first row k) and b (row stride N). */
+TK_INLINE void TKF(tn_tile)(float *dw, const float *a, const float *b, int R, int nv, int K, int N,
+                            int tb) {
+    TK_V acc[TK_MR][TK_NV];
+    TKF(zero_tile)(acc);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int u = 0; u < nv; u++) acc[r][u] = TK_LOAD(dw + (size_t)r * N + u * TK_W);
+    for (int t = 0; t < tb; t++) {
+        const float *br = b + (size_t)t * N, *ar = a + (size_t)t * K;
+        TK_V y[TK_NV];
+#pragma GCC unroll 3
+        for (int u = 0; u < nv; u++) y[u] = TK_LOAD(br + u * TK_W);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const TK_V x = TK_SET1(ar[r]);
+#pragma GCC unroll 3
+            for (int u = 0; u < nv; u++) acc[r][u] = TK_FMA(x, y[u], acc[r][u]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int u = 0; u < nv; u++) TK_STORE(dw + (size_t)r * N + u * TK_W, acc[r][u]);
+}
+
+TK_FN void TKF(tn_tile_full)(float *dw, const float *a, const float *b, int K, int N, int tb) {
+    TKF(tn_tile)(dw, a, b, TK_MR, TK_NV, K, N, tb);
+}
+TK_FN void TKF(tn_tile_any)(float *dw, const float *a, const float *b, int R, int nv, int K, int N,
+                            int tb) {
+    TKF(tn_tile)(dw, a, b, R, nv, K, N, tb);
+}
+
+/* dw rows k0..k1-1, columns n0..n1-1, over all T rows. */
+TK_FN void TKF(tn_block)(float *dw, const float *a, const float *b, int k0, int k1, int n0, int n1,
+                         int T, int K, int N) {
+    const int span = TK_NV * TK_W, w = n1 - n0, wv = w - w % TK_W;
+    for (int t0 = 0; t0 < T; t0 += TK_TB) {
+        const int tb = T - t0 < TK_TB ? T - t0 : TK_TB;
+        const float *at = a + (size_t)t0 * K, *bt = b + (size_t)t0 * N;
+        for (int c0 = 0; c0 < wv; c0 += span) {
+            const int nv = (wv - c0) / TK_W < TK_NV ? (wv - c0) / TK_W : TK_NV, n = n0 + c0;
+            int k = k0;
+            if (nv == TK_NV)
+                for (; k + TK_MR <= k1; k += TK_MR)
+                    TKF(tn_tile_full)(dw + (size_t)k * N + n, at + k, bt + n, K, N, tb);
+            for (; k < k1; k += TK_MR)
+                TKF(tn_tile_any)(dw + (size_t)k * N + n, at + k, bt + n,
+                                 k1 - k < TK_MR ? k1 - k : TK_MR, nv, K, N, tb);
+        }
+        for (int n = n0 + wv; n < n1; n++) /* columns past the last full vector */
+            for (int k = k0; k < k1; k++) {
+                float s = dw[(size_t)k * N + n];
+                for (int t = 0; t < tb; t++) s = fmaf(at[(size_t)t * K + k], bt[(size_t)t * N + n], s);
+                dw[(size_t)k * N + n] = s;
+            }
+    }
+}
+
+/* db[n] += Σ_t d[t][n] for columns n0..n1-1, t in order. */
+TK_FN void TKF(colsum)(float *db, const float *d, int T, int N, int n0, int n1) {
+    int n = n0;
+    for (; n + TK_W <= n1; n += TK_W) {
+        TK_V acc = TK_LOAD(db + n);
+        for (int t = 0; t < T; t++) acc = TK_ADD(acc, TK_LOAD(d + (size_t)t * N + n));
+        TK_STORE(db + n, acc);
+    }
+    for (; n < n1; n++) {
+        float s = db[n];
+        for (int t = 0; t < T; t++) s += d[(size_t)t * N + n];
+        db[n] = s;
+    }
+}
+
+/* ---- attention backward, one sequence and one head -------------------------------------
+ * As attention_head_backward in train_ops.c. Tiles may add terms whose weight is an
+ * exact zero (a future cell of att or dpre): acc + 0·x = acc, so the bits do not change.
+ * Needs hs a multiple of 2·TK_W. scratch: hs·Tp + Tp floats, Tp = T rounded up to
+ * TRAIN_LANES. */
+
+/* row (the datt of query i) = dout_i · v_j for j = 0 .. (i rounded up to TRAIN_LANES),
+ * lanes across keys: vt holds vᵀ (hs rows of Tp, zeros past T). The keys past i are
+ * computed too, so that every lane the softmax reads holds a finite number. */
+TK_INLINE void TKF(att_datt_row)(float *row, const float *dy, const float *vt, int i, int hs,
+                                 int Tp) {
+    const int nb = (i / TRAIN_LANES + 1) * (TRAIN_LANES / TK_W);
+    int b0 = 0;
+    for (; b0 + 4 <= nb; b0 += 4) {
+        TK_V a0 = TK_ZERO(), a1 = a0, a2 = a0, a3 = a0;
+        const float *c = vt + (size_t)b0 * TK_W;
+        for (int d = 0; d < hs; d++) {
+            const TK_V x = TK_SET1(dy[d]);
+            const float *cd = c + (size_t)d * Tp;
+            a0 = TK_FMA(x, TK_LOAD(cd), a0);
+            a1 = TK_FMA(x, TK_LOAD(cd + TK_W), a1);
+            a2 = TK_FMA(x, TK_LOAD(cd + 2 * TK_W), a2);
+            a3 = TK_FMA(x, TK_LOAD(cd + 3 * TK_W), a3);
+        }
+        TK_STORE(row + (size_t)b0 * TK_W, a0);
+        TK_STORE(row + (size_t)(b0 + 1) * TK_W, a1);
+        TK_STORE(row + (size_t)(b0 + 2) * TK_W, a2);
+        TK_STORE(row + (size_t)(b0 + 3) * TK_W, a3);
+    }
+    for (; b0 < nb; b0++) {
+        TK_V a0 = TK_ZERO();
+        for (int d = 0; d < hs; d++)
+            a0 = TK_FMA(TK_SET1(dy[d]), TK_LOAD(vt + (size_t)d * Tp + (size_t)b0 * TK_W), a0);
+        TK_STORE(row + (size_t)b0 * TK_W, a0);
+    }
+}
+
+/* dpre (T) of query i from its datt row and att row (T), as softmax_row_backward. */
+TK_INLINE void TKF(att_softmax_row)(float *dpre, const float *row, const float *att, int i, int T,
+                                    float s) {
+    enum { NP = TRAIN_LANES / TK_W };
+    TK_V part[NP];
+    for (int u = 0; u < NP; u++) part[u] = TK_ZERO();
+    const int ng = i / TRAIN_LANES + 1;
+    for (int g = 0; g < ng; g++) {
+        const int j = g * TRAIN_LANES;
+        float pad[TRAIN_LANES] = {0};
+        const float *a = att + j;
+        if (j + TRAIN_LANES > T) { /* the row ends inside this group: zeros after it */
+            memcpy(pad, a, sizeof(float) * (size_t)(T - j));
+            a = pad;
+        }
+        for (int u = 0; u < NP; u++)
+            part[u] = TK_FMA(TK_LOAD(a + u * TK_W), TK_LOAD(row + j + u * TK_W), part[u]);
+    }
+    float lanes[TRAIN_LANES];
+    for (int u = 0; u < NP; u++) TK_STORE(lanes + u * TK_W, part[u]);
+    float dot = 0.0f;
+    for (int l = 0; l < TRAIN_LANES; l++) dot += lanes[l];
+    const TK_V vdot = TK_SET1(dot), vs = TK_SET1(s);
+    int j = 0;
+    for (; j + TK_W <= i + 1; j += TK_W)
+        TK_STORE(dpre + j, TK_DIV(TK_MUL(TK_LOAD(att + j), TK_SUB(TK_LOAD(row + j), vdot)), vs));
+    for (; j <= i; j++) dpre[j] = att[j] * (row[j] - dot) / s;
+    for (; j < T; j++) dpre[j] = 0.0f;
+}
+
+/* dq rows i0..i0+R-1, columns d0..d0+2·TK_W-1: Σ_j dpre[i][j]·k_j for j ≤ i0+R-1. */
+TK_INLINE void TKF(att_dq_tile)(float *dq, const float *dpre, const float *k, int i0, int R, int T,
+                                int C) {
+    TK_V acc[TK_MRQ][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < TK_MRQ; r++) acc[r][0] = acc[r][1] = TK_ZERO();
+    const int jend = i0 + R;
+    for (int j = 0; j < jend; j++) {
+        const TK_V k0 = TK_LOAD(k + (size_t)j * C), k1 = TK_LOAD(k + (size_t)j * C + TK_W);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const TK_V x = TK_SET1(dpre[(size_t)(i0 + r) * T + j]);
+            acc[r][0] = TK_FMA(x, k0, acc[r][0]);
+            acc[r][1] = TK_FMA(x, k1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        TK_STORE(dq + (size_t)(i0 + r) * C, acc[r][0]);
+        TK_STORE(dq + (size_t)(i0 + r) * C + TK_W, acc[r][1]);
+    }
+}
+
+/* dk and dv rows j0..j0+R-1, columns d0..d0+2·TK_W-1: sums over i = j0 .. T-1. */
+TK_INLINE void TKF(att_dkv_tile)(float *dk, float *dv, const float *dpre, const float *att,
+                                 const float *q, const float *dout, int j0, int R, int T, int C) {
+    TK_V ak[TK_MRK][2], av[TK_MRK][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < TK_MRK; r++) ak[r][0] = ak[r][1] = av[r][0] = av[r][1] = TK_ZERO();
+    for (int i = j0; i < T; i++) {
+        const float *qi = q + (size_t)i * C, *yi = dout + (size_t)i * C;
+        const float *pi = dpre + (size_t)i * T + j0, *wi = att + (size_t)i * T + j0;
+        const TK_V q0 = TK_LOAD(qi), q1 = TK_LOAD(qi + TK_W);
+        const TK_V y0 = TK_LOAD(yi), y1 = TK_LOAD(yi + TK_W);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const TK_V a = TK_SET1(pi[r]), w = TK_SET1(wi[r]);
+            ak[r][0] = TK_FMA(a, q0, ak[r][0]);
+            ak[r][1] = TK_FMA(a, q1, ak[r][1]);
+            av[r][0] = TK_FMA(w, y0, av[r][0]);
+            av[r][1] = TK_FMA(w, y1, av[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++) {
+        TK_STORE(dk + (size_t)(j0 + r) * C, ak[r][0]);
+        TK_STORE(dk + (size_t)(j0 + r) * C + TK_W, ak[r][1]);
+        TK_STORE(dv + (size_t)(j0 + r) * C, av[r][0]);
+        TK_STORE(dv + (size_t)(j0 + r) * C + TK_W, av[r][1]);
+    }
+}
+
+TK_FN void TKF(att_dq_full)(float *dq, const float *dpre, const float *k, int i0, int T, int C) {
+    TKF(att_dq_tile)(dq, dpre, k, i0, TK_MRQ, T, C);
+}
+TK_FN void TKF(att_dkv_full)(float *dk, float *dv, const float *dpre, const float *att,
+                             const float *q, const float *dout, int j0, int T, int C) {
+    TKF(att_dkv_tile)(dk, dv, dpre, att, q, dout, j0, TK_MRK, T, C);
+}
+
+/* One sequence, one head: pointers at the head's first column (rows C apart), att and
+ * dpre at the head's (T,T) block. */
+TK_FN void TKF(att_head)(float *dq, float *dk, float *dv, float *dpre, const float *dout,
+                         const float *q, const float *k, const float *v, const float *att, int T,
+                         int C, int hs, float s, float *scratch) {
+    const int Tp = (T + TRAIN_LANES - 1) / TRAIN_LANES * TRAIN_LANES;
+    float *vt = scratch, *row = scratch + (size_t)hs * Tp;
+    for (int d = 0; d < hs; d++) {
+        float *vd = vt + (size_t)d * Tp;
+        for (int j = 0; j < T; j++) vd[j] = v[(size_t)j * C + d];
+        for (int j = T; j < Tp; j++) vd[j] = 0.0f;
+    }
+    for (int i = 0; i < T; i++) {
+        TKF(att_datt_row)(row, dout + (size_t)i * C, vt, i, hs, Tp);
+        TKF(att_softmax_row)(dpre + (size_t)i * T, row, att + (size_t)i * T, i, T, s);
+    }
+    for (int d0 = 0; d0 < hs; d0 += 2 * TK_W) {
+        int i0 = 0;
+        for (; i0 + TK_MRQ <= T; i0 += TK_MRQ) TKF(att_dq_full)(dq + d0, dpre, k + d0, i0, T, C);
+        if (i0 < T) TKF(att_dq_tile)(dq + d0, dpre, k + d0, i0, T - i0, T, C);
+        int j0 = 0;
+        for (; j0 + TK_MRK <= T; j0 += TK_MRK)
+            TKF(att_dkv_full)(dk + d0, dv + d0, dpre, att, q + d0, dout + d0, j0, T, C);
+        if (j0 < T) TKF(att_dkv_tile)(dk + d0, dv + d0, dpre, att, q + d0, dout + d0, j0, T - j0, T, C);
+    }
+}
+
+#undef TK_FN
+#undef TK_INLINE
+#undef TKF

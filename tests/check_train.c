@@ -1,0 +1,625 @@
+/* check_train.c — the trainer (train.h) and `kvscope train`:
+ *   - the training forward gives the engine's logits, bit for bit;
+ *   - the whole model's gradient against central differences of a double reference;
+ *   - one batch over-fitted below a loss of 0.05; weight decay on the 2-D tensors only;
+ *   - 1 and 2 threads, and a run resumed from a checkpoint, give the same bytes;
+ *   - the command: its files, Ctrl-C, --resume, --grads-out, and bad input. */
+#include <check.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "corpus.h"
+#include "generate.h"
+#include "outdir.h"
+#include "rng.h"
+#include "safetensors.h"
+#include "testutil.h"
+#include "train.h"
+
+static void random_tokens(int *t, size_t n, uint64_t seed, int V) {
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) t[i] = (int)(rng_next(&s) % (uint64_t)V);
+}
+
+/* Every weight drawn again at a scale where the model is far from linear. */
+static void shake_weights(Trainer *tr, uint64_t seed) {
+    uint64_t s = seed;
+    for (int i = 0; i < tr->nspecs; i++) {
+        const TensorSpec *sp = &tr->specs[i];
+        const int is_ln_w = strstr(sp->name, "ln_") && strstr(sp->name, ".weight");
+        float *p = tr->model.w.blob + sp->offset;
+        for (size_t j = 0; j < sp->numel; j++)
+            p[j] = (float)((is_ln_w ? 1.0 : 0.0) + (sp->ndim == 2 ? 0.3 : 0.1) * rng_normal(&s));
+    }
+    trainer_weights_changed(tr);
+}
+
+/* ---- the forward is the engine's ------------------------------------------------------- */
+
+START_TEST(test_forward_equals_engine) {
+    Config cfg = tiny_config(2, 4, 32, 24, 256);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 2, 5), 0);
+    shake_weights(&tr, 6);
+    int in[48];
+    random_tokens(in, 48, 7, 256);
+    trainer_forward(&tr, in, NULL);
+    Generator g;
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 24; t++) {
+            ck_assert_int_eq(generator_init(&g, &tr.model, GEN_CACHE), 0);
+            ck_assert_int_eq(generator_prefill(&g, in + b * 24, t + 1, NULL), 0);
+            const float *row = tr.a.logits + ((size_t)b * 24 + t) * 256;
+            ck_assert_msg(memcmp(row, g.logits, 256 * sizeof(float)) == 0,
+                          "sequence %d position %d: training logits differ from kvscope run's", b, t);
+            generator_free(&g);
+        }
+    trainer_free(&tr);
+}
+END_TEST
+
+/* ---- the model's gradient against finite differences -------------------------------------- */
+
+static void ref_ln(double *y, const double *x, const double *w, const double *b, int C) {
+    double m = 0, v = 0;
+    for (int i = 0; i < C; i++) m += x[i];
+    m /= C;
+    for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
+    v /= C;
+    for (int i = 0; i < C; i++) y[i] = (x[i] - m) / sqrt(v + 1e-5) * w[i] + b[i];
+}
+
+static void ref_linear(double *y, const double *x, const double *W, const double *b, int IN, int OC) {
+    for (int o = 0; o < OC; o++) {
+        double s = b[o];
+        for (int i = 0; i < IN; i++) s += x[i] * W[(size_t)i * OC + o];
+        y[o] = s;
+    }
+}
+
+typedef struct { const Config *cfg; const TensorSpec *sp; double *w; const int *in, *tg; int B; } RefModel;
+
+/* One sequence's attention block, in place on x (T, C). */
+static void ref_attention(const RefModel *r, int l, double *x, double *tmp, double *qkv) {
+    const int C = r->cfg->C, T = r->cfg->N, NH = r->cfg->NH, hs = C / NH;
+#define P(j) (r->w + r->sp[2 + 12 * l + (j)].offset)
+    for (int t = 0; t < T; t++) {
+        ref_ln(tmp, x + t * C, P(0), P(1), C);
+        ref_linear(qkv + (size_t)t * 3 * C, tmp, P(2), P(3), C, 3 * C);
+    }
+    double y[64], att[64], o[64];
+    for (int t = 0; t < T; t++) {
+        for (int h = 0; h < NH; h++) {
+            double mx = -INFINITY, sum = 0;
+            for (int u = 0; u <= t; u++) {
+                double s = 0;
+                for (int d = 0; d < hs; d++)
+                    s += qkv[(size_t)t * 3 * C + h * hs + d] * qkv[(size_t)u * 3 * C + C + h * hs + d];
+                att[u] = s / sqrt((double)hs);
+                mx = fmax(mx, att[u]);
+            }
+            for (int u = 0; u <= t; u++) sum += att[u] = exp(att[u] - mx);
+            for (int d = 0; d < hs; d++) {
+                double acc = 0;
+                for (int u = 0; u <= t; u++) acc += att[u] / sum * qkv[(size_t)u * 3 * C + 2 * C + h * hs + d];
+                y[h * hs + d] = acc;
+            }
+        }
+        ref_linear(o, y, P(4), P(5), C, C);
+        for (int i = 0; i < C; i++) tmp[(size_t)(T + t) * C + i] = o[i]; /* added after all rows */
+    }
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < C; i++) x[t * C + i] += tmp[(size_t)(T + t) * C + i];
+}
+
+static void ref_mlp(const RefModel *r, int l, double *x, double *tmp) {
+    const int C = r->cfg->C, T = r->cfg->N;
+    double h[256], o[64];
+    const double k = sqrt(2 / 3.14159265358979323846);
+    for (int t = 0; t < T; t++) {
+        ref_ln(tmp, x + t * C, P(6), P(7), C);
+        ref_linear(h, tmp, P(8), P(9), C, 4 * C);
+        for (int i = 0; i < 4 * C; i++) h[i] = 0.5 * h[i] * (1 + tanh(k * (h[i] + 0.044715 * h[i] * h[i] * h[i])));
+        ref_linear(o, h, P(10), P(11), 4 * C, C);
+        for (int i = 0; i < C; i++) x[t * C + i] += o[i];
+    }
+#undef P
+}
+
+/* The mean cross-entropy of the batch, in double. */
+static double ref_loss(const void *p) {
+    const RefModel *r = p;
+    const Config *c = r->cfg;
+    const int C = c->C, T = c->N, V = c->V, L = c->L;
+    double x[64 * 16], tmp[2 * 64 * 16], qkv[3 * 64 * 16], ln[64], total = 0;
+    const double *wte = r->w + r->sp[0].offset, *wpe = r->w + r->sp[1].offset;
+    for (int b = 0; b < r->B; b++) {
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < C; i++) x[t * C + i] = wte[(size_t)r->in[b * T + t] * C + i] + wpe[t * C + i];
+        for (int l = 0; l < L; l++) {
+            ref_attention(r, l, x, tmp, qkv);
+            ref_mlp(r, l, x, tmp);
+        }
+        for (int t = 0; t < T; t++) {
+            ref_ln(ln, x + t * C, r->w + r->sp[2 + 12 * L].offset, r->w + r->sp[3 + 12 * L].offset, C);
+            double mx = -INFINITY, sum = 0, lt = 0;
+            for (int v = 0; v < V; v++) {
+                double s = 0;
+                for (int i = 0; i < C; i++) s += ln[i] * wte[(size_t)v * C + i];
+                mx = fmax(mx, s);
+                if (v == r->tg[b * T + t]) lt = s;
+                tmp[v] = s;
+            }
+            for (int v = 0; v < V; v++) sum += exp(tmp[v] - mx);
+            total += log(sum) + mx - lt;
+        }
+    }
+    return total / (r->B * T);
+}
+
+START_TEST(test_model_gradient_fd) {
+    Config cfg = tiny_config(2, 2, 8, 6, 20);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 2, 11), 0);
+    shake_weights(&tr, 12);
+    int in[12], tg[12];
+    random_tokens(in, 12, 13, 20);
+    random_tokens(tg, 12, 14, 20);
+    const float loss = trainer_forward(&tr, in, tg);
+    trainer_backward(&tr);
+    double *w = malloc(tr.model.w.num_params * sizeof *w);
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < tr.model.w.num_params; i++) w[i] = tr.model.w.blob[i];
+    RefModel r = {&cfg, tr.specs, w, in, tg, 2};
+    ck_assert_msg(fabs(ref_loss(&r) - loss) < 1e-5, "loss %.9g, reference %.9g", (double)loss, ref_loss(&r));
+    uint64_t s = 15;
+    for (int i = 0; i < tr.nspecs; i++) { /* a few entries of every tensor */
+        const TensorSpec *sp = &tr.specs[i];
+        const float *g = tr.grads + sp->offset;
+        double scale = 1e-30, worst = 0;
+        for (size_t j = 0; j < sp->numel; j++) scale = fmax(scale, fabs(g[j]));
+        const size_t pick[5] = {0, sp->numel / 3, sp->numel - 1, rng_next(&s) % sp->numel,
+                                rng_next(&s) % sp->numel};
+        for (int k = 0; k < 5; k++) {
+            double *x = w + sp->offset + pick[k], keep = *x, h = 1e-5;
+            *x = keep + h;
+            const double lp = ref_loss(&r);
+            *x = keep - h;
+            const double lm = ref_loss(&r);
+            *x = keep;
+            worst = fmax(worst, fabs(g[pick[k]] - (lp - lm) / (2 * h)));
+        }
+        ck_assert_msg(worst / scale <= 1e-3, "%s: worst relative difference %.3g", sp->name, worst / scale);
+    }
+    free(w);
+    trainer_free(&tr);
+}
+END_TEST
+
+/* ---- optimisation --------------------------------------------------------------------------- */
+
+START_TEST(test_overfit_one_batch) {
+    Config cfg = tiny_config(2, 2, 32, 16, 256);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 2, 21), 0);
+    TrainOptions o = train_options_default();
+    o.B = 2, o.steps = 150, o.lr = 1e-2f, o.warmup = 10, o.weight_decay = 0.0f;
+    int in[32], tg[32];
+    random_tokens(in, 32, 22, 256);
+    random_tokens(tg, 32, 23, 256);
+    float loss = 0;
+    for (int s = 0; s < o.steps; s++) {
+        loss = trainer_forward(&tr, in, tg);
+        trainer_backward(&tr);
+        trainer_update(&tr, &o, train_lr(&o, s), s + 1);
+    }
+    loss = trainer_forward(&tr, in, tg);
+    ck_assert_msg(loss < 0.05f, "loss after %d steps on one batch: %.4f (from ln 256 = 5.545)", o.steps,
+                  (double)loss);
+    trainer_free(&tr);
+}
+END_TEST
+
+/* With zero gradients AdamW only decays: the 2-D tensors by (1 − lr·wd), nothing else. */
+START_TEST(test_decay_2d_only) {
+    Config cfg = tiny_config(1, 2, 16, 8, 256);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 1, 31), 0);
+    shake_weights(&tr, 32);
+    float *before = malloc(tr.model.w.num_params * sizeof *before);
+    ck_assert_ptr_nonnull(before);
+    memcpy(before, tr.model.w.blob, tr.model.w.num_params * sizeof *before);
+    TrainOptions o = train_options_default();
+    o.weight_decay = 0.5f;
+    trainer_update(&tr, &o, 0.1f, 1);
+    for (int i = 0; i < tr.nspecs; i++) {
+        const TensorSpec *sp = &tr.specs[i];
+        for (size_t j = 0; j < sp->numel; j++) {
+            const float b = before[sp->offset + j], a = tr.model.w.blob[sp->offset + j];
+            const float want = sp->ndim == 2 ? b - 0.1f * (0.0f + 0.5f * b) : b;
+            ck_assert_msg(a == want, "%s[%zu]: %.9g, want %.9g", sp->name, j, (double)a, (double)want);
+        }
+    }
+    free(before);
+    trainer_free(&tr);
+}
+END_TEST
+
+/* ---- the same bytes: threads, resume ------------------------------------------------------- */
+
+/* A small English-like corpus file: 200 KB of sentences from a word list. */
+static void write_corpus(const char *path, size_t bytes) {
+    static const char *const words[] = {"the", "lord", "said", "unto", "moses", "and", "god",
+                                        "saw", "light", "that", "it", "was", "good", "of", "heaven",
+                                        "earth", "in", "beginning", "created", "waters"};
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    uint64_t s = 99;
+    size_t n = 0;
+    while (n < bytes) {
+        const char *w = words[rng_next(&s) % 20];
+        n += (size_t)fprintf(f, "%s%s", w, rng_next(&s) % 9 == 0 ? ".\n" : " ");
+    }
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static Corpus load_corpus(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/corpus.txt", dir);
+    write_corpus(path, 200000);
+    Corpus c;
+    char err[512];
+    ck_assert_int_eq(corpus_load(&c, path, err, sizeof err), 0);
+    return c;
+}
+
+static void train_steps(Trainer *tr, const Corpus *c, TrainOptions *o, TrainLog *log, int steps) {
+    o->steps = steps;
+    const TrainLoopCtl ctl = {0};
+    int bad = 0;
+    char err[512];
+    ck_assert_int_eq(train_loop(tr, c, o, log, &ctl, &bad, err, sizeof err), 0);
+}
+
+static TrainOptions small_options(void) {
+    TrainOptions o = train_options_default();
+    o.B = 3, o.warmup = 2, o.eval_every = 0, o.repeat_share = 0.34f, o.seed = 41;
+    return o;
+}
+
+START_TEST(test_threads_same_bytes) {
+#ifndef _OPENMP
+    printf("check_train: skipped: 1 vs 2 threads needs the OpenMP build (make OMP=1 check)\n");
+#else
+    char dir[64];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    Corpus c = load_corpus(dir);
+    Config cfg = tiny_config(2, 2, 32, 40, 256);
+    float *blob[2];
+    for (int k = 0; k < 2; k++) {
+        omp_set_num_threads(k + 1);
+        Trainer tr;
+        ck_assert_int_eq(trainer_init(&tr, &cfg, 3, 41), 0);
+        TrainOptions o = small_options();
+        o.steps = 4;
+        TrainLog log = {0};
+        train_steps(&tr, &c, &o, &log, 4);
+        blob[k] = malloc(3 * tr.model.w.num_params * sizeof(float));
+        ck_assert_ptr_nonnull(blob[k]);
+        memcpy(blob[k], tr.model.w.blob, tr.model.w.num_params * sizeof(float));
+        memcpy(blob[k] + tr.model.w.num_params, tr.m, tr.model.w.num_params * sizeof(float));
+        memcpy(blob[k] + 2 * tr.model.w.num_params, tr.v, tr.model.w.num_params * sizeof(float));
+        if (k) ck_assert_msg(memcmp(blob[0], blob[1], 3 * tr.model.w.num_params * sizeof(float)) == 0,
+                             "parameters or AdamW moments differ between 1 and 2 threads");
+        train_log_free(&log);
+        trainer_free(&tr);
+    }
+    free(blob[0]), free(blob[1]);
+    corpus_free(&c);
+    remove_tree(dir);
+#endif
+}
+END_TEST
+
+START_TEST(test_resume_same_bytes) {
+    char dir[64], ckpt[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", dir);
+    Corpus c = load_corpus(dir);
+    Config cfg = tiny_config(2, 2, 32, 40, 256);
+    TrainOptions o = small_options();
+    Trainer a, b;
+    TrainLog la = {0}, lb = {0};
+    char err[512];
+    ck_assert_int_eq(trainer_init(&a, &cfg, 3, o.seed), 0);
+    train_steps(&a, &c, &o, &la, 5); /* straight through */
+    ck_assert_int_eq(trainer_init(&b, &cfg, 3, o.seed), 0);
+    train_steps(&b, &c, &o, &lb, 2);
+    ck_assert_int_eq(train_checkpoint_save(&b, &o, &lb, ckpt, err, sizeof err), 0);
+    trainer_free(&b);
+    train_log_free(&lb);
+    ck_assert_int_eq(trainer_init(&b, &cfg, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&b, &o, &lb, ckpt, err, sizeof err), 0);
+    ck_assert_int_eq(lb.n, 2);
+    train_steps(&b, &c, &o, &lb, 5);
+    ck_assert_msg(memcmp(a.model.w.blob, b.model.w.blob, a.model.w.num_params * sizeof(float)) == 0,
+                  "2 steps + checkpoint + 3 steps differ from 5 steps");
+    for (int i = 0; i < 5; i++)
+        ck_assert_msg(memcmp(&la.rows[i].train_loss, &lb.rows[i].train_loss, sizeof(float)) == 0,
+                      "step %d: loss %.9g vs %.9g", i + 1, (double)la.rows[i].train_loss,
+                      (double)lb.rows[i].train_loss);
+    /* a checkpoint of another shape, batch or seed is refused, naming the field */
+    Trainer d;
+    Config other = cfg;
+    other.L = 1;
+    ck_assert_int_eq(trainer_init(&d, &other, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "--layers 2, this run has 1") != NULL, "message: %s", err);
+    trainer_free(&d);
+    TrainOptions o2 = o;
+    o2.seed = 5;
+    ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o2, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "--seed 41") != NULL, "message: %s", err);
+    /* a truncated file is refused before anything is read */
+    ck_assert_int_eq(truncate(ckpt, 100), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "does not match its header") != NULL, "message: %s", err);
+    trainer_free(&d);
+    trainer_free(&a), trainer_free(&b);
+    train_log_free(&la), train_log_free(&lb);
+    corpus_free(&c);
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- the command ----------------------------------------------------------------------------- */
+
+/* A tiny run's arguments, into args (NULL-terminated), with corpus and out. */
+static void tiny_args(const char **args, const char *corpus, const char *out, const char *steps) {
+    const char *a[] = {"train", "--corpus", corpus, "--out", out, "--layers", "2", "--heads", "2",
+                       "--dim", "32", "--ctx", "32", "--batch", "4", "--steps", steps, "--warmup",
+                       "2", "--eval-every", "3", "--samples", "8", "--seed", "3", "--repeat-share",
+                       "0.25", "--quiet", NULL};
+    memcpy(args, a, sizeof a);
+}
+
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+START_TEST(test_cli_outputs) {
+    char dir[64], corpus[128], out[2][128], f[2][160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    for (int k = 0; k < 2; k++) {
+        snprintf(out[k], sizeof out[k], "%s/m%d", dir, k);
+        const char *args[40];
+        tiny_args(args, corpus, out[k], "6");
+        int n = 0;
+        while (args[n]) n++;
+        args[n++] = "--threads", args[n++] = k ? "2" : "1", args[n] = NULL;
+        ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+        snprintf(f[k], sizeof f[k], "%s/model.safetensors", out[k]);
+    }
+    ck_assert_msg(files_equal(f[0], f[1]), "model.safetensors differs between 1 and 2 threads");
+    static const char *const names[] = {"config.json", "train_log.csv", "train_timing.csv",
+                                        "eval.csv", "samples.txt"};
+    char p[256];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", out[0], names[i]);
+        ck_assert_msg(exists(p), "missing %s", p);
+    }
+    snprintf(p, sizeof p, "%s/train_log.csv", out[0]);
+    char *log = read_file(p, NULL);
+    ck_assert_ptr_nonnull(log);
+    ck_assert_msg(strncmp(log, "step,train_loss,val_loss,lr,grad_norm\n1,", 40) == 0, "log: %.60s", log);
+    int rows = 0;
+    for (char *c = log; *c; c++) rows += *c == '\n';
+    ck_assert_int_eq(rows, 7);
+    free(log);
+    snprintf(p, sizeof p, "%s/m0.ckpt", dir);
+    ck_assert_msg(!exists(p), "a finished run leaves its checkpoint behind");
+    /* the folder is a model kvscope runs */
+    const char *run[] = {"verify", "--model", out[0], "--prompt", "the lord", "--steps", "4", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Start kvscope with args, wait for its first line of output, send SIGINT: exit status. */
+static int interrupt_after_first_line(const char *const *args) {
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        const char *argv[64];
+        int n = 0;
+        argv[n++] = KVSCOPE_BIN;
+        while (args[n - 1] && n < 63) argv[n] = args[n - 1], n++;
+        argv[n] = NULL;
+        dup2(fd[1], 1);
+        int e = open("/dev/null", O_WRONLY);
+        if (e >= 0) dup2(e, 2);
+        close(fd[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    char c;
+    while (read(fd[0], &c, 1) == 1 && c != '\n') {}
+    kill(pid, SIGINT);
+    while (read(fd[0], &c, 1) == 1) {}
+    close(fd[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_cli_sigint_resume) {
+    char dir[64], corpus[128], a[128], b[128], ckpt[160], fa[160], fb[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
+    /* evaluating at every step, so that the run is slow enough to interrupt */
+    const char *args[40];
+    tiny_args(args, corpus, a, "30");
+    int n = 0;
+    while (args[n]) n++;
+    args[n] = "--eval-every", args[n + 1] = "1", args[n + 2] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    /* the same run with progress lines (no --quiet), interrupted */
+    tiny_args(args, corpus, b, "30");
+    args[n - 1] = "--eval-every", args[n] = "1", args[n + 1] = NULL; /* in place of --quiet */
+    n += 1; /* at the NULL */
+    ck_assert_int_eq(interrupt_after_first_line(args), 130);
+    ck_assert_msg(exists(ckpt), "Ctrl-C left no checkpoint");
+    ck_assert_msg(!exists(b), "Ctrl-C left an output folder");
+    args[n] = "--resume", args[n + 1] = "--quiet", args[n + 2] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    snprintf(fa, sizeof fa, "%s/model.safetensors", a);
+    snprintf(fb, sizeof fb, "%s/model.safetensors", b);
+    ck_assert_msg(files_equal(fa, fb), "interrupted and resumed run differs from one run");
+    snprintf(fa, sizeof fa, "%s/train_log.csv", a);
+    snprintf(fb, sizeof fb, "%s/train_log.csv", b);
+    ck_assert_msg(files_equal(fa, fb), "train_log.csv differs after resuming");
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_cli_grads_out) {
+    char dir[64], corpus[128], g[128], path[200], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(g, sizeof g, "%s/grads", dir);
+    const char *args[] = {"train", "--corpus", corpus, "--grads-out", g, "--layers", "2", "--heads",
+                          "2", "--dim", "32", "--ctx", "32", "--batch", "4", "--seed", "3",
+                          "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    /* the same batch and backward in this process */
+    Corpus c;
+    ck_assert_int_eq(corpus_load(&c, corpus, err, sizeof err), 0);
+    Config cfg = tiny_config(2, 2, 32, 32, 256);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 4, 3), 0);
+    corpus_batch(&c, 3, 0, 4, 32, 0, tr.inputs, tr.targets);
+    const float loss = trainer_forward(&tr, tr.inputs, tr.targets);
+    trainer_backward(&tr);
+    SafeTensors st;
+    snprintf(path, sizeof path, "%s/grads.safetensors", g);
+    ck_assert_int_eq(st_open(&st, path, err, sizeof err), 0);
+    ck_assert_int_eq((int)st.n, tr.nspecs + 3);
+    const StTensor *t = st_find(&st, "inputs");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_int_eq(t->dtype, ST_I32);
+    ck_assert_int_eq(memcmp(st.data + t->begin, tr.inputs, 4 * 32 * sizeof(int)), 0);
+    t = st_find(&st, "loss");
+    float f;
+    ck_assert_int_eq(st_read_f32(&st, t, &f, err, sizeof err), 0);
+    ck_assert_int_eq(memcmp(&f, &loss, sizeof f), 0);
+    float *buf = malloc(tr.model.w.num_params * sizeof *buf);
+    ck_assert_ptr_nonnull(buf);
+    for (int i = 0; i < tr.nspecs; i++) {
+        t = st_find(&st, tr.specs[i].name);
+        ck_assert_msg(t != NULL, "grads.safetensors lacks %s", tr.specs[i].name);
+        ck_assert_int_eq(st_read_f32(&st, t, buf, err, sizeof err), 0);
+        ck_assert_msg(memcmp(buf, tr.grads + tr.specs[i].offset, t->numel * sizeof *buf) == 0,
+                      "%s: the written gradient differs", tr.specs[i].name);
+    }
+    free(buf);
+    st_close(&st);
+    snprintf(path, sizeof path, "%s/model.safetensors", g);
+    ck_assert(exists(path));
+    trainer_free(&tr);
+    corpus_free(&c);
+    remove_tree(dir);
+}
+END_TEST
+
+/* Bad input: one line on stderr naming the problem, exit 2, no folder written. */
+static const struct { const char *corpus, *opt, *val, *expect; } bad_cases[] = {
+    {"missing", NULL, NULL, "No such file"},
+    {"empty", NULL, NULL, "empty file"},
+    {"short", NULL, NULL, "shorter than one batch"},
+    {"ok", "--dim", "31", "--dim must be divisible by --heads (2): 31"},
+    {"small", "--ctx", "4096", "--ctx longer than the training split"},
+    {"ok", "--batch", "x", "--batch expects a whole number: x"},
+    {"ok", "--resume", NULL, "--resume"},
+    {"ok", "--lr", "1e30", "not finite at step"},
+};
+
+START_TEST(test_cli_bad_input) {
+    char dir[64], corpus[128], out[128], errp[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/%s.txt", dir, bad_cases[_i].corpus);
+    if (strcmp(bad_cases[_i].corpus, "empty") == 0) fclose(fopen(corpus, "w"));
+    if (strcmp(bad_cases[_i].corpus, "short") == 0) write_corpus(corpus, 100);
+    if (strcmp(bad_cases[_i].corpus, "small") == 0) write_corpus(corpus, 3000);
+    if (strcmp(bad_cases[_i].corpus, "ok") == 0) write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    const char *args[40];
+    tiny_args(args, corpus, out, "12");
+    int n = 0;
+    while (args[n]) n++;
+    if (bad_cases[_i].opt) args[n++] = bad_cases[_i].opt;
+    if (bad_cases[_i].val) args[n++] = bad_cases[_i].val;
+    if (strcmp(bad_cases[_i].opt ? bad_cases[_i].opt : "", "--lr") == 0)
+        args[n++] = "--clip", args[n++] = "0", args[n++] = "--checkpoint-every", args[n++] = "2";
+    args[n] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+    char *e = read_file(errp, NULL);
+    ck_assert_ptr_nonnull(e);
+    int lines = 0;
+    for (char *c = e; *c; c++) lines += *c == '\n';
+    ck_assert_msg(lines == 1 && strstr(e, bad_cases[_i].expect), "case %d: stderr: %s", _i, e);
+    ck_assert_msg(strncmp(e, "kvscope: ", 9) == 0, "case %d: stderr: %s", _i, e);
+    free(e);
+    ck_assert_msg(!exists(out), "case %d: an output folder was written", _i);
+    /* the corpus, stderr and, after a non-finite loss, the last good checkpoint */
+    ck_assert_int_eq(count_entries(dir), 1 + (strcmp(bad_cases[_i].corpus, "missing") != 0) +
+                                             (strcmp(bad_cases[_i].val ? bad_cases[_i].val : "", "1e30") == 0));
+    remove_tree(dir);
+}
+END_TEST
+
+Suite *make_train_suite(void) {
+    Suite *s = suite_create("train");
+    TCase *t = tcase_create("model");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_forward_equals_engine);
+    tcase_add_test(t, test_model_gradient_fd);
+    tcase_add_test(t, test_overfit_one_batch);
+    tcase_add_test(t, test_decay_2d_only);
+    tcase_add_test(t, test_threads_same_bytes);
+    tcase_add_test(t, test_resume_same_bytes);
+    suite_add_tcase(s, t);
+    t = tcase_create("command");
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, test_cli_outputs);
+    tcase_add_test(t, test_cli_sigint_resume);
+    tcase_add_test(t, test_cli_grads_out);
+    tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
+    suite_add_tcase(s, t);
+    return s;
+}
