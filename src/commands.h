@@ -11,5 +11,6 @@ int cmd_kvmem(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_heads(int argc, char **argv);
 
 #endif

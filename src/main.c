@@ -18,6 +18,7 @@ static const struct {
     {"batch", cmd_batch, "many sequences at once: padded cache + mask, paged cache, prefix reuse"},
     {"kvmem", cmd_kvmem, "KV-cache size of real models (GPT-2, LLaMA-2-7B, custom, GQA)"},
     {"train", cmd_train, "train a byte-level GPT-2 on a text file (checkpoints, log, chart)"},
+    {"heads", cmd_heads, "what each attention head does: previous token, induction, sink"},
 };
 
 static void usage(FILE *f) {
