@@ -10,7 +10,7 @@ $(BENCH_BIN): tests/bench/bench.c $(LIB)
 # The bench measures 1 and 2 threads, so it builds its own OpenMP binary in build/bench.
 .PHONY: bench bench-run
 bench:
-	@$(MAKE) --no-print-directory OMP=1 B=build/bench BIN=build/bench/kvscope bench-run
+	@$(MAKE) --no-print-directory OMP=1 B=build/bench BIN=build/bench/kvscope bench-run bench-train-run
 
 bench-run: $(BENCH_BIN)
 	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0
