@@ -121,14 +121,22 @@ static int pack_backward_panels(Trainer *tr, int alloc) {
             tr->bp[l].mlp_proj_t = carve(&p, 4 * C * C);
         }
     }
-    const int c = cfg->C;
-    kern_pack_panels(tr->wte_p, tr->model.w.wte, cfg->V, c);
-    for (int l = 0; l < cfg->L; l++) {
-        const BlockWeights *w = &tr->model.w.h[l];
-        kern_pack_panels_t(tr->bp[l].c_attn_t, w->c_attn_w, c, 3 * c);
-        kern_pack_panels_t(tr->bp[l].attn_proj_t, w->attn_proj_w, c, c);
-        kern_pack_panels_t(tr->bp[l].c_fc_t, w->c_fc_w, c, 4 * c);
-        kern_pack_panels_t(tr->bp[l].mlp_proj_t, w->mlp_proj_w, 4 * c, c);
+    const int c = cfg->C, n = 4 * cfg->L + 1;
+    /* one matrix per task: copies only, so any thread count gives the same panels */
+    OMP(omp parallel for schedule(dynamic, 1))
+    for (int j = 0; j < n; j++) {
+        if (j == n - 1) {
+            kern_pack_panels(tr->wte_p, tr->model.w.wte, cfg->V, c);
+            continue;
+        }
+        const BlockWeights *w = &tr->model.w.h[j / 4];
+        const BlockPanels *p = &tr->bp[j / 4];
+        switch (j % 4) {
+        case 0: kern_pack_panels_t(p->c_attn_t, w->c_attn_w, c, 3 * c); break;
+        case 1: kern_pack_panels_t(p->attn_proj_t, w->attn_proj_w, c, c); break;
+        case 2: kern_pack_panels_t(p->c_fc_t, w->c_fc_w, c, 4 * c); break;
+        default: kern_pack_panels_t(p->mlp_proj_t, w->mlp_proj_w, 4 * c, c); break;
+        }
     }
     return 0;
 }
@@ -195,6 +203,7 @@ void trainer_free(Trainer *tr) {
 
 /* c_attn's output (BT, 3C) split into q, k, v (BT, C). */
 static void split_qkv(float *q, float *k, float *v, const float *qkv, size_t BT, int C) {
+    OMP(omp parallel for schedule(static) if(BT * C > 65536))
     for (size_t r = 0; r < BT; r++) {
         const float *row = qkv + r * 3 * C;
         memcpy(q + r * C, row, (size_t)C * sizeof(float));
@@ -293,6 +302,7 @@ static void block_backward(Trainer *tr, int l, const float *x) {
     tk_attention_backward(lv, a->dq, a->dk, a->dv, a->dpre, a->datty, a->q + l4 * BTC,
                           a->k + l4 * BTC, a->v + l4 * BTC, a->att + l4 * B * NH * T * T, B, T, NH,
                           hs, a->scratch, tr->nscratch);
+    OMP(omp parallel for schedule(static) if(BTC > 65536))
     for (size_t r = 0; r < BT; r++) { /* dq, dk, dv side by side, as c_attn wrote q, k, v */
         float *row = a->dqkv + r * 3 * C;
         memcpy(row, a->dq + r * C, (size_t)C * sizeof(float));

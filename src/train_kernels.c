@@ -30,7 +30,8 @@
 #define TK_PAR_MIN 65536.0
 
 enum { TK_RB = 256,  /* rows of out per matmul task */
-       TK_KB = 64 }; /* rows of dweight per task */
+       TK_KB = 64,   /* rows of dweight per task */
+       TK_NB = 4 * KERN_PANEL }; /* columns of dweight per task */
 
 int tk_supported(KernLevel lv) {
     switch (lv) {
@@ -58,7 +59,7 @@ KernLevel tk_detect(void) {
 #define TK_MRQ 8    /* attention dq tile: 8 rows × 2 vectors */
 #define TK_MRK 4    /* attention dk, dv tile: 4 rows × 2 vectors, twice */
 #define TK_KC 128   /* panel rows per L1 block: 128 × 48 floats = 24 KiB */
-#define TK_TB 128   /* rows of T per dweight block: 128 × 48 floats = 24 KiB */
+#define TK_TB 128   /* rows of T per dweight block, copied: 128 × (64 + 48) floats = 56 KiB */
 #define TK_ZERO() _mm512_setzero_ps()
 #define TK_LOAD(p) _mm512_loadu_ps(p)
 #define TK_STORE(p, x) _mm512_storeu_ps(p, x)
@@ -151,17 +152,17 @@ static void mm_run(const MatmulFns *f, float *out, const float *a, const float *
     }
 }
 
-/* dw (K,N) += aᵀ · b over T rows: tasks of KERN_PANEL columns and TK_KB rows of dw. */
+/* dw (K,N) += aᵀ · b over T rows: tasks of TK_NB columns and TK_KB rows of dw. */
 static void tn_run(const MatmulFns *f, float *dw, const float *a, const float *b, int T, int K,
                    int N) {
-    const int ncb = (N + KERN_PANEL - 1) / KERN_PANEL, nkb = (K + TK_KB - 1) / TK_KB;
+    const int ncb = (N + TK_NB - 1) / TK_NB, nkb = (K + TK_KB - 1) / TK_KB;
     const double work = (double)T * K * N;
     (void)work;
     OMP(omp parallel for schedule(static) if(work > TK_PAR_MIN))
     for (int it = 0; it < ncb * nkb; it++) {
-        const int n0 = (it % ncb) * KERN_PANEL, k0 = (it / ncb) * TK_KB;
-        f->tn(dw, a, b, k0, k0 + TK_KB < K ? k0 + TK_KB : K, n0,
-              n0 + KERN_PANEL < N ? n0 + KERN_PANEL : N, T, K, N);
+        const int n0 = (it % ncb) * TK_NB, k0 = (it / ncb) * TK_KB;
+        f->tn(dw, a, b, k0, k0 + TK_KB < K ? k0 + TK_KB : K, n0, n0 + TK_NB < N ? n0 + TK_NB : N,
+              T, K, N);
     }
 }
 

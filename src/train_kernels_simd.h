@@ -103,21 +103,22 @@ TK_FN void TKF(mm_panel)(float *out, const float *a, const float *pan, int pw, i
 
 /* ---- dw (K,N) += aᵀ (K,T) · b (T,N) -----------------------------------------------------
  * Per element, as matmul_backward's dweight: dw = fma(a[t][k], b[t][n], dw) for
- * t = 0, 1, ...; the rows of T come in blocks of TK_TB, which stay in L1 while every
- * row tile of the task passes by. */
+ * t = 0, 1, ... The rows of T come in blocks of TK_TB; a block's piece of a and of b is
+ * first copied into contiguous buffers (rows TK_TB·4 KiB apart would touch a new page
+ * per row), which stay in L1 while every row tile of the task passes by. */
 
-/* dw rows 0..R-1 (row stride N, at the tile's column), nv vectors of columns, over
- * the tb rows of a (row stride K, at the tile's first row k) and b (row stride N). */
-TK_INLINE void TKF(tn_tile)(float *dw, const float *a, const float *b, int R, int nv, int K, int N,
-                            int tb) {
+/* dw rows 0..R-1 (row stride ldw), nv vectors of columns, over the tb rows of a (row
+ * stride lda, at the tile's first k) and b (row stride ldb, at the tile's first n). */
+TK_INLINE void TKF(tn_tile)(float *dw, const float *a, const float *b, int R, int nv, int lda,
+                            int ldb, int ldw, int tb) {
     TK_V acc[TK_MR][TK_NV];
     TKF(zero_tile)(acc);
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 3
-        for (int u = 0; u < nv; u++) acc[r][u] = TK_LOAD(dw + (size_t)r * N + u * TK_W);
+        for (int u = 0; u < nv; u++) acc[r][u] = TK_LOAD(dw + (size_t)r * ldw + u * TK_W);
     for (int t = 0; t < tb; t++) {
-        const float *br = b + (size_t)t * N, *ar = a + (size_t)t * K;
+        const float *br = b + (size_t)t * ldb, *ar = a + (size_t)t * lda;
         TK_V y[TK_NV];
 #pragma GCC unroll 3
         for (int u = 0; u < nv; u++) y[u] = TK_LOAD(br + u * TK_W);
@@ -131,40 +132,50 @@ TK_INLINE void TKF(tn_tile)(float *dw, const float *a, const float *b, int R, in
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 3
-        for (int u = 0; u < nv; u++) TK_STORE(dw + (size_t)r * N + u * TK_W, acc[r][u]);
+        for (int u = 0; u < nv; u++) TK_STORE(dw + (size_t)r * ldw + u * TK_W, acc[r][u]);
 }
 
-TK_FN void TKF(tn_tile_full)(float *dw, const float *a, const float *b, int K, int N, int tb) {
-    TKF(tn_tile)(dw, a, b, TK_MR, TK_NV, K, N, tb);
+TK_FN void TKF(tn_tile_full)(float *dw, const float *a, const float *b, int lda, int ldb, int ldw,
+                             int tb) {
+    TKF(tn_tile)(dw, a, b, TK_MR, TK_NV, lda, ldb, ldw, tb);
 }
-TK_FN void TKF(tn_tile_any)(float *dw, const float *a, const float *b, int R, int nv, int K, int N,
-                            int tb) {
-    TKF(tn_tile)(dw, a, b, R, nv, K, N, tb);
+TK_FN void TKF(tn_tile_any)(float *dw, const float *a, const float *b, int R, int nv, int lda,
+                            int ldb, int ldw, int tb) {
+    TKF(tn_tile)(dw, a, b, R, nv, lda, ldb, ldw, tb);
 }
 
-/* dw rows k0..k1-1, columns n0..n1-1, over all T rows. */
+/* dw rows k0..k1-1 (at most TK_KB), columns n0..n1-1 (at most TK_NB), all T rows: per block
+ * of T, a's piece is copied once for the task and b's piece once per KERN_PANEL columns. */
 TK_FN void TKF(tn_block)(float *dw, const float *a, const float *b, int k0, int k1, int n0, int n1,
                          int T, int K, int N) {
-    const int span = TK_NV * TK_W, w = n1 - n0, wv = w - w % TK_W;
+    float ap[TK_TB * TK_KB], bp[TK_TB * KERN_PANEL];
+    const int span = TK_NV * TK_W, kw = k1 - k0;
     for (int t0 = 0; t0 < T; t0 += TK_TB) {
         const int tb = T - t0 < TK_TB ? T - t0 : TK_TB;
-        const float *at = a + (size_t)t0 * K, *bt = b + (size_t)t0 * N;
-        for (int c0 = 0; c0 < wv; c0 += span) {
-            const int nv = (wv - c0) / TK_W < TK_NV ? (wv - c0) / TK_W : TK_NV, n = n0 + c0;
-            int k = k0;
-            if (nv == TK_NV)
-                for (; k + TK_MR <= k1; k += TK_MR)
-                    TKF(tn_tile_full)(dw + (size_t)k * N + n, at + k, bt + n, K, N, tb);
-            for (; k < k1; k += TK_MR)
-                TKF(tn_tile_any)(dw + (size_t)k * N + n, at + k, bt + n,
-                                 k1 - k < TK_MR ? k1 - k : TK_MR, nv, K, N, tb);
-        }
-        for (int n = n0 + wv; n < n1; n++) /* columns past the last full vector */
-            for (int k = k0; k < k1; k++) {
-                float s = dw[(size_t)k * N + n];
-                for (int t = 0; t < tb; t++) s = fmaf(at[(size_t)t * K + k], bt[(size_t)t * N + n], s);
-                dw[(size_t)k * N + n] = s;
+        for (int t = 0; t < tb; t++)
+            memcpy(ap + (size_t)t * kw, a + (size_t)(t0 + t) * K + k0, sizeof(float) * (size_t)kw);
+        for (int p0 = n0; p0 < n1; p0 += KERN_PANEL) {
+            const int w = n1 - p0 < KERN_PANEL ? n1 - p0 : KERN_PANEL, wv = w - w % TK_W;
+            for (int t = 0; t < tb; t++)
+                memcpy(bp + (size_t)t * w, b + (size_t)(t0 + t) * N + p0, sizeof(float) * (size_t)w);
+            for (int c0 = 0; c0 < wv; c0 += span) {
+                const int nv = (wv - c0) / TK_W < TK_NV ? (wv - c0) / TK_W : TK_NV;
+                float *d = dw + (size_t)k0 * N + p0 + c0;
+                int k = 0;
+                if (nv == TK_NV)
+                    for (; k + TK_MR <= kw; k += TK_MR)
+                        TKF(tn_tile_full)(d + (size_t)k * N, ap + k, bp + c0, kw, w, N, tb);
+                for (; k < kw; k += TK_MR)
+                    TKF(tn_tile_any)(d + (size_t)k * N, ap + k, bp + c0,
+                                     kw - k < TK_MR ? kw - k : TK_MR, nv, kw, w, N, tb);
             }
+            for (int n = wv; n < w; n++) /* columns past the last full vector */
+                for (int k = 0; k < kw; k++) {
+                    float *d = dw + (size_t)(k0 + k) * N + p0 + n, s = *d;
+                    for (int t = 0; t < tb; t++) s = fmaf(ap[(size_t)t * kw + k], bp[(size_t)t * w + n], s);
+                    *d = s;
+                }
+        }
     }
 }
 

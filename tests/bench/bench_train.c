@@ -4,7 +4,9 @@
  * builds a GPT-2 of that shape (V = 256, random init as `kvscope train`), runs one step
  * to warm up, then STEPS optimizer steps (forward + backward + clip + AdamW) on random
  * byte tokens, and prints key,value lines: the median seconds per step and its split
- * into forward, backward and update, and tokens per second. Threads: OMP_NUM_THREADS.
+ * into forward, backward and update, tokens per second, and the CPU seconds of the
+ * process per step (all threads: less disturbed than the wall clock on a shared machine).
+ * Threads: OMP_NUM_THREADS.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,12 @@
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -54,10 +62,12 @@ int main(int argc, char **argv) {
     int *in = malloc(BT * sizeof *in), *tg = malloc(BT * sizeof *tg);
     double *tf = malloc((size_t)steps * sizeof *tf), *tb = malloc((size_t)steps * sizeof *tb),
            *tu = malloc((size_t)steps * sizeof *tu), *ts = malloc((size_t)steps * sizeof *ts);
+    double cpu0 = 0.0;
     if (!in || !tg || !tf || !tb || !tu || !ts) return 1;
     uint64_t s = 7;
     float loss = 0.0f;
     for (int k = -1; k < steps; k++) {
+        if (k == 0) cpu0 = cpu_now();
         for (size_t i = 0; i < BT; i++) in[i] = (int)(rng_next(&s) % 256), tg[i] = (int)(rng_next(&s) % 256);
         const double t0 = now();
         loss = trainer_forward(&tr, in, tg);
@@ -69,8 +79,9 @@ int main(int argc, char **argv) {
         const double t3 = now();
         if (k >= 0) tf[k] = t1 - t0, tb[k] = t2 - t1, tu[k] = t3 - t2, ts[k] = t3 - t0;
     }
-    const double step = median(ts, steps);
+    const double cpu = (cpu_now() - cpu0) / steps, step = median(ts, steps);
     printf("kernels,%s\nthreads,%d\nloss,%g\n", kern_name(tr.lv), kern_threads(), (double)loss);
+    printf("cpu_s_per_step,%.6f\n", cpu);
     printf("step_s,%.6f\nforward_s,%.6f\nbackward_s,%.6f\nupdate_s,%.6f\ntokens_per_s,%.1f\n", step,
            median(tf, steps), median(tb, steps), median(tu, steps), (double)BT / step);
     trainer_free(&tr);
