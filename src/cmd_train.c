@@ -26,7 +26,8 @@ static const char *const TRAIN_HELP =
     "Train a GPT-2 with byte tokens (V = 256) on FILE and write it as a Hugging Face\n"
     "folder (config.json, model.safetensors) with its training log, the loss chart,\n"
     "the validation bits per byte next to n-gram baselines, and greedy samples.\n"
-    "Ctrl-C writes a checkpoint and stops; the same command with --resume goes on.\n\n"
+    "Ctrl-C (or SIGTERM) writes a checkpoint after the current step and stops; the same\n"
+    "command with --resume goes on.\n\n"
     "train options:\n";
 
 typedef enum { OPT_INT, OPT_FLOAT, OPT_U64, OPT_STR, OPT_FLAG } OptKind;
@@ -175,7 +176,8 @@ static int check_corpus(const TrainArgs *a, const Corpus *c) {
 
 /* ---- progress and Ctrl-C ------------------------------------------------------------------ */
 
-static volatile sig_atomic_t interrupted = 0; /* a signal handler can only reach file scope */
+/* Set by Ctrl-C (SIGINT) or SIGTERM; a signal handler can only reach file scope. */
+static volatile sig_atomic_t interrupted = 0;
 static void on_sigint(int sig) {
     (void)sig;
     interrupted = 1;
@@ -334,11 +336,14 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
 static int run_training(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log) {
     char err[4600];
     OutDir od;
+    /* --out is tried now, so that a bad folder is refused before the training, and made
+     * again at the end: a run killed on the way leaves no half-written folder behind */
     if (outdir_begin(&od, a->out, err, sizeof err)) return cli_fail("--out", err);
-    struct sigaction sa = {0}, old;
+    outdir_abort(&od);
+    struct sigaction sa = {0}, old_int, old_term;
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
-    const int sig_set = sigaction(SIGINT, &sa, &old) == 0;
+    const int sig_set = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
     Progress p = {.quiet = a->quiet, .first_step = -1};
     const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &interrupted, progress, &p};
     if (!a->quiet)
@@ -346,9 +351,14 @@ static int run_training(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainL
                "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
                a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
     int bad = 0, rc = train_loop(tr, c, &a->o, log, &ctl, &bad, err, sizeof err);
-    if (sig_set) sigaction(SIGINT, &old, NULL);
-    if (rc == TRAIN_OK) return finish(a, c, tr, log, &od);
-    outdir_abort(&od);
+    if (sig_set) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+    if (rc == TRAIN_OK) {
+        if (outdir_begin(&od, a->out, err, sizeof err)) return cli_fail("--out", err), 1;
+        return finish(a, c, tr, log, &od);
+    }
     const int done = log->n ? log->rows[log->n - 1].step : 0;
     if (rc == TRAIN_STOPPED) {
         fprintf(stderr, "kvscope: interrupted after step %d: checkpoint %s; the same command with "

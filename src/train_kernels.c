@@ -57,9 +57,11 @@ KernLevel tk_detect(void) {
 #define TK_MR 8     /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
 #define TK_NV 3
 #define TK_MRQ 8    /* attention dq tile: 8 rows × 2 vectors */
-#define TK_MRK 4    /* attention dk, dv tile: 4 rows × 2 vectors, twice */
+#define TK_MRK 12   /* attention dk or dv tile: 12 rows × 2 vectors */
+#define TK_DV 4     /* attention datt: 4 queries × 4 vectors of keys */
 #define TK_KC 128   /* panel rows per L1 block: 128 × 48 floats = 24 KiB */
 #define TK_TB 128   /* rows of T per dweight block, copied: 128 × (64 + 48) floats = 56 KiB */
+#define TK_PF 4     /* attention rows fetched ahead */
 #define TK_ZERO() _mm512_setzero_ps()
 #define TK_LOAD(p) _mm512_loadu_ps(p)
 #define TK_STORE(p, x) _mm512_storeu_ps(p, x)
@@ -78,6 +80,7 @@ KernLevel tk_detect(void) {
 #undef TK_NV
 #undef TK_MRQ
 #undef TK_MRK
+#undef TK_DV
 #undef TK_ZERO
 #undef TK_LOAD
 #undef TK_STORE
@@ -95,7 +98,8 @@ KernLevel tk_detect(void) {
 #define TK_MR 4     /* 4 rows × 3 vectors = 12 accumulators of 16 registers */
 #define TK_NV 3
 #define TK_MRQ 4
-#define TK_MRK 2
+#define TK_MRK 6
+#define TK_DV 2
 #define TK_ZERO() _mm256_setzero_ps()
 #define TK_LOAD(p) _mm256_loadu_ps(p)
 #define TK_STORE(p, x) _mm256_storeu_ps(p, x)
@@ -201,7 +205,7 @@ void tk_matmul_transposed_backward(KernLevel lv, float *dinp, float *dweight, co
 
 size_t tk_attention_scratch(int T, int hs) {
     const size_t Tp = ((size_t)T + TRAIN_LANES - 1) / TRAIN_LANES * TRAIN_LANES;
-    return ((size_t)hs + 1) * Tp;
+    return ((size_t)hs + 4) * Tp;
 }
 
 typedef void AttHeadFn(float *dq, float *dk, float *dv, float *dpre, const float *dout,

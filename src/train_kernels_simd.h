@@ -197,37 +197,41 @@ TK_FN void TKF(colsum)(float *db, const float *d, int T, int N, int n0, int n1) 
 /* ---- attention backward, one sequence and one head -------------------------------------
  * As attention_head_backward in train_ops.c. Tiles may add terms whose weight is an
  * exact zero (a future cell of att or dpre): acc + 0·x = acc, so the bits do not change.
- * Needs hs a multiple of 2·TK_W. scratch: hs·Tp + Tp floats, Tp = T rounded up to
+ * Needs hs a multiple of 2·TK_W. scratch: hs·Tp + 4·Tp floats, Tp = T rounded up to
  * TRAIN_LANES. */
 
-/* row (the datt of query i) = dout_i · v_j for j = 0 .. (i rounded up to TRAIN_LANES),
- * lanes across keys: vt holds vᵀ (hs rows of Tp, zeros past T). The keys past i are
- * computed too, so that every lane the softmax reads holds a finite number. */
-TK_INLINE void TKF(att_datt_row)(float *row, const float *dy, const float *vt, int i, int hs,
-                                 int Tp) {
-    const int nb = (i / TRAIN_LANES + 1) * (TRAIN_LANES / TK_W);
-    int b0 = 0;
-    for (; b0 + 4 <= nb; b0 += 4) {
-        TK_V a0 = TK_ZERO(), a1 = a0, a2 = a0, a3 = a0;
-        const float *c = vt + (size_t)b0 * TK_W;
+/* rows (4 rows of Tp) = the datt of queries i0..i0+3 (fewer at the end: n rows):
+ * dout_i · v_j for j = 0 .. (i0+3 rounded up to TRAIN_LANES), lanes across keys; vt holds
+ * vᵀ (hs rows of Tp, zeros past T). A row's keys past its own i are computed too, so
+ * that every lane the softmax reads holds a finite number; the four queries share each
+ * load of vt. */
+TK_INLINE void TKF(att_datt_rows)(float *rows, const float *dout, const float *vt, int i0, int n,
+                                  int C, int hs, int Tp) {
+    const int nb = ((i0 + n - 1) / TRAIN_LANES + 1) * (TRAIN_LANES / TK_W);
+    const float *y[4];
+    for (int r = 0; r < 4; r++) y[r] = dout + (size_t)(i0 + (r < n ? r : 0)) * C;
+    for (int b0 = 0; b0 < nb; b0 += TK_DV) {
+        const int nv = nb - b0 < TK_DV ? nb - b0 : TK_DV;
+        TK_V acc[4][TK_DV];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+            for (int u = 0; u < TK_DV; u++) acc[r][u] = TK_ZERO();
         for (int d = 0; d < hs; d++) {
-            const TK_V x = TK_SET1(dy[d]);
-            const float *cd = c + (size_t)d * Tp;
-            a0 = TK_FMA(x, TK_LOAD(cd), a0);
-            a1 = TK_FMA(x, TK_LOAD(cd + TK_W), a1);
-            a2 = TK_FMA(x, TK_LOAD(cd + 2 * TK_W), a2);
-            a3 = TK_FMA(x, TK_LOAD(cd + 3 * TK_W), a3);
+            const float *c = vt + (size_t)d * Tp + (size_t)b0 * TK_W;
+            TK_V x[TK_DV];
+#pragma GCC unroll 4
+            for (int u = 0; u < TK_DV; u++) x[u] = u < nv ? TK_LOAD(c + u * TK_W) : TK_ZERO();
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                const TK_V a = TK_SET1(y[r][d]);
+#pragma GCC unroll 4
+                for (int u = 0; u < TK_DV; u++) acc[r][u] = TK_FMA(a, x[u], acc[r][u]);
+            }
         }
-        TK_STORE(row + (size_t)b0 * TK_W, a0);
-        TK_STORE(row + (size_t)(b0 + 1) * TK_W, a1);
-        TK_STORE(row + (size_t)(b0 + 2) * TK_W, a2);
-        TK_STORE(row + (size_t)(b0 + 3) * TK_W, a3);
-    }
-    for (; b0 < nb; b0++) {
-        TK_V a0 = TK_ZERO();
-        for (int d = 0; d < hs; d++)
-            a0 = TK_FMA(TK_SET1(dy[d]), TK_LOAD(vt + (size_t)d * Tp + (size_t)b0 * TK_W), a0);
-        TK_STORE(row + (size_t)b0 * TK_W, a0);
+        for (int r = 0; r < n; r++)
+            for (int u = 0; u < nv; u++)
+                TK_STORE(rows + (size_t)r * Tp + (size_t)(b0 + u) * TK_W, acc[r][u]);
     }
 }
 
@@ -284,41 +288,39 @@ TK_INLINE void TKF(att_dq_tile)(float *dq, const float *dpre, const float *k, in
     }
 }
 
-/* dk and dv rows j0..j0+R-1, columns d0..d0+2·TK_W-1: sums over i = j0 .. T-1. */
-TK_INLINE void TKF(att_dkv_tile)(float *dk, float *dv, const float *dpre, const float *att,
-                                 const float *q, const float *dout, int j0, int R, int T, int C) {
-    TK_V ak[TK_MRK][2], av[TK_MRK][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < TK_MRK; r++) ak[r][0] = ak[r][1] = av[r][0] = av[r][1] = TK_ZERO();
+/* Rows j0..j0+R-1 of dx (dk or dv), columns d0..d0+2·TK_W-1: dx[j] = Σ_{i ≥ j} w[i][j]·x[i]
+ * over i = j0 .. T-1, with w = dpre and x = q (dk) or w = att and x = dout (dv). One matrix
+ * at a time, so that the T rows of x this pass streams (T·2·TK_W floats) stay in L1. */
+TK_INLINE void TKF(att_dkv_tile)(float *dx, const float *w, const float *x, int j0, int R, int T,
+                                 int C) {
+    TK_V acc[TK_MRK][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < TK_MRK; r++) acc[r][0] = acc[r][1] = TK_ZERO();
     for (int i = j0; i < T; i++) {
-        const float *qi = q + (size_t)i * C, *yi = dout + (size_t)i * C;
-        const float *pi = dpre + (size_t)i * T + j0, *wi = att + (size_t)i * T + j0;
-        const TK_V q0 = TK_LOAD(qi), q1 = TK_LOAD(qi + TK_W);
-        const TK_V y0 = TK_LOAD(yi), y1 = TK_LOAD(yi + TK_W);
-#pragma GCC unroll 8
+        const float *xi = x + (size_t)i * C, *wi = w + (size_t)i * T + j0;
+        const TK_V x0 = TK_LOAD(xi), x1 = TK_LOAD(xi + TK_W);
+#pragma GCC unroll 12
         for (int r = 0; r < R; r++) {
-            const TK_V a = TK_SET1(pi[r]), w = TK_SET1(wi[r]);
-            ak[r][0] = TK_FMA(a, q0, ak[r][0]);
-            ak[r][1] = TK_FMA(a, q1, ak[r][1]);
-            av[r][0] = TK_FMA(w, y0, av[r][0]);
-            av[r][1] = TK_FMA(w, y1, av[r][1]);
+            const TK_V a = TK_SET1(wi[r]);
+            acc[r][0] = TK_FMA(a, x0, acc[r][0]);
+            acc[r][1] = TK_FMA(a, x1, acc[r][1]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int r = 0; r < R; r++) {
-        TK_STORE(dk + (size_t)(j0 + r) * C, ak[r][0]);
-        TK_STORE(dk + (size_t)(j0 + r) * C + TK_W, ak[r][1]);
-        TK_STORE(dv + (size_t)(j0 + r) * C, av[r][0]);
-        TK_STORE(dv + (size_t)(j0 + r) * C + TK_W, av[r][1]);
+        TK_STORE(dx + (size_t)(j0 + r) * C, acc[r][0]);
+        TK_STORE(dx + (size_t)(j0 + r) * C + TK_W, acc[r][1]);
     }
 }
 
 TK_FN void TKF(att_dq_full)(float *dq, const float *dpre, const float *k, int i0, int T, int C) {
     TKF(att_dq_tile)(dq, dpre, k, i0, TK_MRQ, T, C);
 }
-TK_FN void TKF(att_dkv_full)(float *dk, float *dv, const float *dpre, const float *att,
-                             const float *q, const float *dout, int j0, int T, int C) {
-    TKF(att_dkv_tile)(dk, dv, dpre, att, q, dout, j0, TK_MRK, T, C);
+TK_FN void TKF(att_dkv_full)(float *dx, const float *w, const float *x, int j0, int T, int C) {
+    TKF(att_dkv_tile)(dx, w, x, j0, TK_MRK, T, C);
+}
+TK_FN void TKF(att_dkv_any)(float *dx, const float *w, const float *x, int j0, int R, int T, int C) {
+    TKF(att_dkv_tile)(dx, w, x, j0, R, T, C);
 }
 
 /* One sequence, one head: pointers at the head's first column (rows C apart), att and
@@ -327,24 +329,34 @@ TK_FN void TKF(att_head)(float *dq, float *dk, float *dv, float *dpre, const flo
                          const float *q, const float *k, const float *v, const float *att, int T,
                          int C, int hs, float s, float *scratch) {
     const int Tp = (T + TRAIN_LANES - 1) / TRAIN_LANES * TRAIN_LANES;
-    float *vt = scratch, *row = scratch + (size_t)hs * Tp;
+    float *vt = scratch, *rows = scratch + (size_t)hs * Tp;
     for (int d = 0; d < hs; d++) {
         float *vd = vt + (size_t)d * Tp;
         for (int j = 0; j < T; j++) vd[j] = v[(size_t)j * C + d];
         for (int j = T; j < Tp; j++) vd[j] = 0.0f;
     }
-    for (int i = 0; i < T; i++) {
-        TKF(att_datt_row)(row, dout + (size_t)i * C, vt, i, hs, Tp);
-        TKF(att_softmax_row)(dpre + (size_t)i * T, row, att + (size_t)i * T, i, T, s);
+    for (int i0 = 0; i0 < T; i0 += 4) {
+        const int n = T - i0 < 4 ? T - i0 : 4;
+        TKF(att_datt_rows)(rows, dout, vt, i0, n, C, hs, Tp);
+        for (int r = 0; r < n; r++) {
+            const int i = i0 + r;
+            if (i + TK_PF < T) /* att has not been read since the forward: ask for it early */
+                for (int j = 0; j <= i + TK_PF; j += 16)
+                    _mm_prefetch((const char *)(att + (size_t)(i + TK_PF) * T + j), _MM_HINT_T0);
+            TKF(att_softmax_row)(dpre + (size_t)i * T, rows + (size_t)r * Tp, att + (size_t)i * T, i, T, s);
+        }
     }
     for (int d0 = 0; d0 < hs; d0 += 2 * TK_W) {
         int i0 = 0;
         for (; i0 + TK_MRQ <= T; i0 += TK_MRQ) TKF(att_dq_full)(dq + d0, dpre, k + d0, i0, T, C);
         if (i0 < T) TKF(att_dq_tile)(dq + d0, dpre, k + d0, i0, T - i0, T, C);
-        int j0 = 0;
-        for (; j0 + TK_MRK <= T; j0 += TK_MRK)
-            TKF(att_dkv_full)(dk + d0, dv + d0, dpre, att, q + d0, dout + d0, j0, T, C);
-        if (j0 < T) TKF(att_dkv_tile)(dk + d0, dv + d0, dpre, att, q + d0, dout + d0, j0, T - j0, T, C);
+        for (int m = 0; m < 2; m++) { /* dk from dpre and q, then dv from att and dout */
+            float *dx = (m ? dv : dk) + d0;
+            const float *w = m ? att : dpre, *x = (m ? dout : q) + d0;
+            int j0 = 0;
+            for (; j0 + TK_MRK <= T; j0 += TK_MRK) TKF(att_dkv_full)(dx, w, x, j0, T, C);
+            if (j0 < T) TKF(att_dkv_any)(dx, w, x, j0, T - j0, T, C);
+        }
     }
 }
 

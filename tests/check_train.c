@@ -603,6 +603,43 @@ START_TEST(test_cli_bad_input) {
 }
 END_TEST
 
+/* A checkpoint of another shape: one line, exit 2, the checkpoint left as it was. */
+START_TEST(test_cli_resume_other_shape) {
+    char dir[64], corpus[128], out[128], ckpt[160], errp[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/out.ckpt", dir);
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    const char *args[40];
+    tiny_args(args, corpus, out, "12");
+    int n = 0;
+    while (args[n]) n++;
+    args[n] = "--lr", args[n + 1] = "1e30", args[n + 2] = "--clip", args[n + 3] = "0", args[n + 4] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 2); /* the non-finite loss leaves a checkpoint */
+    ck_assert(exists(ckpt));
+    size_t n0 = 0, n1 = 0;
+    char *before = read_file(ckpt, &n0);
+    ck_assert_ptr_nonnull(before);
+    tiny_args(args, corpus, out, "12");
+    args[n] = "--resume", args[n + 1] = "--layers", args[n + 2] = "1", args[n + 3] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+    char *e = read_file(errp, NULL);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(strstr(e, "checkpoint from another run (--layers 2, this run has 1)") &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "stderr: %s", e);
+    char *after = read_file(ckpt, &n1);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_msg(n0 == n1 && memcmp(before, after, n0) == 0, "the checkpoint changed");
+    ck_assert(!exists(out));
+    free(e);
+    free(before);
+    free(after);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -619,6 +656,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_outputs);
     tcase_add_test(t, test_cli_sigint_resume);
     tcase_add_test(t, test_cli_grads_out);
+    tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

@@ -22,6 +22,8 @@ import time
 
 import numpy as np
 
+from bench import run  # one measurement in its own process, thread count pinned
+
 L, NH, C, T, B, V = 4, 4, 256, 256, 16, 256   # the PyTorch figures: 4 x 256, 16 x 256
 STEPS = 5
 
@@ -145,27 +147,6 @@ def grads_check(d):
 
 
 # ---- the driver ---------------------------------------------------------------------------
-
-def parse(text):
-    d = {}
-    for line in text.splitlines():
-        if "," in line:
-            k, v = line.split(",", 1)
-            try:
-                d[k] = float(v)
-            except ValueError:
-                d[k] = v
-    return d
-
-
-def run(cmd, threads):
-    e = dict(os.environ)
-    e.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-    r = subprocess.run(cmd, env=e, stdout=subprocess.PIPE, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode})")
-    return parse(r.stdout)
-
 
 def fmt(v, digits=0):
     return f"{statistics.median(v):,.{digits}f} ({min(v):,.{digits}f}–{max(v):,.{digits}f})" if v else "n/a"
