@@ -52,19 +52,19 @@ static const TrainOpt OPTS[] = {
     {"--corpus", "FILE", OPT_STR, 0, 0, F(corpus), "training text (required); its bytes are the tokens"},
     {"--out", "DIR", OPT_STR, 0, 0, F(out), "output folder, replaced as a whole at the end (required)"},
     {"--layers", "L", OPT_INT, 1, 64, F(cfg.L), "transformer blocks (default 4)"},
-    {"--heads", "NH", OPT_INT, 1, 64, F(cfg.NH), "attention heads (default 4)"},
-    {"--dim", "C", OPT_INT, 1, 4096, F(cfg.C), "width, divisible by NH (default 256)"},
+    {"--heads", "NH", OPT_INT, 1, 64, F(cfg.NH), "attention heads (default 6)"},
+    {"--dim", "C", OPT_INT, 1, 4096, F(cfg.C), "width, divisible by NH (default 192)"},
     {"--ctx", "N", OPT_INT, 2, 4096, F(cfg.N), "context: every sequence is N bytes (default 256)"},
     {"--batch", "B", OPT_INT, 1, 4096, F(o.B), "sequences per step (default 16)"},
-    {"--steps", "S", OPT_INT, 1, 10000000, F(o.steps), "optimizer steps (default 1000)"},
-    {"--lr", "LR", OPT_FLOAT, 1e-9, 1e30, F(o.lr), "peak learning rate (default 0.001)"},
+    {"--steps", "S", OPT_INT, 1, 10000000, F(o.steps), "optimizer steps (default 2400)"},
+    {"--lr", "LR", OPT_FLOAT, 1e-9, 1e30, F(o.lr), "peak learning rate (default 0.003)"},
     {"--warmup", "W", OPT_INT, 0, 10000000, F(o.warmup), "steps of linear warm-up (default 100)"},
     {"--lr-final", "F", OPT_FLOAT, 0, 1, F(o.lr_final), "last rate of the cosine, times --lr (default 0.1)"},
     {"--weight-decay", "WD", OPT_FLOAT, 0, 10, F(o.weight_decay), "AdamW decay of the 2-D weights (default 0.1)"},
     {"--clip", "G", OPT_FLOAT, 0, 1e6, F(o.clip), "clip the gradient norm to G, 0: off (default 1)"},
     {"--repeat-share", "F", OPT_FLOAT, 0, 1, F(o.repeat_share), "share of sequences whose second half repeats the first (default 0)"},
     {"--seed", "S", OPT_U64, 0, 0, F(o.seed), "seed of the initial weights and the batches (default 1)"},
-    {"--eval-every", "E", OPT_INT, 0, 10000000, F(o.eval_every), "validation loss every E steps and at the end (default 250)"},
+    {"--eval-every", "E", OPT_INT, 0, 10000000, F(o.eval_every), "validation loss every E steps and at the end (default 400)"},
     {"--checkpoint", "FILE", OPT_STR, 0, 0, F(checkpoint), "checkpoint file (default DIR.ckpt); removed after a finished run"},
     {"--checkpoint-every", "K", OPT_INT, 0, 10000000, F(checkpoint_every), "steps between checkpoints (default 200)"},
     {"--resume", NULL, OPT_FLAG, 0, 0, F(resume), "continue from the checkpoint (same options)"},
@@ -90,7 +90,7 @@ static void print_help(void) {
 static int parse_train(int argc, char **argv, TrainArgs *a) {
     memset(a, 0, sizeof *a);
     a->cfg = config_default();
-    a->cfg.L = 4, a->cfg.NH = 4, a->cfg.C = 256, a->cfg.N = 256;
+    a->cfg.L = 4, a->cfg.NH = 6, a->cfg.C = 192, a->cfg.N = 256;
     a->o = train_options_default();
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
@@ -246,6 +246,16 @@ static int setup(TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
         if (rc == TRAIN_NOMEM) return cli_fail("out of memory reading", a->checkpoint), 1;
         return cli_fail("--resume", err);
     }
+    if (log->n && log->rows[log->n - 1].step > a->o.steps) {
+        char what[160], v[32];
+        snprintf(what, sizeof what, "--steps below the %d steps of the checkpoint %s",
+                 log->rows[log->n - 1].step, a->checkpoint);
+        snprintf(v, sizeof v, "%d", a->o.steps);
+        train_log_free(log);
+        trainer_free(tr);
+        corpus_free(c);
+        return cli_fail(what, v);
+    }
     return 0;
 }
 
@@ -305,8 +315,10 @@ static void draw_chart(const TrainArgs *a, const char *dir) {
 
 static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainLog *log, OutDir *od) {
     char err[4600];
-    TrainEval ev = {.model = log->rows[log->n - 1].val_loss / M_LN2,
-                    .targets = corpus_val_windows(c, tr->T) * (size_t)tr->T};
+    const size_t windows = corpus_val_windows(c, tr->T);
+    float val = log->rows[log->n - 1].val_loss;
+    if (isnan(val)) val = trainer_eval(tr, c, windows); /* resumed at the last step */
+    TrainEval ev = {.model = val / M_LN2, .targets = windows * (size_t)tr->T};
     for (int k = 0; k < 3; k++)
         if (corpus_ngram_bits(c, k, tr->T, &ev.ngram[k], &ev.alpha[k]))
             return cli_fail("out of memory", "n-gram baselines"), 1;

@@ -24,9 +24,9 @@
 #define GRAD(tr, p) ((tr)->grads + ((p) - (tr)->model.w.blob))
 
 TrainOptions train_options_default(void) {
-    TrainOptions o = {.B = 16, .steps = 1000, .lr = 1e-3f, .warmup = 100, .lr_final = 0.1f,
+    TrainOptions o = {.B = 16, .steps = 2400, .lr = 3e-3f, .warmup = 100, .lr_final = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                      .clip = 1.0f, .seed = 1, .repeat_share = 0.0f, .eval_every = 250};
+                      .clip = 1.0f, .seed = 1, .repeat_share = 0.0f, .eval_every = 400};
     return o;
 }
 
