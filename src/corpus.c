@@ -74,19 +74,21 @@ size_t corpus_val_windows(const Corpus *c, int T) {
     return c->nval > 1 ? (c->nval - 1) / (size_t)T : 0;
 }
 
-void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int *inputs,
-                  int *targets) {
+void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int repeat_text,
+                  int *inputs, int *targets) {
     uint64_t s = rng_stream(seed, (uint64_t)step);
     const size_t span = c->ntrain - (size_t)T; /* starts 0 .. ntrain − T − 1: T + 1 bytes each */
     const int half = T / 2 > 0 ? T / 2 : 1;
     for (int b = 0; b < B; b++) {
         const unsigned char *x = c->train + rng_next(&s) % span;
         int *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
-        const int rep = b >= B - nrep;
+        const int rep = b >= B - nrep, rnd = rep && !repeat_text;
         for (int i = 0; i < T; i++) {
-            in[i] = rep && i >= half ? in[i - half] : x[i];
-            tg[i] = rep && i + 1 >= half ? in[i + 1 - half] : x[i + 1];
+            if (rep && i >= half) in[i] = in[i - half];
+            else if (rnd) in[i] = CORPUS_RANDOM_LO + (int)(rng_next(&s) % (CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1));
+            else in[i] = x[i];
         }
+        for (int i = 0; i < T; i++) tg[i] = i + 1 < T ? in[i + 1] : rep ? in[i + 1 - half] : x[i + 1];
     }
 }
 

@@ -38,15 +38,18 @@ void corpus_free(Corpus *c);
 /* Validation windows of T tokens: (nval − 1) / T. */
 size_t corpus_val_windows(const Corpus *c, int T);
 
-/* The batch of optimizer step `step` (0, 1, ...): B sequences of T + 1 training bytes
- * x, as inputs (B,T) = x[0..T-1] and targets (B,T) = x[1..T]. Sequence b starts at a
- * byte offset drawn from the stream rng_stream(seed, step) (rng.h), uniform over the
- * training split, so a batch depends on the seed and the step alone (resuming draws
- * the batches an unbroken run draws). The last nrep sequences of the batch repeat their
- * first half: x[i] = x[i − T/2] for i ≥ T/2, the pattern an induction head completes.
+/* The batch of optimizer step `step` (0, 1, ...): B sequences of T + 1 bytes x, as
+ * inputs (B,T) = x[0..T-1] and targets (B,T) = x[1..T]. Sequence b starts at a byte
+ * offset drawn from the stream rng_stream(seed, step) (rng.h), uniform over the training
+ * split, so a batch depends on the seed and the step alone (resuming draws the batches an
+ * unbroken run draws). The last nrep sequences repeat their first half,
+ * x[i] = x[i − T/2] for i ≥ T/2: the pattern an induction head completes. Their first
+ * half is random printable bytes (CORPUS_RANDOM_LO..HI, from the same stream), which only
+ * copying predicts; with repeat_text, the training text at the drawn offset.
  * Needs ntrain > T. */
-void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int *inputs,
-                  int *targets);
+enum { CORPUS_RANDOM_LO = 32, CORPUS_RANDOM_HI = 126 };
+void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int repeat_text,
+                  int *inputs, int *targets);
 
 /* Validation window w as inputs (T) and targets (T). */
 void corpus_val_window(const Corpus *c, size_t w, int T, int *inputs, int *targets);

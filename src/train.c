@@ -437,7 +437,8 @@ void train_log_free(TrainLog *log) {
 /* Forward, backward and clip on the batch of step s; the update only when the loss and
  * the gradient are finite. */
 static int train_step(Trainer *tr, const Corpus *c, const TrainOptions *o, int s, TrainLogRow *row) {
-    corpus_batch(c, o->seed, s, tr->B, tr->T, train_repeats(o), tr->inputs, tr->targets);
+    corpus_batch(c, o->seed, s, tr->B, tr->T, train_repeats(o), o->repeat_text, tr->inputs,
+                 tr->targets);
     row->step = s + 1;
     row->train_loss = trainer_forward(tr, tr->inputs, tr->targets);
     row->val_loss = NAN;

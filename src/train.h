@@ -34,6 +34,7 @@ typedef struct {
     float clip;         /* global gradient norm clipped to this; 0: no clipping */
     uint64_t seed;      /* initial weights and batches */
     float repeat_share; /* share of each batch's sequences whose second half repeats the first */
+    int repeat_text;    /* their first half: 0 random printable bytes, 1 training text (corpus.h) */
     int eval_every;     /* validation loss every this many steps, and after the last */
 } TrainOptions;
 

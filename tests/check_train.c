@@ -299,6 +299,48 @@ static TrainOptions small_options(void) {
     return o;
 }
 
+/* 1 if the n bytes at s occur in buf (len). */
+static int occurs(const unsigned char *buf, size_t len, const char *s, size_t n) {
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(buf + i, s, n) == 0) return 1;
+    return 0;
+}
+
+/* A batch: plain sequences are training text; the last nrep repeat their first half,
+ * random printable bytes (or text with repeat_text); the targets are the inputs shifted. */
+START_TEST(test_batch_layout) {
+    char dir[64];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    Corpus c = load_corpus(dir);
+    enum { B = 5, T = 40, H = T / 2 };
+    int in[B * T], tg[B * T], in2[B * T], tg2[B * T];
+    for (int text = 0; text < 2; text++) {
+        corpus_batch(&c, 7, 3, B, T, 2, text, in, tg);
+        corpus_batch(&c, 7, 3, B, T, 2, text, in2, tg2);
+        ck_assert_int_eq(memcmp(in, in2, sizeof in), 0); /* the seed and the step decide it */
+        for (int b = 0; b < B; b++) {
+            const int *x = in + b * T, *y = tg + b * T;
+            for (int i = 0; i + 1 < T; i++) ck_assert_int_eq(y[i], x[i + 1]);
+            if (b < B - 2 || text) { /* text: somewhere in the training split */
+                char s[T + 1];
+                for (int i = 0; i < (b < B - 2 ? T : H); i++) s[i] = (char)x[i];
+                s[b < B - 2 ? T : H] = '\0';
+                ck_assert_msg(occurs(c.train, c.ntrain, s, strlen(s)), "sequence %d is not text", b);
+            }
+            if (b >= B - 2) {
+                for (int i = H; i < T; i++) ck_assert_int_eq(x[i], x[i - H]);
+                ck_assert_int_eq(y[T - 1], x[H]);
+                for (int i = 0; i < H && !text; i++) ck_assert(x[i] >= CORPUS_RANDOM_LO && x[i] <= CORPUS_RANDOM_HI);
+            }
+        }
+    }
+    corpus_batch(&c, 7, 4, B, T, 2, 0, in2, tg2);
+    ck_assert_int_ne(memcmp(in, in2, sizeof in), 0);
+    corpus_free(&c);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_threads_same_bytes) {
 #ifndef _OPENMP
     printf("check_train: skipped: 1 vs 2 threads needs the OpenMP build (make OMP=1 check)\n");
@@ -522,7 +564,7 @@ START_TEST(test_cli_grads_out) {
     Config cfg = tiny_config(2, 2, 32, 32, 256);
     Trainer tr;
     ck_assert_int_eq(trainer_init(&tr, &cfg, 4, 3), 0);
-    corpus_batch(&c, 3, 0, 4, 32, 0, tr.inputs, tr.targets);
+    corpus_batch(&c, 3, 0, 4, 32, 0, 0, tr.inputs, tr.targets);
     const float loss = trainer_forward(&tr, tr.inputs, tr.targets);
     trainer_backward(&tr);
     SafeTensors st;
@@ -648,6 +690,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_model_gradient_fd);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_decay_2d_only);
+    tcase_add_test(t, test_batch_layout);
     tcase_add_test(t, test_threads_same_bytes);
     tcase_add_test(t, test_resume_same_bytes);
     suite_add_tcase(s, t);
