@@ -5,6 +5,10 @@
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
 #   make lessons MODEL=DIR  the lessons with a Hugging Face GPT-2 folder's weights
+#   make model       train the shipped model from scratch into data/model/, then make heads
+#                    (lessons/model.mk; `make lessons` uses the committed one, never retrains)
+#   make heads       what the trained model's heads do: data/heads/, plots/heads/
+#   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
 #   make fuzz        libFuzzer on the safetensors reader and the pre-tokenizer (clang)
 #   make clean
 # Missing Debian packages are installed first when run as root (see .ci/deps.sh).

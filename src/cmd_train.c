@@ -64,6 +64,7 @@ static const TrainOpt OPTS[] = {
     {"--clip", "G", OPT_FLOAT, 0, 1e6, F(o.clip), "clip the gradient norm to G, 0: off (default 1)"},
     {"--repeat-share", "F", OPT_FLOAT, 0, 1, F(o.repeat_share), "share of sequences whose second half repeats the first (default 0)"},
     {"--repeat-text", NULL, OPT_FLAG, 0, 0, F(o.repeat_text), "their first half from the text, not random printable bytes"},
+    {"--repeat-first", "K", OPT_INT, 0, 10000000, F(o.repeat_first), "every sequence repeats in the first K steps (default 0)"},
     {"--seed", "S", OPT_U64, 0, 0, F(o.seed), "seed of the initial weights and the batches (default 1)"},
     {"--eval-every", "E", OPT_INT, 0, 10000000, F(o.eval_every), "validation loss every E steps and at the end (default 400)"},
     {"--checkpoint", "FILE", OPT_STR, 0, 0, F(checkpoint), "checkpoint file (default DIR.ckpt); removed after a finished run"},
@@ -278,7 +279,7 @@ static int run_grads(const TrainArgs *a, const Corpus *c, Trainer *tr, const Tra
     OutDir od;
     if (outdir_begin(&od, a->grads_out, err, sizeof err)) return cli_fail("--grads-out", err);
     const int step = log->n ? log->rows[log->n - 1].step : 0;
-    corpus_batch(c, a->o.seed, step, tr->B, tr->T, train_repeats(&a->o), a->o.repeat_text,
+    corpus_batch(c, a->o.seed, step, tr->B, tr->T, train_repeats(&a->o, step), a->o.repeat_text,
                  tr->inputs, tr->targets);
     const float loss = trainer_forward(tr, tr->inputs, tr->targets);
     trainer_backward(tr);

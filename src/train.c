@@ -30,8 +30,8 @@ TrainOptions train_options_default(void) {
     return o;
 }
 
-int train_repeats(const TrainOptions *o) {
-    return (int)floor((double)o->repeat_share * o->B + 0.5);
+int train_repeats(const TrainOptions *o, int s) {
+    return s < o->repeat_first ? o->B : (int)floor((double)o->repeat_share * o->B + 0.5);
 }
 
 float train_lr(const TrainOptions *o, int s) {
@@ -437,7 +437,7 @@ void train_log_free(TrainLog *log) {
 /* Forward, backward and clip on the batch of step s; the update only when the loss and
  * the gradient are finite. */
 static int train_step(Trainer *tr, const Corpus *c, const TrainOptions *o, int s, TrainLogRow *row) {
-    corpus_batch(c, o->seed, s, tr->B, tr->T, train_repeats(o), o->repeat_text, tr->inputs,
+    corpus_batch(c, o->seed, s, tr->B, tr->T, train_repeats(o, s), o->repeat_text, tr->inputs,
                  tr->targets);
     row->step = s + 1;
     row->train_loss = trainer_forward(tr, tr->inputs, tr->targets);

@@ -35,12 +35,15 @@ typedef struct {
     uint64_t seed;      /* initial weights and batches */
     float repeat_share; /* share of each batch's sequences whose second half repeats the first */
     int repeat_text;    /* their first half: 0 random printable bytes, 1 training text (corpus.h) */
+    int repeat_first;   /* steps at the start in which every sequence repeats (a copying
+                         * curriculum: induction heads form first, the text is learnt after) */
     int eval_every;     /* validation loss every this many steps, and after the last */
 } TrainOptions;
 
 TrainOptions train_options_default(void);
-/* Sequences of a batch that repeat their first half: round(repeat_share · B). */
-int train_repeats(const TrainOptions *o);
+/* Sequences of the batch of step s (0-based) that repeat their first half: all B while
+ * s < repeat_first, then round(repeat_share · B). */
+int train_repeats(const TrainOptions *o, int s);
 /* The learning rate of step s (0-based): linear warm-up lr·(s+1)/warmup, then cosine
  * from lr down to lr·lr_final at the last step. */
 float train_lr(const TrainOptions *o, int s);

@@ -257,6 +257,20 @@ START_TEST(test_decay_2d_only) {
 }
 END_TEST
 
+/* The copying curriculum: every sequence of a batch repeats while the step is below
+ * repeat_first, then round(repeat_share · B) of them. */
+START_TEST(test_repeat_first) {
+    TrainOptions o = train_options_default();
+    o.B = 16, o.repeat_share = 0.125f, o.repeat_first = 300;
+    ck_assert_int_eq(train_repeats(&o, 0), 16);
+    ck_assert_int_eq(train_repeats(&o, 299), 16);
+    ck_assert_int_eq(train_repeats(&o, 300), 2);
+    ck_assert_int_eq(train_repeats(&o, 4499), 2);
+    o.repeat_first = 0, o.repeat_share = 0.34f, o.B = 3; /* no curriculum: the share alone */
+    ck_assert_int_eq(train_repeats(&o, 0), 1);
+}
+END_TEST
+
 /* ---- the same bytes: threads, resume ------------------------------------------------------- */
 
 /* A small English-like corpus file: 200 KB of sentences from a word list. */
@@ -690,6 +704,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_model_gradient_fd);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_decay_2d_only);
+    tcase_add_test(t, test_repeat_first);
     tcase_add_test(t, test_batch_layout);
     tcase_add_test(t, test_threads_same_bytes);
     tcase_add_test(t, test_resume_same_bytes);
