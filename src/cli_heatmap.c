@@ -2,24 +2,28 @@
 #include "cli_heatmap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 const char *const HEATMAP_OPTS_HELP =
-    "heatmaps (PNG pictures of attention and Q/K/V at every step, see README):\n"
+    "heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see README):\n"
     "  --heatmaps           draw them into <out>/heatmaps\n"
     "  --plots DIR          draw them into DIR instead (implies --heatmaps); DIR is\n"
     "                       replaced as a whole, like --out, and must not be inside it\n"
-    "  --cell PX            pixels per matrix entry, 1..64 (default: about 768 pixels\n"
-    "                       along prompt+steps tokens, at most 64)\n"
-    "  --grid               thin white lines between the cells\n"
+    "  --no-svg             PNG only, no SVG twins\n"
     "  --no-gif             no animated GIF of the decode steps\n"
+    "  --raw                pixel heatmaps instead: one block of pixels per matrix\n"
+    "                       entry, no text (for image tools); with --cell PX, 1..64\n"
+    "                       (default: about 768 pixels along prompt+steps tokens)\n"
+    "                       and --grid (thin white lines between the cells)\n"
     "  layers: --layers-shown; heads: --heads-shown (default for heatmaps: head 0)\n";
 
 void heatmap_opts_default(HeatmapOpts *o) {
     memset(o, 0, sizeof *o);
     o->gif = 1;
+    o->svg = 1;
 }
 
 int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i) {
@@ -37,6 +41,10 @@ int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i) {
         o->grid = 1;
     } else if (strcmp(a, "--no-gif") == 0) {
         o->gif = 0;
+    } else if (strcmp(a, "--no-svg") == 0) {
+        o->svg = 0;
+    } else if (strcmp(a, "--raw") == 0) {
+        o->raw = 1;
     } else {
         return 0;
     }
@@ -55,7 +63,8 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
                        Hooks *hooks) {
     if (!o->on) return 0;
     HeatmapConfig hc = {.L = cfg->L, .NH = cfg->NH, .hs = cfg->C / cfg->NH, .T_max = T_max,
-                        .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif};
+                        .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif,
+                        .raw = o->raw, .svg = o->svg};
     const char *hs = heads_shown ? heads_shown : "0";
     if (select_parse(&hc.heads, hs, cfg->NH))
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
@@ -92,6 +101,16 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
         return 1;
     }
     return 0;
+}
+
+int heatmap_opts_token(HeatmapOpts *o, const Tokenizer *tok, int pos, int id) {
+    if (!o->begun) return 0;
+    char *text = NULL;
+    size_t n = 0;
+    if (tokenizer_decode(tok, &id, 1, &text, &n) != 0) return heatmap_fail(&o->hm, "out of memory");
+    int rc = heatmap_token(&o->hm, pos, (const unsigned char *)text, n);
+    free(text);
+    return rc;
 }
 
 int heatmap_opts_failed(const HeatmapOpts *o) { return o->begun && o->hm.failed; }

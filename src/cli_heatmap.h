@@ -7,11 +7,13 @@
 #include "heatmap.h"
 #include "model.h"
 #include "outdir.h"
+#include "tokenizer.h"
 
 typedef struct {
     int on;              /* --heatmaps (or --plots) */
     const char *plots;   /* --plots DIR; NULL: <out>/heatmaps */
     int cell, grid, gif; /* --cell PX (0 auto), --grid, --no-gif */
+    int raw, svg;        /* --raw (pixel heatmaps), --no-svg */
     /* while running */
     int begun, own_dir;  /* own_dir: --plots was given, so an OutDir of its own */
     OutDir od;
@@ -32,6 +34,10 @@ int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i);
 int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
                        const char *heads_shown, const char *out, const char *out_tmp,
                        Hooks *hooks);
+/* The token at pos (its bytes label the figures' axes): for every prompt token before
+ * the prefill, and for each decode step's token before the step. 0, or -1 (out of
+ * memory: the observer has failed, heatmap_opts_finish says so). */
+int heatmap_opts_token(HeatmapOpts *o, const Tokenizer *tok, int pos, int id);
 /* 1 if the observer has failed (its error line is printed by heatmap_opts_finish). */
 int heatmap_opts_failed(const HeatmapOpts *o);
 /* Finish the images (the GIFs) and free the observer; prints the error line of a

@@ -163,8 +163,10 @@ int cmd_run(int argc, char **argv) {
     }
 
     char text[64];
-    for (int i = 0; i < ld.T; i++)
+    for (int i = 0; i < ld.T; i++) {
         csv_recorder_token(&rec, 0, i, ld.prompt[i], tokenizer_token_text(ld.tok, ld.prompt[i], text, sizeof text));
+        heatmap_opts_token(&a.heat, ld.tok, i, ld.prompt[i]);
+    }
     double t0 = now_seconds();
     if (budget_cap_reached(&g, 0, ld.T)) { /* the cap stops a run cleanly: keep what we have */
         status = 0;
@@ -181,6 +183,7 @@ int cmd_run(int argc, char **argv) {
         if (budget_cap_reached(&g, s, ld.T)) break; /* checked before the step allocates */
         int tok = generator_argmax(&g), rows = generator_next_rows(&g);
         csv_recorder_token(&rec, s, g.len, tok, tokenizer_token_text(ld.tok, tok, text, sizeof text));
+        heatmap_opts_token(&a.heat, ld.tok, g.len, tok);
         t0 = now_seconds();
         if (generator_decode(&g, tok, s, &hooks)) {
             if (!heatmap_opts_failed(&a.heat))

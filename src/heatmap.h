@@ -54,12 +54,16 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "gif_out.h"
 #include "hooks.h"
 #include "select.h"
+#include "toklabel.h"
 
 #define HEATMAP_TARGET_PX 768 /* auto cell: about this many pixels along the long side */
 #define HEATMAP_MAX_CELL 64
+#define HEATMAP_FIG_MAX_T 640 /* figures: tokens a square can show (cells of at least 1 px) */
 
 typedef struct {
     const char *dir;        /* existing folder the files go into */
@@ -69,11 +73,23 @@ typedef struct {
     int cell;               /* pixels per matrix entry; 0: automatic */
     int grid;               /* thin white lines between cells */
     int gif;                /* write the decode_stair GIFs */
+    int raw;                /* 1: the pixel heatmaps; 0: the figures (heatfig.h) */
+    int svg;                /* figures: an SVG twin beside every PNG */
 } HeatmapConfig;
+
+/* The figures' GIF: the staircase figures as frames (heatmap_fig.c). */
+typedef struct {
+    GifOut out;
+    Rgb pal[256];
+    unsigned char *prev;   /* the last frame, as palette indices */
+    uint32_t *qkey;        /* colour → index cache */
+    unsigned char *qval;
+} GifFig;
 
 /* The staircase and the fixed ranges of one (layer, head). */
 typedef struct {
     float r_scores, r_q, r_k, r_v; /* symmetric ranges set at the prefill; 0 until then */
+    float r_qkv;                   /* figures: one range for Q, K and V (and z) */
     float **rows;                  /* rows[pos]: weights of query pos over key positions
                                     * 0 .. len[pos]-1 (len = pos + 1) */
     unsigned char **held;          /* held[pos][c]: 1 if position c was in the cache when
@@ -83,6 +99,7 @@ typedef struct {
     int nrows;                     /* rows held: 0 .. nrows-1 */
     int new0, new_n;               /* rows added by the last step */
     GifOut gif;
+    GifFig gfig;
 } HeadPlot;
 
 typedef struct {
@@ -93,6 +110,11 @@ typedef struct {
     HeadPlot *hp;        /* (L, NH); only selected entries are used */
     float *buf_q, *buf_k; /* copies of hook_q/hook_k or cache_k until V arrives */
     size_t buf_cap;
+    float *fbuf[5];      /* figures: q, k, v, scores, weights of the current event */
+    size_t fcap[5];
+    int *slot_pos;       /* figures: the position each cache slot holds (decode) */
+    int pos_cap, t_cache;
+    TokenTexts tok;      /* the bytes of the token at each position */
     int files;           /* files written so far */
     int failed;          /* set once; every later event is ignored */
     char err[512];       /* the first error: "<file>: <reason>" */
@@ -106,8 +128,19 @@ int heatmap_auto_cell(int n);
 int heatmap_open(Heatmap *h, const HeatmapConfig *cfg);
 /* Subscribe to the hook points. 0 or -1. */
 int heatmap_attach(Heatmap *h, Hooks *hooks);
+/* The bytes of the token at position pos (for the figures' labels): call for the
+ * prompt before the prefill and for each decode step's token before the step.
+ * 0, or -1 when out of memory. */
+int heatmap_token(Heatmap *h, int pos, const unsigned char *bytes, size_t n);
 /* Finish the GIFs and free everything. 0 if every file was written, else -1 and
  * h->err says why (then the caller must not commit the folder). */
 int heatmap_close(Heatmap *h);
+
+/* Shared by heatmap.c and heatmap_fig.c only. */
+int heatmap_fail(Heatmap *h, const char *fmt, ...);
+float heatmap_range(float *v, size_t n);
+int heatmap_keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd);
+int heatmap_fig_event(Heatmap *h, const HookEvent *ev);
+int heatmap_fig_gif_close(Heatmap *h, HeadPlot *p);
 
 #endif
