@@ -65,6 +65,12 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
     HeatmapConfig hc = {.L = cfg->L, .NH = cfg->NH, .hs = cfg->C / cfg->NH, .T_max = T_max,
                         .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif,
                         .raw = o->raw, .svg = o->svg};
+    if (!o->raw && T_max > HEATMAP_FIG_MAX_T) {
+        fprintf(stderr, "kvscope: --heatmaps: %d tokens (prompt + steps) are more than the %d a "
+                        "figure draws; --raw draws pixel heatmaps of any length\n", T_max,
+                HEATMAP_FIG_MAX_T);
+        return 2;
+    }
     const char *hs = heads_shown ? heads_shown : "0";
     if (select_parse(&hc.heads, hs, cfg->NH))
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);

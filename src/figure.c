@@ -70,8 +70,55 @@ int fig_render_rgb(unsigned char *rgb, int w, int h, FigDraw draw, void *user) {
 
 /* ---- SVG, written to a temporary file and renamed ---- */
 
-static cairo_status_t svg_write(void *closure, const unsigned char *data, unsigned int n) {
-    return fwrite(data, 1, n, closure) == n ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+/* cairo numbers its surfaces ("surface17") with a counter for the whole process; the
+ * SVG is kept in memory and its surface ids numbered from 1 in order of appearance,
+ * so that a figure's bytes do not depend on what was drawn before it. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int failed;
+} SvgBuf;
+
+static cairo_status_t svg_collect(void *closure, const unsigned char *data, unsigned int n) {
+    SvgBuf *b = closure;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = 1;
+            return CAIRO_STATUS_NO_MEMORY;
+        }
+        b->p = q, b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    return CAIRO_STATUS_SUCCESS;
+}
+
+static int svg_out(FILE *fp, const SvgBuf *b) {
+    enum { MAXID = 64 };
+    long seen[MAXID];
+    int nseen = 0;
+    static const char key[] = "surface";
+    size_t i = 0, from = 0;
+    while (i + sizeof key - 1 < b->n) {
+        if (memcmp(b->p + i, key, sizeof key - 1) != 0 || b->p[i + sizeof key - 1] < '0' ||
+            b->p[i + sizeof key - 1] > '9') {
+            i++;
+            continue;
+        }
+        size_t j = i + sizeof key - 1;
+        long id = 0;
+        while (j < b->n && b->p[j] >= '0' && b->p[j] <= '9') id = id * 10 + (b->p[j++] - '0');
+        int k = 0;
+        while (k < nseen && seen[k] != id) k++;
+        if (k == nseen && nseen < MAXID) seen[nseen++] = id;
+        if (fwrite(b->p + from, 1, i - from, fp) != i - from || fprintf(fp, "surface%d", k + 1) < 0)
+            return -1;
+        from = i = j;
+    }
+    return fwrite(b->p + from, 1, b->n - from, fp) == b->n - from ? 0 : -1;
 }
 
 static int write_svg(const char *path, int w, int h, FigDraw draw, void *user, char *err,
@@ -81,32 +128,37 @@ static int write_svg(const char *path, int w, int h, FigDraw draw, void *user, c
         snprintf(err, errsize, "%s: path too long", path);
         return -1;
     }
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    mode_t mask = umask(0);
-    umask(mask);
-    FILE *fp = fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
-    if (!fp) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    cairo_surface_t *s = cairo_svg_surface_create_for_stream(svg_write, fp, w, h);
+    SvgBuf b = {NULL, 0, 0, 0};
+    cairo_surface_t *s = cairo_svg_surface_create_for_stream(svg_collect, &b, w, h);
     cairo_svg_surface_restrict_to_version(s, CAIRO_SVG_VERSION_1_1);
     cairo_svg_surface_set_document_unit(s, CAIRO_SVG_UNIT_PX);
     int rc = cairo_surface_status(s) == CAIRO_STATUS_SUCCESS ? draw_on(s, draw, user) : -1;
     cairo_surface_finish(s);
-    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) rc = -1;
+    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS || b.failed) rc = -1;
     cairo_surface_destroy(s);
-    int saved = errno;
+    if (rc) {
+        free(b.p);
+        snprintf(err, errsize, "%s: cannot draw SVG (out of memory?)", path);
+        return -1;
+    }
+    int fd = mkstemp(tmp), saved = 0;
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *fp = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!fp) {
+        saved = errno;
+        if (fd >= 0) close(fd), unlink(tmp);
+        free(b.p);
+        snprintf(err, errsize, "%s: %s", path, strerror(saved));
+        return -1;
+    }
+    rc = svg_out(fp, &b);
+    saved = errno;
+    free(b.p);
     if (fclose(fp) != 0 && rc == 0) rc = -1, saved = errno;
     if (rc == 0 && rename(tmp, path) != 0) rc = -1, saved = errno;
     if (rc != 0) {
-        snprintf(err, errsize, "%s: %s", path, saved ? strerror(saved) : "cannot draw SVG");
+        snprintf(err, errsize, "%s: %s", path, saved ? strerror(saved) : "write error");
         unlink(tmp);
     }
     return rc;

@@ -112,6 +112,7 @@ int toklabel_axis(const TokenTexts *t, const int *pos, int n, TokLabel *out) {
             nb += t->len[q];
             l->span++;
         }
+        if (incomplete(b, nb)) l->span = 1, nb = t->len[p]; /* cut short: its first byte alone */
         toklabel_visible(b, nb, l->text, sizeof l->text);
         i += l->span;
     }

@@ -1,6 +1,7 @@
 /* test_util.c — see testutil.h. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,3 +92,50 @@ int count_entries(const char *dir) {
     closedir(d);
     return n;
 }
+
+int png_load(const char *path, Png *p) {
+    memset(p, 0, sizeof *p);
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    png_bytep *volatile rows = NULL;
+    if (!info || setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct(&png, &info, NULL);
+        free(rows);
+        free(p->px);
+        p->px = NULL;
+        fclose(f);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_read_info(png, info);
+    if (png_get_color_type(png, info) != PNG_COLOR_TYPE_RGB || png_get_bit_depth(png, info) != 8)
+        png_error(png, "not 8-bit RGB");
+    p->w = (int)png_get_image_width(png, info);
+    p->h = (int)png_get_image_height(png, info);
+    p->px = malloc((size_t)p->w * p->h * 3);
+    rows = malloc((size_t)p->h * sizeof *rows);
+    if (!p->px || !rows) png_error(png, "out of memory");
+    for (int y = 0; y < p->h; y++) rows[y] = p->px + (size_t)y * p->w * 3;
+    png_read_image(png, rows);
+    png_read_end(png, info);
+    png_textp text;
+    int nt = 0;
+    png_get_text(png, info, &text, &nt);
+    for (int i = 0; i < nt; i++) {
+        char *dst = strcmp(text[i].key, "Title") == 0         ? p->title
+                    : strcmp(text[i].key, "Software") == 0    ? p->software
+                    : strcmp(text[i].key, "Description") == 0 ? p->desc
+                                                              : NULL;
+        size_t size = dst == p->software ? sizeof p->software
+                      : dst == p->title  ? sizeof p->title
+                                         : sizeof p->desc;
+        if (dst) snprintf(dst, size, "%s", text[i].text);
+    }
+    png_destroy_read_struct(&png, &info, NULL);
+    free(rows);
+    fclose(f);
+    return 0;
+}
+

@@ -9,6 +9,15 @@
 /* Path of the kvscope binary under test (set by the Makefile). */
 #ifndef KVSCOPE_BIN
 #define KVSCOPE_BIN "bin/kvscope"
+/* A PNG read back: 8-bit RGB pixels and its text chunks. */
+typedef struct {
+    int w, h;
+    unsigned char *px; /* RGB, malloc'ed */
+    char title[256], software[64], desc[1024];
+} Png;
+/* 0, or -1 if path is not an 8-bit RGB PNG. */
+int png_load(const char *path, Png *p);
+
 #endif
 
 /* A small config: L layers, NH heads, C width, context N, vocabulary V. */
@@ -26,5 +35,14 @@ int files_equal(const char *a, const char *b);
 char *read_file(const char *path, size_t *len);
 /* Number of entries in a folder other than . and .. (-1 on error). */
 int count_entries(const char *dir);
+
+/* A PNG read back: 8-bit RGB pixels and its text chunks. */
+typedef struct {
+    int w, h;
+    unsigned char *px; /* RGB, malloc'ed */
+    char title[256], software[64], desc[1024];
+} Png;
+/* 0, or -1 if path is not an 8-bit RGB PNG. */
+int png_load(const char *path, Png *p);
 
 #endif
