@@ -1,6 +1,8 @@
 #!/bin/sh
 # timing.sh — measured numbers for lessons 4 and 5 (time per decode step, process RSS).
 #   sh lessons/timing.sh BIN      (what `make timing` runs; `make lessons` never does)
+#   sh lessons/timing.sh BIN charts   redraw plots/measured/ from data/measured/ without
+#                                      measuring again (`make timing-charts`)
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
@@ -11,6 +13,31 @@ set -eu
 KV=$1
 [ -x "$KV" ] || { echo "timing: no kvscope binary at $KV (run make first)" >&2; exit 2; }
 OUT=data/measured
+MODEL_NOTE="kvscope's built-in model: L = 1, C = 768, V = 256, one thread"
+
+# The two charts, from the measured CSVs in folder $1 into folder $2.
+charts() {
+    mkdir -p "$2"
+    gnuplot -e "in='$1/decode_time.csv'; model='$MODEL_NOTE'; machine='$(cat "$1/machine.txt")'; out='$2/decode_time'" plots/time.gp
+    gnuplot -e "in='$1/rss.csv'; rss='$1/rss.csv'; out='$2/kv_memory_rss'" plots/kv_memory.gp
+}
+# The gallery's captions of the two charts, into folder $1.
+captions() {
+    printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache: the gap between the lines is the speed-up, far below the FLOP ratio (median, min–max bars) — lesson 4" \
+    kv_memory_rss.png "The process's measured RSS grows with the cache's used bytes, not with its reserved ones, over 1000 decode steps — lesson 5" > "$1/figures.tsv"
+}
+if [ "${2:-}" = charts ]; then
+    rm -rf plots/measured.tmp
+    charts "$OUT" plots/measured.tmp
+    captions "$OUT"
+    rm -rf plots/measured
+    mv plots/measured.tmp plots/measured
+    lesson_end 4
+    lesson_end 5
+    sh lessons/gallery.sh
+    echo "timing: redrew plots/measured/ from $OUT/"
+    exit 0
+fi
 W=$OUT.tmp.$$
 trap 'rm -rf "$W"' EXIT
 rm -rf "$W"; mkdir -p "$W"
@@ -44,8 +71,7 @@ NR == 1 { print "| T | with cache: median (min–max) | without cache: median (m
   T = $1; s = $5 / $2; c = $2; r = $5 }
 END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,'$REPEAT'\n", T, s, 1e3 * c, 1e3 * r > "'"$W/values.csv"'" }' \
     "$W/decode_time.csv" > "$W/decode_time.md"
-mkdir -p "$W/plots"
-gnuplot -e "in='$W/decode_time.csv'; out='$W/plots/decode_time'" plots/time.gp
+{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
 
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet
@@ -56,12 +82,10 @@ NR == 1 { print "| tokens T | KV bytes used | KV bytes reserved | process RSS |"
 $3 == 1 || $3 == 256 || $3 == 512 || $3 == 1001 { printf "| %d | %s | %s | %s |\n", $3, kib($4), kib($5), kib($6) }
 NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
 END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
-gnuplot -e "in='$W/run/kv_memory.csv'; rss='$W/run/timing.csv'; out='$W/plots/kv_memory_rss'" plots/kv_memory.gp
 rm -rf "$W/run"
-{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+charts "$W" "$W/plots"
 
-printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache (median, min–max bars) — lesson 4" \
-    kv_memory_rss.png "KV bytes used and reserved, and the measured growth of the process RSS, over 1000 decode steps — lesson 5" > "$W/figures.tsv"
+captions "$W"
 rm -rf plots/measured
 mv "$W/plots" plots/measured
 rm -rf "$OUT"
