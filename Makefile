@@ -94,9 +94,10 @@ check: $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
 # The committed lessons, tables and figures must be what the code generates now
-# (lessons/check.sh). Skipped under SAN=1: the same code, only slower.
+# (lessons/check.sh), and they must look right (tests/figcheck/). Skipped under SAN=1:
+# the same code, only slower.
 ifneq ($(SAN),1)
-check: check-lessons
+check: check-lessons check-figures
 endif
 
 # Each lessons/lessonN.mk adds its target to LESSONS; plots/*.mk add chart targets;

@@ -8,10 +8,10 @@ lesson_begin 1 "$@"
 
 PROMPT="人工智能是"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --quiet
-mv "$P/hm/prefill_qkv_L0_H00.png" "$P/prefill_qkv_L0_H00.png"
+mv "$P/hm/prefill_qkv_L0_H00.png" "$P/hm/prefill_qkv_L0_H00.svg" "$P/"
 rm -rf "$P/hm"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
-figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT (${T0}×64, 64×${T0}, ${T0}×64); red positive, blue negative"
+figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT: look at the shapes — Q and V have one row per token, Kᵀ one column per token"
 
 # The prompt's tokens: the built-in model reads UTF-8 bytes, so each character is
 # several tokens. A byte >= 0xC0 (or < 0x80) starts a character.

@@ -7,20 +7,16 @@ lesson_begin 2 "$@"
 
 PROMPT="人工智能是"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --heads-shown all --plots "$P/hm" --no-gif --quiet
-for f in "$P"/hm/prefill_attn_L0_H*.png "$P"/hm/prefill_scores_L0_H*.png; do mv "$f" "$P/"; done
+    --plots "$P/hm" --no-gif --quiet
+for f in prefill_attn_L0_H00 prefill_scores_L0_H00 prefill_step_L0_H00 prefill_heads_L0; do
+    mv "$P/hm/$f.png" "$P/hm/$f.svg" "$P/"
+done
 rm -rf "$P/hm"
-chart heatmap "$P/prefill_weights_L0_H00_annotated" -e "dir='$D/run'; step=0; layer=0; head=0; value='weight'"
-chart heatmap "$P/prefill_scores_L0_H00_annotated" -e "dir='$D/run'; step=0; layer=0; head=0; value='score'"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
-figure prefill_weights_L0_H00_annotated.png "Prefill, head 0: the ${T0}×${T0} attention weights of 人工智能是 (each row sums to 1; grey: the future, masked)"
-figure prefill_scores_L0_H00_annotated.png "Prefill, head 0: the scores q·k/√hs before the softmax"
-for h in 00 01 02 03 04 05 06 07 08 09 10 11; do
-    figure prefill_attn_L0_H$h.png "Prefill, head $((1$h - 100)): attention weights (raw heatmap, viridis 0..1, grey masked)"
-done
-for h in 00 01 02 03 04 05 06 07 08 09 10 11; do
-    figure prefill_scores_L0_H$h.png "Prefill, head $((1$h - 100)): scores before the softmax (raw heatmap, blue negative, red positive)"
-done
+figure prefill_attn_L0_H00.png "Prefill, head 0: the ${T0}×${T0} attention weights of $PROMPT — row t has t + 1 coloured cells, the grey future is masked, each row sums to 1"
+figure prefill_scores_L0_H00.png "Prefill, head 0: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
+figure prefill_step_L0_H00.png "Prefill, head 0, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
+figure prefill_heads_L0.png "Prefill: the attention weights of every head of layer 0 on one colour scale — each head looks at the prompt in its own way"
 V="$D/values.csv"
 kv "$V" prompt "$PROMPT"
 
@@ -106,6 +102,6 @@ NR == 1 { print "| prompt tokens T | attention FLOPs | × previous row | project
 ' "$D/sweep/prefill_flops.csv" > "$D/prefill_sweep.md"
 
 chart lesson2_prefill_flops "$P/prefill_flops" -e "in='$D/sweep/prefill_flops.csv'"
-figure prefill_flops.png "FLOPs of a prefill vs prompt length: attention ×4 per doubling, projections and MLP ×2"
+figure prefill_flops.png "FLOPs of a prefill vs prompt length: the attention line is steeper (×4 per doubling) than the projections and MLP (×2), yet stays below them here"
 
 lesson_end 2

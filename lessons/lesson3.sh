@@ -17,9 +17,7 @@ kv "$V" vsteps $VSTEPS
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --quiet
 for f in "$P"/hm/decode_*; do mv "$f" "$P/"; done
 rm -rf "$P/hm"
-chart heatmap "$P/staircase_s$(printf %03d $STEPS)_annotated" -e "dir='$D/run'; step=$STEPS; layer=0; head=0; value='weight'"
-figure "staircase_s$(printf %03d $STEPS)_annotated.png" "The staircase after $STEPS decode steps, head 0: the prefill square plus one 1×t row per step"
-figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0)"
+figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0) — the canvas stays put, only the new row appears"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
 # the model's widths, from the hooked shapes: hook_q is 1 x T x NH x hs
 awk -F, -v V="$V" 'NR > 1 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ && !done { split($5, s, "x");
@@ -28,9 +26,8 @@ HS=$(awk -F, '$1 == "hs" { print $2 }' "$V")
 i=1
 while [ $i -le $STEPS ]; do
     s=$(printf %03d $i)
-    figure decode_s${s}_attn_L0_H00.png "Decode step $i: the new token's attention row (1×$((i + T0)))"
-    figure decode_s${s}_kv_L0_H00.png "Decode step $i: the K and V caches the new token reads ($((i + T0))×$HS each, head 0)"
-    figure decode_s${s}_stair_L0_H00.png "Decode step $i: the staircase so far"
+    figure decode_s${s}_step_L0_H00.png "Decode step $i, head 0: one query row (1×$HS) against the $((i + T0)) cached keys — the orange rows of K and V are the new token's, appended this step"
+    figure decode_s${s}_stair_L0_H00.png "Decode step $i, head 0: the staircase so far — the orange frame is the only row this step computed"
     i=$((i + 1))
 done
 # What the run prints (the folder line says where it wrote; the reader's will differ).
@@ -80,6 +77,6 @@ NR == 1 { print "| step | max abs(Δlogit), cache vs recompute | same next token
 
 FIRST=$(awk -F, 'NR > 1 && $2 > 0 { print $1; exit }' "$D/article_bug.csv")
 chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PROMPT'; first=${FIRST:-0}"
-figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: max |Δlogit| per decode step"
+figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: the correct cache stays at exactly 0, the article's jumps from step 2 on"
 
 lesson_end 3

@@ -127,7 +127,6 @@ END {
 }' "$D/cache/flops.csv" "$D/recompute.csv" > "$D/flops_sweep.csv"
 rm -rf "$D/cache"
 chart flops "$P/flops" -e "in='$D/flops_sweep.csv'"
-figure flops.png "FLOPs of one decode step (left) and of the whole generation (right), with and without the KV cache: counted points on the closed-form lines"
-if [ -f plots/measured/decode_time.png ]; then :; fi
+figure flops.png "FLOPs of one decode step (left) and of the whole generation (right), with and without the KV cache: the counted points sit on the closed-form lines, and the gap widens with T"
 
 lesson_end 4

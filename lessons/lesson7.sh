@@ -67,18 +67,20 @@ kv "$V" prefix_flops_fresh "$(awk "$AWKLIB"' BEGIN { print c3('"$(get "$D/paged/
 kv "$V" prefix_flops_reuse "$(awk "$AWKLIB"' BEGIN { print c3('"$(get "$D/paged/summary.csv" prefix_flops_reuse)"') }')"
 
 chart lesson7_padding "$P/padding" -e "in='$D/mask/padding.csv'"
-chart lesson7_nomask "$P/nomask" -e "in='$D/nomask/diff.csv'; ok='$D/mask/diff.csv'; n=$(get "$D/mask/summary.csv" sequences)"
+LONGEST=$(awk -F, 'NR > 1 && $1 == 0 && $3 + 1 > m { m = $3 + 1; s = $2 + 1 } END { print s }' "$D/mask/diff.csv")
+kv "$V" longest "$LONGEST"
+chart lesson7_nomask "$P/nomask" -e "in='$D/nomask/diff.csv'; ok='$D/mask/diff.csv'; n=$(get "$D/mask/summary.csv" sequences); longest=$LONGEST"
 chart lesson7_memory "$P/memory" -e "in='$D/paged/memory.csv'; pre='$(get "$D/paged/summary.csv" used_pct_prealloc)'; dbl='$(get "$D/paged/summary.csv" used_pct_doubling)'; pag='$(get "$D/paged/summary.csv" used_pct_paged)'; bs='$(get "$D/paged/summary.csv" block_size)'"
 chart lesson7_blocks "$P/blocks" -e "in='$D/paged/blocks.csv'; bs=$(get "$D/paged/summary.csv" block_size); n=$(get "$D/paged/summary.csv" sequences); step=$(get "$D/paged/summary.csv" table_step)"
-cp "$D/paged/blocks.png" "$P/block_pool.png"
+chart lesson7_prefix "$P/prefix" -e "in='$D/paged/prefix.csv'"
 
 T=$(printf '\t')
 cat > "$D/figures.tsv" <<TSV
-padding.png${T}Padded batch: bytes of the stacked KV tensor vs bytes holding tokens, per decode step
-nomask.png${T}Padding without an attention mask (the article's pad_kv_cache): how far each prompt's log-probabilities move
-memory.png${T}Bytes reserved by three strategies (preallocate, doubling, paged) vs bytes holding tokens, per step
-blocks.png${T}The paged cache's block pool at one step: owner and fill of every block
-block_pool.png${T}The same pool as drawn by kvscope batch --paged (blocks.png in its output folder)
+padding.png${T}Padded batch: the shaded gap between the stacked tensor and the bytes holding tokens is padding, memory that holds nothing
+nomask.png${T}Padding without an attention mask (the article's pad_kv_cache): every padded prompt's log-probabilities move, the unpadded one and every masked run stay at 0
+memory.png${T}Three ways of reserving KV memory for one batch: paging follows the bytes holding tokens most closely (left), and holds tokens in the largest share of what it reserves (right)
+blocks.png${T}The paged cache's block pool at one step: blocks of one prompt need not be neighbours, and a finished prompt's blocks go back to the pool
+prefix.png${T}Prefix reuse: the second turn skips the prefix tokens' share of its prefill, because their K and V are already cached
 TSV
 
 lesson_end 7

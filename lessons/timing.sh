@@ -13,7 +13,7 @@ set -eu
 KV=$1
 [ -x "$KV" ] || { echo "timing: no kvscope binary at $KV (run make first)" >&2; exit 2; }
 OUT=data/measured
-MODEL_NOTE="kvscope's built-in model: L = 1, C = 768, V = 256, one thread"
+MODEL_NOTE="the built-in model: L = 1, C = 768, V = 256, one thread"
 
 # The two charts, from the measured CSVs in folder $1 into folder $2.
 charts() {
