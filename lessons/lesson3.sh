@@ -23,6 +23,7 @@ T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
 awk -F, -v V="$V" 'NR > 1 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ && !done { split($5, s, "x");
     printf "NH,%d\nhs,%d\nC,%d\n", s[3], s[4], s[3] * s[4] >> V; done = 1 }' "$D/run/shapes.csv"
 HS=$(awk -F, '$1 == "hs" { print $2 }' "$V")
+kv "$V" T0_plus1 $((T0 + 1))
 i=1
 while [ $i -le $STEPS ]; do
     s=$(printf %03d $i)

@@ -52,6 +52,7 @@ END {
             c3(rattn[T]), c3(cattn[T]), rattn[T] / cattn[T], c3(re[T]), c3(cache[T]), re[T] / cache[T]
         printf "ratio_%d,%.1f\nattn_ratio_%d,%.1f\ncache_%d,%s\nrecompute_%d,%s\n", T, re[T] / cache[T], T, rattn[T] / cattn[T], T, c3(cache[T]), T, c3(re[T]) >> V
         printf "attn_share_cache_%d,%.1f\n", T, 100 * cattn[T] / cache[T] >> V
+        printf "layers_ratio_%d,%.1f\n", T, rlay[T] / clay[T] >> V
         printf "attn_share_recompute_%d,%.1f\n", T, 100 * rattn[T] / re[T] >> V
     }
 }' "$D/cache/flops.csv" "$D/recompute.csv" > "$D/articles_table.md"
@@ -103,7 +104,7 @@ $1 == 1000 {
     printf "| prefill of T = %d tokens | %s | %s | %s | %.0f |\n", T, c3(fl), c3(wb), c3(kvb), fl / (wb + kvb)
     printf "pre_intensity_%d,%.0f\n", T, fl / (wb + kvb) >> V
 }' "$D/recompute.csv" >> "$D/intensity.rows"
-{ echo "| what | FLOPs (counted) | weight bytes read | K/V bytes read | FLOPs per byte |"
+{ echo "| what | FLOPs of the whole step (counted) | weight bytes read | K/V bytes read | FLOPs per byte |"
   echo "|---|---:|---:|---:|---:|"
   cat "$D/intensity.rows"; } > "$D/intensity.md"
 rm -f "$D/intensity.rows"

@@ -62,6 +62,6 @@ awk -v V="$V" "$AWKLIB"'/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); printf
 chart kv_memory "$P/kv_memory" -e "in='$D/run/kv_memory.csv'"
 figure kv_memory.png "KV bytes of the built-in model while it generates: the used bytes lie on the formula's line, the reservation jumps at every doubling"
 chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'"
-figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B reaches 1 GiB at 2048 tokens, 32 times the article's figure (the circle)"
+figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads"
 
 lesson_end 5

@@ -29,7 +29,7 @@ FNR == NR { text[FNR] = $0; next }
 FNR > 1 && $1 == 0 { T[$2 + 1] = $3 + 1; if ($3 + 1 > W) W = $3 + 1; n++ }
 END {
     split(steps, s, ",")
-    print "| prompt | text | tokens T | decode steps | padding slots (W₀ − T) |"
+    print "| prompt | text | tokens T | decode steps | padding slots (T_max − T) |"
     print "|---:|---|---:|---:|---:|"
     for (i = 1; i <= n; i++) {
         t = text[i]; gsub(/\|/, "\\|", t)
