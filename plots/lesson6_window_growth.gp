@@ -13,12 +13,6 @@ evaluate need_vars('in W S out')
 evaluate need_columns(in, 'position kv_bytes_full kv_bytes_window max_abs_dlogit')
 if (exists('nosink')) { evaluate need_columns(nosink, 'position max_abs_dlogit') }
 MiB = 1048576.0
-stats in using (column('kv_tokens_window') >= W ? column('max_abs_dlogit') : NaN) nooutput
-mean_s = STATS_mean
-if (exists('nosink')) {
-    stats nosink using (column('kv_tokens_window') >= W ? column('max_abs_dlogit') : NaN) nooutput
-    mean_0 = STATS_mean
-}
 stats in using 'position' nooutput
 xmax = STATS_max + 1
 
@@ -47,10 +41,10 @@ do for [fmt in FORMATS] {
     set ylabel 'max |Δlogit| vs full'
     set key top right Left reverse
     if (exists('nosink')) {
-        plot nosink using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#D55E00' lw 1.5 title sprintf('no sinks (%d recent): mean %.2f', W, mean_0), \
-             in using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#0072B2' lw 1.5 title sprintf('%d sinks + %d recent: mean %.2f', S, W - S, mean_s)
+        plot nosink using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#D55E00' lw 1.5 title sprintf('no sinks: the %d most recent tokens', W), \
+             in using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#0072B2' lw 1.5 title sprintf('%d sinks + the %d most recent', S, W - S)
     } else {
-        plot in using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#0072B2' lw 1.5 title sprintf('%d sinks + %d recent: mean %.2f', S, W - S, mean_s)
+        plot in using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#0072B2' lw 1.5 title sprintf('%d sinks + the %d most recent', S, W - S)
     }
     unset multiplot
     set output
