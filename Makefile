@@ -14,7 +14,7 @@ CC      ?= cc
 DEB_PACKAGES := gcc make pkg-config libpng-dev check gnuplot-nox libjansson-dev \
                 libutf8proc-dev libgif-dev fonts-wqy-zenhei libcairo2-dev poppler-utils \
                 librsvg2-bin
-PKGS    := libpng jansson libutf8proc cairo
+PKGS    := libpng jansson libutf8proc cairo fontconfig
 # MODEL=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json,
 # merges.txt) that the lesson targets pass to kvscope instead of the built-in model.
 MODEL   ?=

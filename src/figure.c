@@ -5,6 +5,7 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <errno.h>
+#include <fontconfig/fontconfig.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,11 @@ int fig_write(const char *png_path, const char *svg_path, int w, int h, FigDraw 
     free(rgb);
     if (rc == 0 && svg_path) rc = write_svg(svg_path, w, h, draw, user, err, errsize);
     return rc;
+}
+
+void fig_release(void) {
+    cairo_debug_reset_static_data();
+    FcFini();
 }
 
 /* ---- shapes ---- */

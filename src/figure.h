@@ -37,6 +37,10 @@ int fig_write(const char *png_path, const char *svg_path, int w, int h, FigDraw 
  * which are the PNG's pixels. 0, or -1 (out of memory, or draw failed). */
 int fig_render_rgb(unsigned char *rgb, int w, int h, FigDraw draw, void *user);
 
+/* Free the font caches cairo and fontconfig keep for the whole process (so that leak
+ * checkers see nothing left). Call only when no figure is being drawn: at the end. */
+void fig_release(void);
+
 /* ---- drawing ---- */
 void fig_rect(Fig *f, double x, double y, double w, double h, Rgb c);
 void fig_frame(Fig *f, double x, double y, double w, double h, Rgb c, double lw);

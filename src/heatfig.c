@@ -356,7 +356,7 @@ typedef struct {
 static void step_layout_decode(StepDraw *d) {
     const HfStep *s = d->s;
     d->ch = clampi(548 / (s->t_max + 2), 2, 40);
-    d->sw = d->ch >= 15 ? imax(d->ch, 68) : imax(d->ch, 20);
+    d->sw = imax(d->ch, d->ch >= 15 ? 68 : 58); /* room for the numbers, or for the headers */
     d->cw = clampi((HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G - 14 - 2 * d->sw) / (2 * s->hs), 1, 16);
     const int w = STEP_LAB + 2 * s->hs * d->cw + 2 * STEP_G + 14 + 2 * d->sw;
     d->xk = (HEATFIG_W - w) / 2 + STEP_LAB;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "colormap.h"
+#include "figure.h"
 #include "outdir.h"
 #include "png_out.h"
 
@@ -645,6 +646,7 @@ int heatmap_close(Heatmap *h) {
     free(h->slot_pos);
     h->slot_pos = NULL;
     token_texts_free(&h->tok);
+    if (!h->cfg.raw) fig_release();
     h->hp = NULL;
     h->buf_q = h->buf_k = NULL;
     return h->failed ? -1 : 0;

@@ -1,8 +1,24 @@
-/* heatmap.h — an observer that draws attention and Q/K/V as PNG heatmaps.
+/* heatmap.h — an observer that draws attention and Q/K/V, step by step.
  *
- * Subscribes to hook_q, hook_k, hook_v, cache_k, cache_v, hook_attn_scores and
- * hook_pattern; the engine does not know it exists. For every selected layer l and
- * head h (file names sort in step order; steps have at least 3 digits):
+ * Subscribes to hook_q, hook_k, hook_v, cache_k, cache_v, hook_attn_scores,
+ * hook_pattern and hook_z; the engine does not know it exists. Two kinds of output:
+ *
+ * Figures (the default; heatmap_fig.c, drawn by heatfig.h as NAME.png + NAME.svg):
+ * for every selected layer l and head h
+ *   prefill_attn_L{l}_H{hh}    T×T weights        prefill_scores_L{l}_H{hh}  T×T scores
+ *   prefill_qkv_L{l}_H{hh}     Q, Kᵀ, V on one scale
+ *   prefill_step_L{l}_H{hh}    the whole prefill of the head, Q, K, V to Z
+ *   prefill_heads_L{l}         every head's weights (once per layer, when NH > 1)
+ *   decode_s{sss}_step_L{l}_H{hh}   the step: q against the K and V cache, scores,
+ *                                    weights, z; a canvas of T_max rows for every step
+ *   decode_s{sss}_stair_L{l}_H{hh}  the staircase so far on a T_max × T_max canvas
+ *   decode_stair_L{l}_H{hh}.gif     the staircase figures as frames (prefill, one per
+ *                                   step, the last held 2 s), in a 256-colour palette:
+ *                                   viridis in 192 levels, 52 greys, the orange
+ * with the tokens' texts on the axes (heatmap_token). Q, K, V and z share one range per
+ * (layer, head), set at the prefill like the scores' (below).
+ *
+ * Pixel heatmaps (cfg.raw: `--raw`), one block of pixels per entry and no text:
  *
  *   prefill_attn_L{l}_H{hh}.png     T×T weights after softmax (viridis, [0, 1])
  *   prefill_scores_L{l}_H{hh}.png   T×T scaled scores before softmax (cool–warm, ±R_s)
@@ -16,8 +32,9 @@
  *                                   of T_max × T_max cells; frame 0 is the prefill, each
  *                                   later frame redraws only the rows that changed, the
  *                                   last one is held 2 s; viridis in 248 levels
+ * (file names sort in step order; steps have at least 3 digits)
  *
- * Pixels. Every matrix entry is a block of cell × cell pixels. Masked entries
+ * Pixels (--raw). Every matrix entry is a block of cell × cell pixels. Masked entries
  * (future slots a query does not see) are COLOR_MASKED grey. Rows of the staircase
  * and of the K/V cache carry a marker strip on their left, `strip` pixels wide:
  * white for prompt rows, black for rows added by decode steps, orange for the
@@ -46,7 +63,7 @@
  *            digits (1 if that is 0). Larger values are clipped to the end colours.
  * Each PNG states phase, step, layer, head, shape and range in its Description chunk.
  *
- * Pixels per cell when cfg.cell is 0: attention images  heatmap_auto_cell(T_max),
+ * Pixels per cell (--raw) when cfg.cell is 0: attention images  heatmap_auto_cell(T_max),
  * Q/K/V images  heatmap_auto_cell(max(T_max, hs)), where T_max = prompt + steps.
  */
 #ifndef KVSCOPE_HEATMAP_H

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "colormap.h"
+#include "figure.h"
 #include "heatfig.h"
 #include "outdir.h"
 #include "testutil.h"
@@ -134,6 +135,7 @@ START_TEST(test_square_cells) {
     ck_assert_msg(strstr(err, "missing/x.png"), "%s", err);
     ck_assert_int_eq(count_entries(dir), 4);
     token_texts_free(&t);
+    fig_release();
     remove_tree(dir);
 }
 END_TEST
@@ -182,6 +184,7 @@ START_TEST(test_step_cells) {
     ck_assert_int_ge(sw[0], ch[0]);
     free(p.px);
     token_texts_free(&t);
+    fig_release();
     remove_tree(dir);
 }
 END_TEST
