@@ -227,6 +227,8 @@ static float range_of(float *v, size_t n) {
     return nice_ceil(v[k - 1]);
 }
 
+float heatmap_signed_range(float *v, size_t n) { return range_of(v, n); }
+
 /* Range of one head's slice of a [n, NH, hs] tensor. */
 static int head_range(Heatmap *h, const float *t, int n, int NH, int hs, int head, float *out) {
     size_t cnt = (size_t)n * hs;

@@ -102,6 +102,11 @@ typedef struct {
  * HEATMAP_TARGET_PX / n, clamped to [1, HEATMAP_MAX_CELL]. */
 int heatmap_auto_cell(int n);
 
+/* The symmetric colour range ±R of n values, by the rule above (99th percentile of
+ * |x|, nearest rank, rounded up to two significant digits; 1 for none). v is scratch:
+ * it is reordered. Other observers (the HTML page) use it to draw on the same scale. */
+float heatmap_signed_range(float *v, size_t n);
+
 /* 0, or -1 with a message in h->err (out of memory, bad config). */
 int heatmap_open(Heatmap *h, const HeatmapConfig *cfg);
 /* Subscribe to the hook points. 0 or -1. */
