@@ -7,7 +7,7 @@ lesson_begin 2 "$@"
 
 PROMPT="人工智能是"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --heads-shown all --plots "$P/hm" --no-gif --quiet
+    --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
 for f in "$P"/hm/prefill_attn_L0_H*.png "$P"/hm/prefill_scores_L0_H*.png; do mv "$f" "$P/"; done
 rm -rf "$P/hm"
 chart heatmap "$P/prefill_weights_L0_H00_annotated" -e "dir='$D/run'; step=0; layer=0; head=0; value='weight'"
