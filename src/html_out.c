@@ -254,15 +254,24 @@ static void html_text(FILE *f, const char *str, size_t len) {
 
 /* <title>: the prompt, the steps and what the cache does, for the browser's tab and the
  * gallery's caption. */
-static int write_title(FILE *f, HtmlOut *h, const int *ids, const Tokenizer *tok) {
+static void write_title(FILE *f, const HtmlOut *h, const int *ids, const Tokenizer *tok) {
     const HtmlConfig *c = &h->cfg;
     const int T = h->rows < c->T ? h->rows : c->T, steps = h->n_steps ? h->n_steps - 1 : 0;
-    char *text;
-    size_t len;
-    if (tokenizer_decode(tok, ids, T, &text, &len)) return fail(h, "out of memory");
     fputs("<title>kvscope explorer: \u201c", f);
-    html_text(f, text, len);
-    free(text);
+    char *all = NULL; /* the prompt's bytes, an id without text left out */
+    size_t used = 0;
+    for (int i = 0; i < T; i++) {
+        char *text = NULL, *grown;
+        size_t len = 0;
+        if (tokenizer_decode(tok, &ids[i], 1, &text, &len) == 0 && (grown = realloc(all, used + len + 1))) {
+            all = grown;
+            memcpy(all + used, text, len);
+            used += len;
+        }
+        free(text);
+    }
+    html_text(f, all ? all : "", used);
+    free(all);
     if (steps) fprintf(f, "\u201d, prefill of %d tokens and %d decode step%s (", T, steps, steps == 1 ? "" : "s");
     else fprintf(f, "\u201d, prefill of %d tokens only (", T);
     if (strcmp(c->mode, "recompute") == 0) fputs("no cache", f);
@@ -271,7 +280,6 @@ static int write_title(FILE *f, HtmlOut *h, const int *ids, const Tokenizer *tok
     else fputs("KV cache", f);
     if (c->kv_cap_bytes) fprintf(f, ", capped at %.4g MiB", (double)c->kv_cap_bytes / 1048576.0);
     fprintf(f, ", K/V as %s)</title>\n", c->kv_dtype);
-    return 0;
 }
 
 /* n floats as float32 little-endian in base64. */
@@ -324,23 +332,23 @@ static void write_model_run(FILE *f, const HtmlOut *h) {
             c->kv_bytes_per_token, c->window, c->sink, c->kv_cap_bytes, c->T, c->T_max - c->T);
 }
 
-/* The token of every computed position: its id and raw bytes in hex. */
-static int write_tokens(FILE *f, HtmlOut *h, const int *ids, int n, const Tokenizer *tok) {
+/* The token of every computed position: its id and raw bytes in hex; no bytes ("") for
+ * an id the tokenizer has no text for (a built-in model with V > 256), shown by its id. */
+static void write_tokens(FILE *f, HtmlOut *h, const int *ids, int n, const Tokenizer *tok) {
     const int P = h->rows < n ? h->rows : n;
     fputs("\"tokens\":{\"id\":", f);
     json_ints(f, ids, P);
     fputs(",\"bytes\":[", f);
     for (int i = 0; i < P; i++) {
-        char *text;
-        size_t len;
-        if (tokenizer_decode(tok, &ids[i], 1, &text, &len)) return fail(h, "token %d", ids[i]);
+        char *text = NULL;
+        size_t len = 0;
         fputs(i ? ",\"" : "\"", f);
-        for (size_t j = 0; j < len; j++) fprintf(f, "%02x", (unsigned char)text[j]);
+        if (tokenizer_decode(tok, &ids[i], 1, &text, &len) == 0)
+            for (size_t j = 0; j < len; j++) fprintf(f, "%02x", (unsigned char)text[j]);
         fputc('"', f);
         free(text);
     }
     fputs("]},\n", f);
-    return 0;
 }
 
 static void write_step(FILE *f, const HtmlOut *h, const HtmlStep *s) {
@@ -424,7 +432,7 @@ static void write_colormaps(FILE *f) {
 static int write_data(FILE *f, HtmlOut *h, const int *ids, int n, const Tokenizer *tok) {
     fputc('{', f);
     write_model_run(f, h);
-    if (write_tokens(f, h, ids, n, tok)) return -1;
+    write_tokens(f, h, ids, n, tok);
     fputs("\"steps\":[\n", f);
     for (int i = 0; i < h->n_steps; i++) {
         if (i) fputs(",\n", f);
@@ -464,9 +472,7 @@ static int write_page(FILE *f, HtmlOut *h, const int *ids, int n, const Tokenize
     for (const char *const *l = html->lines; *l; l++) {
         if (strcmp(*l, MARK_CSS) == 0) write_lines(f, css);
         else if (strcmp(*l, MARK_JS) == 0) write_lines(f, js);
-        else if (strcmp(*l, MARK_TITLE) == 0) {
-            if (write_title(f, h, ids, tok)) return -1;
-        }
+        else if (strcmp(*l, MARK_TITLE) == 0) write_title(f, h, ids, tok);
         else if (strcmp(*l, MARK_DATA) == 0) {
             if (write_data(f, h, ids, n, tok)) return -1;
         } else fprintf(f, "%s\n", *l);

@@ -367,6 +367,27 @@ START_TEST(test_cli_page) {
     ck_assert_ptr_nonnull(D);
     json_decref(D);
     ck_assert_int_eq(count_entries(dir), 3); /* out/, page.html, err.txt: no temporary */
+    /* an id the byte tokenizer has no text for (V > 256): no bytes, the page still written */
+    const char *ids[] = {"run", "--vocab", "1000", "--layers", "1", "--heads", "2", "--dim", "16",
+                         "--prompt-ids", "300,2,3", "--steps", "1", "--out", out, "--html", html,
+                         "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ids, NULL, errf), 0);
+    D = page_json(html);
+    ck_assert_ptr_nonnull(D);
+    json_t *tk = json_object_get(D, "tokens");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(tk, "id"), 0)), 300);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(tk, "bytes"), 0)), "");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(tk, "bytes"), 1)), "02");
+    json_decref(D);
+    /* the title holds the prompt's characters whole, though each byte is a token */
+    const char *cjk[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--prompt", "人工 <x>",
+                         "--steps", "1", "--out", out, "--html", html, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(cjk, NULL, errf), 0);
+    char *page = read_file(html, NULL);
+    ck_assert_ptr_nonnull(page);
+    ck_assert_msg(strstr(page, "<title>kvscope explorer: \u201c人工 &lt;x&gt;\u201d, prefill of 10 tokens and 1 "
+                               "decode step (KV cache, K/V as fp32)</title>"), "title: %.300s", strstr(page, "<title>"));
+    free(page);
     remove_tree(dir);
 }
 END_TEST

@@ -47,21 +47,26 @@ function rowIndex(r) {                    // key position -> index in row r, -1 
 
 // ---- token texts: UTF-8 characters over the positions they span ----
 function tokenSpans() {
-  const bytes = [], owner = [];
+  const chars = [];
+  let bytes = [], owner = [];
+  const flush = () => {                     // the bytes gathered so far, as UTF-8 characters
+    for (let i = 0; i < bytes.length;) {
+      const b = bytes[i], n = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3
+        : b >= 0xf0 && b < 0xf5 ? 4 : 0;
+      let cp = n === 1 ? b : b & (0x7f >> n), ok = n > 0 && i + n <= bytes.length;
+      for (let j = 1; ok && j < n; j++) { ok = (bytes[i + j] & 0xc0) === 0x80; cp = cp << 6 | bytes[i + j] & 0x3f; }
+      if (ok && (cp > 0x10ffff || cp >= 0xd800 && cp < 0xe000 || n === 3 && cp < 0x800 || n === 4 && cp < 0x10000)) ok = false;
+      const len = ok ? n : 1, hex = bytes.slice(i, i + len).map((x) => x.toString(16).toUpperCase().padStart(2, '0')).join(' ');
+      chars.push({ a: owner[i], b: owner[i + len - 1], hex, n: len, ch: ok ? String.fromCodePoint(cp) : null });
+      i += len;
+    }
+    bytes = []; owner = [];
+  };
   D.tokens.bytes.forEach((hex, p) => {
+    if (!hex) { flush(); chars.push({ a: p, b: p, hex: '#' + D.tokens.id[p], n: 0, ch: null }); return; }
     for (let i = 0; i < hex.length; i += 2) { bytes.push(parseInt(hex.substr(i, 2), 16)); owner.push(p); }
   });
-  const chars = [];
-  for (let i = 0; i < bytes.length;) {
-    const b = bytes[i], n = b < 0x80 ? 1 : b >= 0xc2 && b < 0xe0 ? 2 : b >= 0xe0 && b < 0xf0 ? 3
-      : b >= 0xf0 && b < 0xf5 ? 4 : 0;
-    let cp = n === 1 ? b : b & (0x7f >> n), ok = n > 0 && i + n <= bytes.length;
-    for (let j = 1; ok && j < n; j++) { ok = (bytes[i + j] & 0xc0) === 0x80; cp = cp << 6 | bytes[i + j] & 0x3f; }
-    if (ok && (cp > 0x10ffff || cp >= 0xd800 && cp < 0xe000 || n === 3 && cp < 0x800 || n === 4 && cp < 0x10000)) ok = false;
-    const len = ok ? n : 1, hex = bytes.slice(i, i + len).map((x) => x.toString(16).toUpperCase().padStart(2, '0')).join(' ');
-    chars.push({ a: owner[i], b: owner[i + len - 1], hex, n: len, ch: ok ? String.fromCodePoint(cp) : null });
-    i += len;
-  }
+  flush();
   const show = (c) => c.ch === null ? c.hex : c.ch === ' ' ? '\u2423' : c.ch === '\n' ? '\u21b5'
     : c.ch === '\t' ? '\u21e5' : c.ch === '\r' ? '\u240d' : /[\u0000-\u001f\u007f-\u009f]/.test(c.ch) ? c.hex : c.ch;
   const spans = [];
@@ -79,6 +84,7 @@ const TOK = tokenSpans();
 function tokenText(p) {                   // "'人' (byte 2 of 3: E4 BA BA)"
   const s = TOK.at[p];
   if (!s) return '?';
+  if (!D.tokens.bytes[p]) return 'token id ' + D.tokens.id[p] + ' (no text)';
   const bytesOf = D.tokens.bytes[p].toUpperCase().match(/../g).join(' ');
   if (s.a === s.b) return s.kind === 'hex' ? 'byte ' + bytesOf + ' (not a whole character)' : '\u2018' + s.text + '\u2019';
   const unit = D.model.tokenizer === 'bytes' ? 'byte ' : 'token ';

@@ -193,6 +193,22 @@ async function bugRun(browser, r) {
   await page.close();
 }
 
+// Tokens without text (id 300 of V = 1000), a newline, a space, a 3-byte character
+// (E4 B8 AD, 中) and a control byte; three layers, first and last shown.
+async function oddRun(browser, r) {
+  const { page, errors, requests } = await open(browser, r.html);
+  const text = await page.textContent('#text');
+  ok(text.startsWith('#300\u21b5\u2423\u4e2d07'), 'token texts: id, newline, space, one character over three bytes, hex: ' + text);
+  ok((await page.$$eval('#layer option', (o) => o.map((x) => x.value))).join() === '0,2', 'layers 0 and 2 to choose from');
+  await page.selectOption('#layer', '2');
+  ok(await page.$eval('body', (b) => b.dataset.layer) === '2', 'layer 2 chosen');
+  await toStep(page, 3);
+  const D = await data(page);
+  await checkCell(page, r, D, r.attn, 3, 2, 0, 9, 4);
+  ok(errors.length === 0 && requests.length === 0, 'odd page: no error, no request: ' + errors.concat(requests).join(' | '));
+  await page.close();
+}
+
 async function lessonPage(browser, file) {
   const size = statSync(file).size;
   ok(size < PAGE_LIMIT, `${file}: ${size} bytes, under 2 MiB`);
@@ -209,11 +225,13 @@ const t0 = Date.now();
 const plain = run('plain', ['--prompt', '人工智能是', '--steps', '8']);
 const win = run('window', ['--prompt', 'The KV cache', '--steps', '20', '--window', '12', '--sink', '2', '--kv-dtype', 'q8_0', '--heads-shown', '0,1']);
 const bug = run('bug', ['--prompt', '人工智能是', '--steps', '4', '--article-bug', '--heads-shown', '0']);
+const odd = run('odd', ['--vocab', '1000', '--layers', '3', '--prompt-ids', '300,10,32,228,184,173,7', '--steps', '3']);
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 try {
   await plainRun(browser, plain);
   await windowRun(browser, win);
   await bugRun(browser, bug);
+  await oddRun(browser, odd);
   for (const f of LESSON_PAGES) await lessonPage(browser, f);
 } finally {
   await browser.close();
