@@ -1,7 +1,9 @@
 /* cli_html.c — see cli_html.h. */
 #include "cli_html.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,25 +44,40 @@ static int check_existing(const char *path) {
     return 0;
 }
 
-/* Where the page goes: FILE itself (its folder must be there), or into out_tmp. */
+/* 0 if dir is not --out or inside it whatever the spelling (./out, a link): 1 if it is
+ * --out itself, 2 if a folder inside it (both resolved with realpath). */
+static int under_out(const char *dir, const char *out) {
+    char rd[PATH_MAX], ro[PATH_MAX];
+    if (!realpath(dir, rd) || !realpath(out, ro)) return 0;
+    size_t n = strlen(ro);
+    if (strcmp(rd, ro) == 0) return 1;
+    return strncmp(rd, ro, n) == 0 && (rd[n] == '/' || n == 1) ? 2 : 0;
+}
+
+/* Where the page goes: FILE itself (its folder must be there), or into out_tmp when it
+ * lies directly in --out, which is replaced as a whole. */
 static int choose_path(HtmlOpts *o, const char *out, const char *out_tmp) {
+    const size_t n = strlen(o->path);
+    if (n == 0 || n >= 4096) return cli_fail("bad --html", o->path);
+    if (o->path[n - 1] == '/') return cli_fail("--html names a folder", o->path);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", o->path);
+    char *slash = strrchr(dir, '/');
+    const char *name = slash ? o->path + (slash - dir) + 1 : o->path;
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
     const char *rest = inside(o->path, out);
-    if (rest) {
-        if (!rest[0] || strchr(rest, '/'))
+    const int under = rest ? 0 : under_out(dir, out);
+    if (under == 1) rest = name;
+    if (rest || under == 2) {
+        if (!rest || !rest[0] || strchr(rest, '/'))
             return cli_fail("--html inside --out must name a file directly in it", o->path);
         if (path_join(o->write_path, sizeof o->write_path, out_tmp, rest))
             return cli_fail("path too long", o->path);
         return 0;
     }
-    char dir[4200];
-    if (!o->path[0] || snprintf(dir, sizeof dir, "%s", o->path) >= (int)sizeof dir)
-        return cli_fail("bad --html", o->path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
     struct stat st;
-    if (slash && slash[1] == '\0') return cli_fail("--html names a folder", o->path);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return cli_fail("--html folder does not exist", dir);
     if (access(dir, W_OK | X_OK) != 0) return cli_fail("--html folder is not writable", dir);

@@ -367,6 +367,15 @@ START_TEST(test_cli_page) {
     ck_assert_ptr_nonnull(D);
     json_decref(D);
     ck_assert_int_eq(count_entries(dir), 3); /* out/, page.html, err.txt: no temporary */
+    /* --out by another spelling: still written into the new folder, not the old one */
+    char other[200], gone[220];
+    snprintf(other, sizeof other, "%s/./out/other.html", dir);
+    ck_assert_int_eq(run_page(out, other, errf, NULL), 0);
+    snprintf(gone, sizeof gone, "%s/explorer.html", out);
+    struct stat sb;
+    ck_assert_int_ne(stat(gone, &sb), 0); /* the old folder's page went with it */
+    snprintf(gone, sizeof gone, "%s/other.html", out);
+    ck_assert_int_eq(stat(gone, &sb), 0);
     /* an id the byte tokenizer has no text for (V > 256): no bytes, the page still written */
     const char *ids[] = {"run", "--vocab", "1000", "--layers", "1", "--heads", "2", "--dim", "16",
                          "--prompt-ids", "300,2,3", "--steps", "1", "--out", out, "--html", html,
@@ -405,12 +414,20 @@ START_TEST(test_cli_page_errors) {
     fclose(f);
     snprintf(missing, sizeof missing, "%s/no/such/page.html", dir);
     snprintf(nested, sizeof nested, "%s/sub/page.html", out);
+    char slashed[80], sub[160], nested2[200];
+    snprintf(slashed, sizeof slashed, "%s/", dir);
+    snprintf(sub, sizeof sub, "%s/sub", out);           /* an old --out with a folder inside, */
+    snprintf(nested2, sizeof nested2, "%s/./out/sub/page.html", dir); /* named another way */
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    ck_assert_int_eq(mkdir(sub, 0755), 0);
     const char *cases[][2] = {{missing, "folder does not exist"}, {foreign, "did not write"},
-                              {dir, "is a folder"}, {nested, "directly in it"}};
+                              {dir, "is a folder"}, {slashed, "names a folder"},
+                              {nested, "directly in it"}, {nested2, "directly in it"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ck_assert_int_eq(run_page(out, cases[c][0], errf, NULL), 2);
         assert_one_line(errf, cases[c][1]);
-        ck_assert_int_eq(count_entries(dir), 2); /* notes.html and err.txt */
+        ck_assert_int_eq(count_entries(dir), 3); /* notes.html, err.txt and the old out/ */
+        ck_assert_int_eq(count_entries(out), 1); /* out/sub only */
     }
     char *notes = read_file(foreign, NULL);
     ck_assert_str_eq(notes, "<!DOCTYPE html>\n<p>my notes</p>\n");
@@ -421,7 +438,7 @@ START_TEST(test_cli_page_errors) {
     ck_assert_int_eq(run_kvscope(args, NULL, errf), 2);
     assert_one_line(errf, "--heads-shown");
     assert_one_line(errf, "12 heads");
-    ck_assert_int_eq(count_entries(dir), 2);
+    ck_assert_int_eq(count_entries(dir), 3);
     remove_tree(dir);
 }
 END_TEST
