@@ -391,7 +391,7 @@ function hBar(ctx, x, y, w, R) {          // a horizontal cool-warm bar, -R .. +
 
 // ---- memory and FLOPs ----
 function drawMem() {
-  const svg = $('memchart'), W = svg.clientWidth || 400, H = svg.clientHeight || 118, s = stepObj();
+  const svg = $('memchart'), W = svg.clientWidth || 400, H = svg.clientHeight || 100, s = stepObj();
   const cap = D.run.kv_cap_bytes, top = Math.max(cap, ...STEPS.map((x) => x.kv_reserved), 1);
   const L = 62, R = 8, T = 8, B = 22, n = Math.max(STEPS.length - 1, 1);
   const X = (i) => L + (W - L - R) * i / n, Y = (b) => T + (H - T - B) * (1 - b / top);
@@ -417,8 +417,9 @@ function drawMem() {
     '<tspan fill="#0072b2">\u2501 used</tspan>  <tspan fill="#d55e00">\u2505 reserved</tspan></text>';
   svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
   svg.innerHTML = g;
-  const bpt = D.run.kv_bytes_per_token, fp32 = 2 * D.model.L * D.model.C * 4;
-  let t = '<b>' + bytesText(s.kv_bytes) + '</b> used (' + s.tokens + ' tokens \u00d7 ' + bytesText(bpt) +
+  const bpt = D.run.kv_bytes_per_token, fp32 = 2 * D.model.L * D.model.C * 4, pc = (b) => (100 * b / top).toFixed(2) + '%';
+  let t = '<span class="kvbar" title="this step: used (filled) and reserved (dashed)"><i class="res" style="width:' + pc(s.kv_reserved) +
+    '"></i><i class="used" style="width:' + pc(s.kv_bytes) + '"></i>' + (cap ? '<i class="cap" style="left:' + pc(cap) + '"></i>' : '') + '</span><b>' + bytesText(s.kv_bytes) + '</b> used (' + s.tokens + ' tokens \u00d7 ' + bytesText(bpt) +
     ' = 2 \u00b7 L \u00b7 ' + (D.run.kv_dtype === 'fp32' ? 'C \u00b7 4 bytes' : 'row bytes') + '), <b>' + bytesText(s.kv_reserved) + '</b> reserved';
   if (D.run.kv_dtype !== 'fp32') t += '; ' + D.run.kv_dtype + ': ' + sig(100 * bpt / fp32, 3) + ' % of fp32';
   if (s.evicted[1]) t += '; ' + s.evicted[1] + ' evicted before this step';
