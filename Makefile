@@ -49,6 +49,9 @@ LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 B        ?= build/$(VARIANT)
 SRC      := $(filter-out src/main.c,$(wildcard src/*.c))
 OBJ      := $(SRC:src/%.c=$(B)/obj/%.o)
+# The explorer page's source (src/explorer/), embedded as C strings at build time.
+PAGE_SRC := src/explorer/explorer.html src/explorer/explorer.css src/explorer/explorer.js
+OBJ      += $(B)/obj/explorer_page.o
 LIB      := $(B)/libkvscope.a
 TEST_SRC := $(filter-out tests/check_main.c,$(wildcard tests/check_*.c)) $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(B)/tests/%.o) $(B)/tests/check_main.o
@@ -68,6 +71,14 @@ deps:
 $(B)/obj/%.o: src/%.c $(wildcard src/*.h) | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/gen/explorer_page.c: $(PAGE_SRC) src/explorer/embed.sh
+	@mkdir -p $(dir $@)
+	sh src/explorer/embed.sh $(PAGE_SRC) > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/explorer_page.o: $(B)/gen/explorer_page.c src/explorer_page.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -c $< -o $@
 
 $(LIB): $(OBJ)
 	@rm -f $@

@@ -7,7 +7,7 @@
 lesson_begin 1 "$@"
 
 PROMPT="人工智能是"
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --html "$P/explorer.html" --quiet
 mv "$P/hm/prefill_qkv_L0_H00.png" "$P/hm/prefill_qkv_L0_H00.svg" "$P/"
 rm -rf "$P/hm"
 T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")

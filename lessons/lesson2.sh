@@ -7,7 +7,7 @@ lesson_begin 2 "$@"
 
 PROMPT="人工智能是"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --plots "$P/hm" --no-gif --quiet
+    --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
 for f in prefill_attn_L0_H00 prefill_scores_L0_H00 prefill_step_L0_H00 prefill_heads_L0; do
     mv "$P/hm/$f.png" "$P/hm/$f.svg" "$P/"
 done

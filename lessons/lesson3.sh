@@ -14,7 +14,7 @@ kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 kv "$V" vsteps $VSTEPS
 
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --html "$P/explorer.html" --quiet
 for f in "$P"/hm/decode_*; do mv "$f" "$P/"; done
 rm -rf "$P/hm"
 figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0) — the canvas stays put, only the new row appears"
@@ -33,7 +33,7 @@ while [ $i -le $STEPS ]; do
 done
 # What the run prints (the folder line says where it wrote; the reader's will differ).
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug | grep -v '^wrote ' > "$D/bug_console.txt"
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug --html "$P/explorer_article_bug.html" | grep -v '^wrote ' > "$D/bug_console.txt"
 rm -rf "$D/tmp"
 
 # Step by step: Q stays one row, K and V gain one row, the scores are 1×t.

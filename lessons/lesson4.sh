@@ -21,6 +21,8 @@ echo "$DIMS" | awk '{ for (i = 1; i <= NF; i++) if ($i != "-v") { split($i, a, "
 { echo "key,value"; cat "$V.dims"; } > "$V"; rm -f "$V.dims"
 "$KV" run $MODEL_ARGS --prompt-ids 0 --steps $((TMAX - 1)) --record flops --out "$D/cache" --quiet
 
+"$KV" run $MODEL_ARGS --no-cache --prompt "人工智能是" --steps 8 --record none --out "$D/tmp" --html "$P/explorer_no_cache.html" --heads-shown 0-3 --quiet
+
 # Without the cache, step T recomputes all T tokens: exactly a prefill of T tokens.
 # Checked here with --no-cache for the small T, then counted as a prefill for every T.
 LENGTHS="10 16 32 64 100 128 256 1000"

@@ -12,7 +12,7 @@ STEPS=200
 kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --html "$P/explorer.html" --heads-shown 0,1 --quiet
 
 # Bytes of the built-in model's cache, step by step: the prefill, each step where the
 # reservation doubles (with the step just before it, when the reservation was full),

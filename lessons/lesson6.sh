@@ -22,7 +22,7 @@ kv "$V" window $W
 kv "$V" sink $S
 
 # 1. The cap: checked before each step allocates; the run stops cleanly (exit 0).
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 64 --max-kv-mb $CAP_MB --record kv,tokens --out "$D/cap" --quiet \
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 64 --max-kv-mb $CAP_MB --record kv,tokens --out "$D/cap" --html "$P/explorer_cap.html" --heads-shown 0-3 --quiet \
     2> "$D/cap_line.txt"
 awk -F, -v V="$V" 'NR > 1 { last = $0; n++ } END { split(last, f, ","); print "cap_rows," n >> V }' "$D/cap/kv_memory.csv"
 # The try-it answer: where --max-tokens 20 stops ("stopped before decode step N").
@@ -30,6 +30,8 @@ awk -F, -v V="$V" 'NR > 1 { last = $0; n++ } END { split(last, f, ","); print "c
     2> "$D/maxtok_line.txt"
 rm -rf "$D/maxtok"
 kv "$V" maxtok_stop_step "$(sed -n 's/.*before decode step \([0-9]*\).*/\1/p' "$D/maxtok_line.txt")"
+
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 40 --window 24 --sink $S --kv-dtype q8_0 --record none --out "$D/tmp" --html "$P/explorer_window.html" --heads-shown 0-3 --quiet && rm -rf "$D/tmp"
 
 # 2. The storage types, against the fp32 cache; 3. the window, against the full cache.
 "$KV" budget $MODEL_ARGS --prompt "$PROMPT" --steps $SHORT --out "$D/short" > "$D/short_console.txt"

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "generate.h"
 #include "cli_heatmap.h"
+#include "cli_html.h"
 #include "outdir.h"
 #include "record_csv.h"
 #include "sysinfo.h"
@@ -25,9 +26,9 @@ static const char *const RUN_HELP =
     "  --record LIST        files to write: shapes,attention,kv,flops,tokens,timing,logits\n"
     "                       or all or none (default: all but logits)\n"
     "  --logits             also write logits.csv\n"
-    "  --layers-shown LIST  layers in attention.csv, e.g. 0,2-3 or all\n"
+    "  --layers-shown LIST  layers in attention.csv (and --html), e.g. 0,2-3 or all\n"
     "                       (default all when L <= 2, else the first and the last)\n"
-    "  --heads-shown LIST   heads in attention.csv (default all)\n"
+    "  --heads-shown LIST   heads in attention.csv and --html (default all)\n"
     "  --quiet              print nothing but errors\n";
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
     int quiet;
     BudgetOpts budget; /* --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens */
     HeatmapOpts heat;  /* --heatmaps, --plots, --cell, --grid, --no-gif */
+    HtmlOpts html;     /* --html FILE */
 } RunArgs;
 
 static int parse_run(int argc, char **argv, RunArgs *a) {
@@ -50,6 +52,7 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
     a->record = REC_DEFAULT;
     budget_opts_default(&a->budget);
     heatmap_opts_default(&a->heat);
+    html_opts_default(&a->html);
     for (int i = 0; i < argc; i++) {
         const char *o = argv[i], *v;
         long x;
@@ -59,6 +62,8 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
         if ((rc = budget_opts_parse(&a->budget, argc, argv, &i)) == 1) continue;
         if (rc) return rc;
         if ((rc = heatmap_opts_parse(&a->heat, argc, argv, &i)) == 1) continue;
+        if (rc) return rc;
+        if ((rc = html_opts_parse(&a->html, argc, argv, &i)) == 1) continue;
         if (rc) return rc;
         if (strcmp(o, "--steps") == 0) {
             if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
@@ -81,7 +86,8 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
         } else if (strcmp(o, "--quiet") == 0) {
             a->quiet = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP, MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP, HTML_OPTS_HELP,
+                   MODEL_ARGS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -161,6 +167,11 @@ int cmd_run(int argc, char **argv) {
         status = rc;
         goto done;
     }
+    if ((rc = html_opts_begin(&a.html, &a.model, &ld, a.mode, &a.budget, a.steps, &layers,
+                              a.heads_shown, a.out, od.tmp, &hooks))) {
+        status = rc;
+        goto done;
+    }
 
     char text[64];
     for (int i = 0; i < ld.T; i++) {
@@ -197,6 +208,7 @@ int cmd_run(int argc, char **argv) {
 
 done:
     status = heatmap_opts_finish(&a.heat, status);
+    status = html_opts_finish(&a.html, status, &g, ld.tok, a.quiet);
     status = cli_outdir_end(&od, status, csv_recorder_close(&rec) != 0);
     status = heatmap_opts_commit(&a.heat, status);
     if (status == 0 && !a.quiet) printf("wrote %s/\n", a.out);

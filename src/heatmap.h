@@ -141,6 +141,11 @@ typedef struct {
  * HEATMAP_TARGET_PX / n, clamped to [1, HEATMAP_MAX_CELL]. */
 int heatmap_auto_cell(int n);
 
+/* The symmetric colour range ±R of n values (scores, Q, K, V): the 99th percentile
+ * (nearest rank) of |x|, rounded up to two significant digits; 1 for none. v is
+ * scratch: it is reordered. The explorer page uses it to draw on the same scale. */
+float heatmap_range(float *v, size_t n);
+
 /* 0, or -1 with a message in h->err (out of memory, bad config). */
 int heatmap_open(Heatmap *h, const HeatmapConfig *cfg);
 /* Subscribe to the hook points. 0 or -1. */
@@ -155,7 +160,6 @@ int heatmap_close(Heatmap *h);
 
 /* Shared by heatmap.c and heatmap_fig.c only. */
 int heatmap_fail(Heatmap *h, const char *fmt, ...);
-float heatmap_range(float *v, size_t n);
 int heatmap_keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd);
 int heatmap_fig_event(Heatmap *h, const HookEvent *ev);
 int heatmap_fig_gif_close(Heatmap *h, HeadPlot *p);
