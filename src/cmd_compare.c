@@ -389,7 +389,7 @@ static const struct {
  * script is a regular file outside the output folders. 0, or 2 after the error line. */
 static int check_charts(const CompareArgs *a, const OutDir *od, OutDir *charts, unsigned flags) {
     int rc;
-    if ((rc = cli_outdir_check(charts, a->charts, "compare", "--charts", flags | OUTDIR_PARENTS)) ||
+    if ((rc = cli_outdir_check(charts, a->charts, "compare", "--charts", flags)) ||
         (rc = cli_outdirs_apart(od, charts)))
         return rc;
     if (!gnuplot_found())

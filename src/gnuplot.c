@@ -42,8 +42,8 @@ static void last_line(int fd, char *msg, size_t size) {
             if (buf[i] == '\n' || buf[i] == '\r') {
                 if (n) snprintf(msg, size, "%.*s", (int)n, line);
                 n = 0;
-            } else if (n + 1 < sizeof line) {
-                line[n++] = (unsigned char)buf[i] < 0x20 ? ' ' : buf[i];
+            } else if (n + 1 < sizeof line && (n > 0 || (buf[i] != ' ' && buf[i] != '\t'))) {
+                line[n++] = (unsigned char)buf[i] < 0x20 ? ' ' : buf[i]; /* without the indent */
             }
         }
     }

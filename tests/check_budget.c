@@ -358,7 +358,7 @@ START_TEST(test_bad_values_exit_2) {
     ck_assert_int_eq(run_bad(a2, "--window"), 2);
     ck_assert_int_eq(run_bad(a3, "--sink must be less than --window"), 2);
     ck_assert_int_eq(run_bad(a4, "--max-kv-mb"), 2);
-    ck_assert_int_eq(run_bad(a5, "--sink needs --window"), 2);
+    ck_assert_int_eq(run_bad(a5, "--sink needs --window W (the window its sinks stay in): --sink 1"), 2);
     ck_assert_int_eq(run_bad(a6, "--window must hold the prompt"), 2);
     ck_assert_int_eq(run_bad(a7, "--window needs the cache"), 2);
     ck_assert_int_eq(run_bad(a8, "--max-tokens"), 2);

@@ -461,6 +461,57 @@ START_TEST(charts_option_and_missing_gnuplot) {
 }
 END_TEST
 
+/* --charts and --scripts are checked before anything is measured; a chart that fails
+ * leaves neither --out nor --charts behind and says so in one line of its own. */
+START_TEST(charts_checked_and_failing) {
+    char dir[64], out[128], charts[160], scripts[128], se[128], p[300];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/cmp", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(scripts, sizeof scripts, "%s/gp", dir);
+    const struct { const char *charts, *scripts, *why; } bad[] = {
+        {"/nonexistent/c", "plots", "--charts: the folder it goes in does not exist: /nonexistent/c"},
+        {"CHARTS", "/nonexistent", "--scripts: /nonexistent/flops.gp: cannot open"},
+        {"/tmp", "plots", "--charts is a folder kvscope did not write"},
+    };
+    snprintf(charts, sizeof charts, "%s/charts", dir);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *c = strcmp(bad[i].charts, "CHARTS") == 0 ? charts : bad[i].charts;
+        const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                              "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                              "--out", out, "--charts", c, "--scripts", bad[i].scripts, "--quiet", NULL};
+        ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+        char *e = read_file(se, NULL);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(strstr(e, bad[i].why) && strchr(e, '\n') == e + strlen(e) - 1, "case %zu: %s", i, e);
+        free(e);
+        ck_assert_int_eq(count_entries(dir), 1); /* only stderr */
+    }
+    /* scripts that gnuplot rejects: the first chart fails */
+    ck_assert_int_eq(mkdir(scripts, 0755), 0);
+    static const char *const gp[] = {"flops.gp", "prefill_decode.gp", "time.gp"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", scripts, gp[i]);
+        ck_assert_int_eq(write_text_file(p, "reset\nset terminal no_such_terminal\n"), 0);
+    }
+    const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                          "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                          "--out", out, "--charts", charts, "--scripts", scripts, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+    char *e = read_file(se, NULL);
+    ck_assert_ptr_nonnull(e);
+    snprintf(p, sizeof p, "kvscope: --charts: gnuplot failed on %s/flops.gp (status 1): ", scripts);
+    ck_assert_msg(strncmp(e, p, strlen(p)) == 0 && strstr(e, "terminal") &&
+                      strchr(e, '\n') == e + strlen(e) - 1 && !strstr(e, ".tmp."),
+                  "%s", e);
+    free(e);
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(access(charts, F_OK), -1);
+    ck_assert_int_eq(count_entries(dir), 2); /* stderr and gp/: no temporary folder */
+    ck_assert_int_eq(remove_tree(dir), 0);
+}
+END_TEST
+
 Suite *make_compare_suite(void) {
     Suite *s = suite_create("compare");
     TCase *t = tcase_create("sweep");
@@ -476,6 +527,7 @@ Suite *make_compare_suite(void) {
     tcase_add_test(g, every_script_draws_png_and_svg);
     tcase_add_test(g, scripts_name_the_missing_column);
     tcase_add_test(g, charts_option_and_missing_gnuplot);
+    tcase_add_test(g, charts_checked_and_failing);
     suite_add_tcase(s, g);
     return s;
 }
