@@ -20,13 +20,20 @@ const char *infile_kind(unsigned mode) {
 }
 
 int infile_open(const char *path, size_t *size, char *err, size_t errsize) {
-    /* O_NONBLOCK: open() of a FIFO without a writer returns at once instead of waiting */
+    struct stat sb;
+    /* refused before open(): opening some devices does something (a tape rewinds, a
+     * watchdog starts) */
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        snprintf(err, errsize, "%s: is %s, not a regular file", path, infile_kind(sb.st_mode));
+        return INFILE_BAD;
+    }
+    /* O_NONBLOCK: should it have become a FIFO since, open() returns at once instead of
+     * waiting for a writer; fstat then sees what was opened */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
         return INFILE_BAD;
     }
-    struct stat sb;
     if (fstat(fd, &sb) != 0) {
         snprintf(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
         close(fd);

@@ -1,10 +1,11 @@
 /* infile.h — open and read an input file that can neither block nor run away.
  *
  * Every file kvscope reads goes through here: config.json, model.safetensors,
- * vocab.json, merges.txt, batch --prompts, compare's chart scripts, the marker of an
- * output folder. Only regular files are read: open(2) runs with O_NONBLOCK, so a FIFO
- * or a device cannot block it, and fstat then refuses anything that is not a regular
- * file (a FIFO, a character or block device such as /dev/zero, a directory, a socket).
+ * vocab.json, merges.txt, batch --prompts, compare's chart scripts, the start of a
+ * file verify --csv would replace. Only regular files are read: stat(2) refuses
+ * anything else (a FIFO, a character or block device such as /dev/zero, a directory,
+ * a socket) before it is opened, and open(2) runs with O_NONBLOCK and is checked again
+ * with fstat, so a path that turns into a FIFO in between cannot block either.
  * A file read whole is read up to a limit the caller gives; past it the file is
  * refused, whatever its size claims to be (files under /proc claim 0 bytes).
  *
