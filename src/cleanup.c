@@ -34,7 +34,9 @@ struct dent64 {
     char name[];
 };
 
-static int is_dot(const char *n) { return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0')); }
+static int is_dot(const char *n) {
+    return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+}
 
 /* Remove name under dirfd: a file, or a folder and everything in it, with
  * async-signal-safe calls only. At depth 0 the marker goes last. */

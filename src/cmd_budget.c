@@ -90,7 +90,9 @@ static void pair_free(Pair *p) {
 
 /* The result of two generators' steps: GEN_NONFINITE if either gave non-finite
  * logits, else 1 if either failed, else 0. */
-static int step_rc(int a, int b) { return a == GEN_NONFINITE || b == GEN_NONFINITE ? GEN_NONFINITE : (a || b); }
+static int step_rc(int a, int b) {
+    return a == GEN_NONFINITE || b == GEN_NONFINITE ? GEN_NONFINITE : (a || b);
+}
 
 static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, FILE *summary,
                         int quiet) {
@@ -123,7 +125,8 @@ static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, 
         drift_step(&d, &p.test, &p.ref);
         for (int s = 1; s <= steps && rc == 0; s++) {
             int tok = generator_argmax(&p.test);
-            rc = step_rc(generator_decode(&p.test, tok, s, NULL), generator_decode(&p.ref, tok, s, NULL));
+            rc = step_rc(generator_decode(&p.test, tok, s, NULL),
+                         generator_decode(&p.ref, tok, s, NULL));
             if (!rc) drift_step(&d, &p.test, &p.ref);
         }
         const KVCache *c = &p.test.cache;
@@ -269,7 +272,8 @@ int cmd_budget(int argc, char **argv) {
     FILE *summary = NULL;
     int status = 2;
     if (path_join(path, sizeof path, od.tmp, "summary.csv") || !(summary = fopen(path, "w"))) {
-        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno), out);
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                out);
         goto done;
     }
     fprintf(summary, "key,value\nsteps,%d\nprompt_tokens,%d\ntokens,%d\n", steps, ld.T, ld.T + steps);
@@ -278,7 +282,8 @@ int cmd_budget(int argc, char **argv) {
     if (rc == 0 && bo.window)
         rc = write_window(od.tmp, &ld.model, &ld, steps, bo.window, bo.sink, summary, quiet);
     if (rc == GEN_NONFINITE) {
-        fprintf(stderr, "kvscope: non-finite logits in the budget run (the model's numbers overflow float32)\n");
+        fprintf(stderr, "kvscope: non-finite logits in the budget run (the model's numbers overflow "
+                        "float32)\n");
         goto done;
     } else if (rc) {
         fprintf(stderr, "kvscope: --out: budget run failed (%s): %s\n",
