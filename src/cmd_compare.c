@@ -393,14 +393,16 @@ static int check_charts(const CompareArgs *a, const OutDir *od, OutDir *charts, 
         (rc = cli_outdirs_apart(od, charts)))
         return rc;
     if (!gnuplot_found())
-        return cli_fail("--charts needs gnuplot, which is not on PATH; install it with", GNUPLOT_INSTALL_HINT);
+        return cli_fail("--charts needs gnuplot, which is not on PATH; install it with",
+                        GNUPLOT_INSTALL_HINT);
     for (size_t i = 0; i < NCHARTS; i++) {
         char script[4300], err[4600];
         snprintf(script, sizeof script, "%s/%s", a->scripts, CHARTS[i].script);
         int fd = infile_open(script, NULL, err, sizeof err);
         if (fd < 0) return cli_fail("--scripts", err);
         close(fd);
-        if ((rc = cli_outdir_spares(od, "--scripts", script)) || (rc = cli_outdir_spares(charts, "--scripts", script)))
+        if ((rc = cli_outdir_spares(od, "--scripts", script)) ||
+            (rc = cli_outdir_spares(charts, "--scripts", script)))
             return rc;
     }
     return 0;
@@ -507,7 +509,8 @@ int cmd_compare(int argc, char **argv) {
         goto out;
     }
     if (!(csv = open_in(od.tmp, "compare.csv")) || !(tcsv = open_in(od.tmp, "timing.csv"))) {
-        fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno), a.out);
+        fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
+                a.out);
         goto out;
     }
     fputs(CSV_HEADER, csv);
@@ -625,7 +628,8 @@ int cmd_compare(int argc, char **argv) {
         bad |= file_close(csv) | file_close(tcsv);
         csv = tcsv = NULL;
         if (bad) {
-            fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno), a.out);
+            fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
+                    a.out);
             goto out_times;
         }
     }
@@ -644,7 +648,8 @@ int cmd_compare(int argc, char **argv) {
             fprintf(stderr, "kvscope: %s\n", err);
             status = 2;
         } else if (!a.quiet) {
-            for (size_t i = 0; i < NCHARTS; i++) printf("wrote %s/%s.png and .svg\n", a.charts, CHARTS[i].chart);
+            for (size_t i = 0; i < NCHARTS; i++)
+                printf("wrote %s/%s.png and .svg\n", a.charts, CHARTS[i].chart);
         }
     }
 

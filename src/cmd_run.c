@@ -163,7 +163,8 @@ int cmd_run(int argc, char **argv) {
     }
     if (csv_recorder_open(&rec, od.tmp, a.record, &layers, &heads) ||
         csv_recorder_attach(&rec, &hooks)) {
-        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno), a.out);
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                a.out);
         goto done;
     }
     if ((rc = heatmap_opts_begin(&a.heat, cfg, ld.T + a.steps, &layers, a.heads_shown, a.out,

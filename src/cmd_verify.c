@@ -60,7 +60,8 @@ int cmd_verify(int argc, char **argv) {
     }
     OutFile of;
     char err[8400];
-    if (csv && outfile_check(&of, csv, "--csv", VERIFY_CSV_HEADER, force ? OUTDIR_FORCE : 0, err, sizeof err)) {
+    if (csv &&
+        outfile_check(&of, csv, "--csv", VERIFY_CSV_HEADER, force ? OUTDIR_FORCE : 0, err, sizeof err)) {
         fprintf(stderr, "kvscope: %s\n", err);
         return 2;
     }

@@ -246,7 +246,8 @@ static int check_dir(OutDir *o, char *err, size_t errsize) {
     }
     if (stat(o->real, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
-            snprintf(err, errsize, "%s is %s, not a folder: %s", o->option, infile_kind(st.st_mode), o->target);
+            snprintf(err, errsize, "%s is %s, not a folder: %s", o->option, infile_kind(st.st_mode),
+                     o->target);
             return -1;
         }
         if (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)) {
@@ -272,7 +273,8 @@ int outdir_check(OutDir *o, const char *target, const char *command, const char 
     snprintf(o->option, sizeof o->option, "%s", option);
     snprintf(o->command, sizeof o->command, "%s", command);
     if (copy_target(o->target, sizeof o->target, target) != 0) {
-        snprintf(err, errsize, "%s: %s: %.200s", option, target[0] ? "path too long" : "empty path", target);
+        snprintf(err, errsize, "%s: %s: %.200s", option, target[0] ? "path too long" : "empty path",
+                 target);
         return -1;
     }
     if (path_resolve(o->target, o->real, sizeof o->real - 64) != 0) {
@@ -464,7 +466,8 @@ int outdir_commit(OutDir *o, char *err, size_t errsize) {
     else if (rc == 0) cleanup_drop(o->slot);
     cleanup_release();
     if (rc != 0) {
-        snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e), o->target);
+        snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e),
+                 o->target);
         outdir_abort(o);
         return -1;
     }
@@ -557,7 +560,8 @@ FILE *outfile_begin(OutFile *f, char *err, size_t errsize) {
 
 int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
     if (file_close(fp) != 0) {
-        snprintf(err, errsize, "%s: cannot write (%s): %s", f->option, write_error_text(errno), f->target);
+        snprintf(err, errsize, "%s: cannot write (%s): %s", f->option, write_error_text(errno),
+                 f->target);
         outfile_abort(f, NULL);
         return -1;
     }
@@ -574,7 +578,8 @@ int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
     if (rc == 0) cleanup_drop(f->slot);
     cleanup_release();
     if (rc != 0) {
-        snprintf(err, errsize, "%s: cannot replace the file (%s): %s", f->option, strerror(e), f->target);
+        snprintf(err, errsize, "%s: cannot replace the file (%s): %s", f->option, strerror(e),
+                 f->target);
         outfile_abort(f, NULL);
         return -1;
     }
