@@ -3,6 +3,7 @@
 #include "cleanup.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -19,7 +20,10 @@ static struct {
     volatile sig_atomic_t used;
     char path[CLEANUP_PATH];
 } slots[CLEANUP_SLOTS];
-static volatile sig_atomic_t holding = 0, held_sig = 0;
+/* holding: a commit is swapping folders; active: handlers running (on any thread: with
+ * OpenMP a signal may land on a worker while the main thread commits). Lock-free atomics
+ * are safe in a signal handler. */
+static atomic_int holding = 0, held_sig = 0, active = 0;
 static int installed = 0;
 
 static const int SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
@@ -87,11 +91,13 @@ static void die(int sig) {
 }
 
 static void on_signal(int sig) {
-    if (holding) {
-        held_sig = sig;
+    atomic_fetch_add(&active, 1);
+    if (atomic_load(&holding)) {
+        atomic_store(&held_sig, sig);
+        atomic_fetch_sub(&active, 1);
         return;
     }
-    die(sig);
+    die(sig); /* active stays raised: a commit that starts now waits for the end */
 }
 
 static void install(void) {
@@ -135,13 +141,14 @@ void cleanup_drop(int slot) {
 }
 
 void cleanup_hold(void) {
-    holding = 1;
-    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store(&holding, 1);
+    /* a handler that got in first is removing the temporary folders and will end the
+     * process: swapping them now could move a folder it is emptying into place */
+    while (atomic_load(&active) > 0) sched_yield();
 }
 
 void cleanup_release(void) {
-    atomic_signal_fence(memory_order_seq_cst);
-    holding = 0;
-    atomic_signal_fence(memory_order_seq_cst);
-    if (held_sig) die(held_sig);
+    atomic_store(&holding, 0);
+    int sig = atomic_exchange(&held_sig, 0);
+    if (sig) die(sig);
 }

@@ -11,7 +11,8 @@
  * The list is process-wide state by necessity: a signal handler reaches nothing else.
  * A commit moves folders around; between cleanup_hold() and cleanup_release() a
  * signal is held back and handled at the release, so the handler never sees a
- * half-made swap. kill -9 cannot be caught: outdir.c's stale-sibling removal handles
+ * half-made swap (and cleanup_hold() waits for a handler already running on another
+ * thread, which ends the process). kill -9 cannot be caught: outdir.c's stale-sibling removal handles
  * what it leaves.
  */
 #ifndef KVSCOPE_CLEANUP_H
