@@ -29,7 +29,9 @@ static const char *const KVMEM_HELP =
     "  --dtype D         fp32, fp16, bf16 or int8 (default fp16)\n"
     "  --out DIR         write kvmem.csv (bytes per model over --lengths), models.md\n"
     "                    and values.csv (key,value) into DIR, replaced as a whole\n"
-    "  --lengths LIST    tokens of the sweep (default 0,256,512,...,4096)\n";
+    "  --lengths LIST    tokens of the sweep (default 0,256,512,...,4096)\n"
+    "  --force           replace --out even if kvscope did not write it (never /, your\n"
+    "                    home folder, the current folder or one above)\n";
 
 typedef struct {
     KvShape shape;
@@ -87,7 +89,7 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
             a->lengths = NULL;
             if (cli_int_list(o, v, 0, 1L << 24, &a->lengths, &a->n_lengths)) return 2;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s%s\n%s", KVMEM_HELP, FORCE_HELP, EXIT_STATUS_HELP);
+            printf("%s\n%s", KVMEM_HELP, EXIT_STATUS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
