@@ -141,6 +141,7 @@ void cleanup_drop(int slot) {
 }
 
 void cleanup_hold(void) {
+    if (!installed) install();
     atomic_store(&holding, 1);
     /* a handler that got in first is removing the temporary folders and will end the
      * process: swapping them now could move a folder it is emptying into place */

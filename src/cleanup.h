@@ -26,7 +26,8 @@ int cleanup_add(const char *path);
 void cleanup_move(int slot, const char *path);
 /* Forget the slot (its path is committed or removed). slot -1 is ignored. */
 void cleanup_drop(int slot);
-/* Hold signals back while folders are swapped; release handles one that came. */
+/* Hold signals back while folders are created or swapped (the handlers are installed
+ * first); release handles one that came meanwhile. */
 void cleanup_hold(void);
 void cleanup_release(void);
 

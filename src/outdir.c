@@ -396,22 +396,27 @@ int outdir_begin(OutDir *o, char *err, size_t errsize) {
     }
     clean_stale(o->real, NULL);
     snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.XXXXXX", o->real, (long)getpid());
-    if (!mkdtemp(o->tmp)) {
+    cleanup_hold(); /* a signal between mkdtemp and the listing would leave the folder */
+    char *made = mkdtemp(o->tmp);
+    int e = errno;
+    if (made) o->slot = cleanup_add(o->tmp);
+    cleanup_release();
+    if (!made) {
         snprintf(err, errsize, "%s: cannot create a folder beside it (%s): %s", o->option,
-                 strerror(errno), o->target);
+                 strerror(e), o->target);
         o->tmp[0] = '\0';
         return -1;
     }
-    o->slot = cleanup_add(o->tmp);
     /* mkdtemp makes it 0700; give it the permissions mkdir would */
     mode_t mask = umask(0);
     umask(mask);
     chmod(o->tmp, 0777 & ~mask);
-    if (o->slot < 0 || write_marker(o) != 0) {
-        int e = errno;
+    int full = o->slot < 0;
+    if (full || write_marker(o) != 0) {
+        e = errno;
         outdir_abort(o);
         snprintf(err, errsize, "%s: cannot write in it (%s): %s", o->option,
-                 o->slot < 0 ? "too many output folders" : write_error_text(e), o->target);
+                 full ? "too many output folders" : write_error_text(e), o->target);
         return -1;
     }
     return 0;
@@ -539,14 +544,16 @@ FILE *outfile_begin(OutFile *f, char *err, size_t errsize) {
     if (check_file(f, err, errsize) != 0) return NULL;
     clean_stale(f->real, f->header);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld.XXXXXX", f->real, (long)getpid());
-    int fd = mkstemp(f->tmp);
+    cleanup_hold();
+    int fd = mkstemp(f->tmp), e = errno;
+    if (fd >= 0) f->slot = cleanup_add(f->tmp);
+    cleanup_release();
     if (fd < 0) {
         snprintf(err, errsize, "%s: cannot create a file beside it (%s): %s", f->option,
-                 strerror(errno), f->target);
+                 strerror(e), f->target);
         f->tmp[0] = '\0';
         return NULL;
     }
-    f->slot = cleanup_add(f->tmp);
     mode_t mask = umask(0); /* mkstemp's 0600 is not what the user expects */
     umask(mask);
     FILE *fp = f->slot >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;

@@ -472,11 +472,17 @@ START_TEST(charts_checked_and_failing) {
     const struct { const char *charts, *scripts, *why; } bad[] = {
         {"/nonexistent/c", "plots", "--charts: the folder it goes in does not exist: /nonexistent/c"},
         {"CHARTS", "/nonexistent", "--scripts: /nonexistent/flops.gp: cannot open"},
-        {"/tmp", "plots", "--charts is a folder kvscope did not write"},
+        {"MINE", "plots", "--charts is a folder kvscope did not write"},
     };
     snprintf(charts, sizeof charts, "%s/charts", dir);
+    char mine[128], notes[160];
+    snprintf(mine, sizeof mine, "%s/mine", dir);
+    snprintf(notes, sizeof notes, "%s/notes.txt", mine);
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    ck_assert_int_eq(write_text_file(notes, "mine"), 0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const char *c = strcmp(bad[i].charts, "CHARTS") == 0 ? charts : bad[i].charts;
+        const char *c = strcmp(bad[i].charts, "CHARTS") == 0 ? charts
+                        : strcmp(bad[i].charts, "MINE") == 0 ? mine : bad[i].charts;
         const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
                               "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
                               "--out", out, "--charts", c, "--scripts", bad[i].scripts, "--quiet", NULL};
@@ -485,8 +491,10 @@ START_TEST(charts_checked_and_failing) {
         ck_assert_ptr_nonnull(e);
         ck_assert_msg(strstr(e, bad[i].why) && strchr(e, '\n') == e + strlen(e) - 1, "case %zu: %s", i, e);
         free(e);
-        ck_assert_int_eq(count_entries(dir), 1); /* only stderr */
+        ck_assert_int_eq(count_entries(dir), 2); /* stderr and mine/ */
+        ck_assert_int_eq(count_entries(mine), 1);
     }
+    remove_tree(mine);
     /* scripts that gnuplot rejects: the first chart fails */
     ck_assert_int_eq(mkdir(scripts, 0755), 0);
     static const char *const gp[] = {"flops.gp", "prefill_decode.gp", "time.gp"};
