@@ -260,6 +260,7 @@ int bpe_parse(Bpe **out, const char *vocab_text, size_t vocab_len, const char *v
     if (!rc) rc = load_merges(b, vocab, merges, merges_len, merges_path, err, errsize);
     json_decref(vocab);
     free(merges);
+    if (rc == BPE_BAD) message_one_line(err); /* a token or a JSON error may hold a newline */
     if (rc) bpe_free(b);
     else *out = b;
     return rc;

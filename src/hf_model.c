@@ -61,6 +61,7 @@ int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg,
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         snprintf(err, errsize, "%s: invalid JSON at line %d: %s", path, je.line, je.text);
+        message_one_line(err);
         return HF_BAD;
     }
     int rc = HF_BAD;
@@ -114,6 +115,7 @@ int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg,
     rc = 0;
 done:
     json_decref(root);
+    if (rc) message_one_line(err);
     return rc;
 }
 
@@ -256,6 +258,7 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
     st_close(&st);
     if (!rc && model_init_from_blob(m, cfg, blob, 1) != 0) rc = HF_NOMEM;
     if (rc) free(blob);
+    if (rc == HF_BAD) message_one_line(err); /* a tensor's name may hold a newline */
     return rc;
 }
 

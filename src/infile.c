@@ -9,6 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+char *message_one_line(char *s) {
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    return s;
+}
+
 const char *infile_kind(unsigned mode) {
     if (S_ISDIR(mode)) return "a directory";
     if (S_ISFIFO(mode)) return "a FIFO";

@@ -29,6 +29,10 @@ int infile_open(const char *path, size_t *size, char *err, size_t errsize);
  * bytes long without the NUL (the caller frees it). 0, INFILE_BAD or INFILE_NOMEM. */
 int infile_read(const char *path, size_t limit, char **buf, size_t *len, char *err, size_t errsize);
 
+/* Control characters in a message (a newline echoed from a bad file, say) become '?',
+ * so that the message stays one line. Returns s. */
+char *message_one_line(char *s);
+
 /* What path is, for a message: "a FIFO", "a directory", "a character device", ...
  * for a mode from stat(2). */
 const char *infile_kind(unsigned mode);

@@ -399,6 +399,7 @@ START_TEST(test_folder_rejections) {
          " \"activation_function\": \"relu\"}", "\"activation_function\" is not supported"},
         {"{\"n_layer\": 2, \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"n_positions\": 16, \"vocab_size\": 256}",
          "duplicate"},
+        {"\"n\\\n", "invalid JSON"}, /* jansson echoes the newline: still one line */
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         f = fopen(path, "w");
