@@ -5,7 +5,7 @@
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
 #   make lessons MODEL=DIR  the lessons with a Hugging Face GPT-2 folder's weights
-#   make fuzz        libFuzzer on the safetensors reader and the pre-tokenizer (clang)
+#   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
 #   make clean
 # Missing Debian packages are installed first when run as root (see .ci/deps.sh).
 

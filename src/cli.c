@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bpe.h"
+#include "generate.h"
 #include "hf_model.h"
 #include "outdir.h"
 
@@ -157,7 +158,7 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
 }
 
 /* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
- * 0, 1 or 2 with the error printed. */
+ * 0, or 2 with the error printed. */
 static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
     char err[4600], vp[4200], mp[4200];
     *tok = NULL;
@@ -168,13 +169,13 @@ static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
         path_join(vp, sizeof vp, a->model_dir, "vocab.json");
         path_join(mp, sizeof mp, a->model_dir, "merges.txt");
         int rc = bpe_load(&bpe, vp, mp, err, sizeof err);
-        if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer"), 1;
+        if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer");
         if (rc) return fprintf(stderr, "kvscope: %s\n", err), 2;
         *tok = tokenizer_from_bpe(bpe);
     } else {
         *tok = tokenizer_bytes();
     }
-    return *tok ? 0 : (cli_fail("out of memory", "tokenizer"), 1);
+    return *tok ? 0 : cli_fail("out of memory", "tokenizer");
 }
 
 int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
@@ -205,7 +206,7 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
         const char *text = a->prompt ? a->prompt : "The KV cache";
         if (tokenizer_encode(out->tok, text, &out->prompt, &out->T) != 0) {
             loaded_free(out);
-            return cli_fail("out of memory", "prompt"), 1;
+            return cli_fail("out of memory", "prompt");
         }
         if (out->T == 0) {
             loaded_free(out);
@@ -248,12 +249,12 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
                 fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
             else
                 fprintf(stderr, "kvscope: %s\n", err);
-            return rc == HF_NOMEM ? 1 : 2;
+            return 2;
         }
     } else if (model_init_random(&out->model, cfg, a->seed) != 0) {
         loaded_free(out);
         fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
-        return 1;
+        return 2;
     }
     if (out->model.kern != KERN_PLAIN && !out->model.w.panels)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
@@ -268,18 +269,75 @@ void loaded_free(Loaded *l) {
     memset(l, 0, sizeof *l);
 }
 
+const char *const EXIT_STATUS_HELP =
+    "exit status: 0 success; 1 the check failed (verify, batch: the logits differ);\n"
+    "  2 bad input or an environment error (a bad option or file, an output folder\n"
+    "  kvscope may not replace, a full disk, out of memory, non-finite logits), with\n"
+    "  one line \"kvscope: <problem>: <path or value>\" on stderr; 130/143 after\n"
+    "  Ctrl-C/SIGTERM (output folders left as they were)\n";
+
+const char *const FORCE_HELP =
+    "  --force              replace the output folder even if kvscope did not write it\n"
+    "                       (never /, your home folder, the current folder or one above)\n";
+
+int cli_outdir_check(OutDir *od, const char *path, const char *command, const char *option,
+                     unsigned flags) {
+    char err[8400];
+    if (outdir_check(od, path, command, option, flags, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "kvscope: %s\n", err);
+    return 2;
+}
+
+int cli_outdirs_apart(const OutDir *a, const OutDir *b) {
+    if (!outdir_overlap(a, b)) return 0;
+    fprintf(stderr, "kvscope: %s and %s must be separate folders (one would replace the other): "
+                    "%s %s, %s %s\n", b->option, a->option, a->option, a->target, b->option, b->target);
+    return 2;
+}
+
+int cli_outdir_spares(const OutDir *od, const char *option, const char *path) {
+    if (!path || !outdir_holds(od, path)) return 0;
+    fprintf(stderr, "kvscope: %s would replace %s's %s: %s\n", od->option, option, path, od->target);
+    return 2;
+}
+
+int cli_outdir_begin(OutDir *od) {
+    char err[8400];
+    if (outdir_begin(od, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "kvscope: %s\n", err);
+    return 2;
+}
+
+void cli_outdir_error(const OutDir *od, const char *msg) {
+    char shown[8400];
+    outdir_shown(od, msg, shown, sizeof shown);
+    fprintf(stderr, "kvscope: %s\n", shown);
+}
+
 int cli_outdir_end(OutDir *od, int status, int close_failed) {
-    char err[512];
+    char err[8400];
     if (close_failed && status == 0) {
-        fprintf(stderr, "kvscope: write error in %s (disk full?)\n", od->target);
-        status = 1;
+        fprintf(stderr, "kvscope: %s: cannot write (%s): %s\n", od->option, write_error_text(errno),
+                od->target);
+        status = 2;
     }
     if (status == 0 && outdir_commit(od, err, sizeof err) != 0) {
         fprintf(stderr, "kvscope: %s\n", err);
-        status = 1;
+        status = 2;
     }
     if (status != 0) outdir_abort(od);
     return status;
+}
+
+int cli_step_failed(int rc, const char *what, const float *logits, int V) {
+    if (rc != GEN_NONFINITE) {
+        fprintf(stderr, "kvscope: %s failed (out of memory?)\n", what);
+        return 2;
+    }
+    int i = logits_first_nonfinite(logits, V);
+    fprintf(stderr, "kvscope: non-finite logits at %s: logit %d is %s (the model's numbers "
+                    "overflow float32)\n", what, i, i >= 0 && isnan(logits[i]) ? "nan" : "inf");
+    return 2;
 }
 
 const char *group_digits(uint64_t v, char *buf, size_t size) {

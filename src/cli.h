@@ -1,6 +1,12 @@
-/* cli.h — what every subcommand shares: option values, the model options, and the
- * error line. The CLI is the only layer that prints to the user and decides exit
- * codes: 0 ok, 1 a failure while running (out of memory, a write error), 2 bad input. */
+/* cli.h — what every subcommand shares: option values, the model options, the output
+ * folders, and the error line. The CLI is the only layer that prints to the user and
+ * decides exit codes, by one rule (EXIT_STATUS_HELP):
+ *   0  success
+ *   1  the check failed (verify, batch: the logits differ)
+ *   2  bad input or an environment error: a bad option or file, a folder kvscope may
+ *      not replace, a full disk, out of memory, non-finite logits
+ * each failure with one line on stderr, "kvscope: <problem>: <path or value>", naming
+ * the path as the user gave it (never a temporary name). */
 #ifndef KVSCOPE_CLI_H
 #define KVSCOPE_CLI_H
 
@@ -45,17 +51,44 @@ typedef struct {
 } Loaded;
 
 /* Build (or load) the model, its tokenizer, and the prompt's ids; check that
- * `steps` decode steps fit the context. 0, 1 (failure) or 2 (bad input), error printed. */
+ * `steps` decode steps fit the context. 0, or 2 (bad input, out of memory) with the error printed. */
 int model_args_load(const ModelArgs *a, int steps, Loaded *out);
 void loaded_free(Loaded *l);
 
-/* 1234567 → "1,234,567". Returns buf. */
+/* The exit-status rule, for every --help. */
+extern const char *const EXIT_STATUS_HELP;
+/* The --force line of every command that writes a folder. */
+extern const char *const FORCE_HELP;
+
+/* ---- output folders (outdir.h): checked before any work, then begun, then ended ---- */
+
+/* Check path as command's output folder `option` (flags: OUTDIR_*; OUTDIR_FORCE for
+ * --force). 0, or 2 after the error line. */
+int cli_outdir_check(OutDir *od, const char *path, const char *command, const char *option,
+                     unsigned flags);
+/* 2 after an error line when the two output folders overlap (the same folder, or one
+ * inside the other, however spelled), else 0. */
+int cli_outdirs_apart(const OutDir *a, const OutDir *b);
+/* 2 after an error line when od would replace the input path given with option (a
+ * --model folder, a --prompts file), else 0. path NULL: 0. */
+int cli_outdir_spares(const OutDir *od, const char *option, const char *path);
+/* Create od's temporary folder (outdir_begin). 0, or 2 after the error line. */
+int cli_outdir_begin(OutDir *od);
 /* The end of a command that writes its files into od: when status is 0 and they closed
  * cleanly (close_failed 0), swap the folder in; otherwise, or when the swap fails, remove
- * it, with the reason in one line on stderr. Returns the command's status: status, or 1
- * when the write or the swap failed. */
+ * it, with the reason in one line on stderr. Returns the command's status: status, or 2
+ * when the write or the swap failed. Call with errno as the failed close left it. */
 int cli_outdir_end(OutDir *od, int status, int close_failed);
+/* "kvscope: <msg>" with od's temporary folder named as the user named od. */
+void cli_outdir_error(const OutDir *od, const char *msg);
 
+/* ---- steps of the engine ------------------------------------------------------ */
+
+/* The line for a failed generator step (what: "prefill", "decode step 3"): non-finite
+ * logits, or out of memory. Returns 2. */
+int cli_step_failed(int rc, const char *what, const float *logits, int V);
+
+/* 1234567 → "1,234,567". Returns buf. */
 const char *group_digits(uint64_t v, char *buf, size_t size);
 /* Human units, binary: "24.0 KiB", "1.00 GiB". Returns buf. */
 const char *human_bytes(double bytes, char *buf, size_t size);

@@ -50,7 +50,10 @@ int budget_opts_parse(BudgetOpts *o, int argc, char **argv, int *i) {
 
 int budget_opts_check(const BudgetOpts *o, int T, GenMode mode) {
     char buf[32];
-    if (o->sink_given && o->window == 0) return cli_fail("--sink needs --window", "");
+    if (o->sink_given && o->window == 0) {
+        snprintf(buf, sizeof buf, "--sink %d", o->sink);
+        return cli_fail("--sink needs --window W (the window its sinks stay in)", buf);
+    }
     if (o->window && o->sink >= o->window) {
         snprintf(buf, sizeof buf, "%d", o->sink);
         return cli_fail("--sink must be less than --window", buf);

@@ -11,7 +11,7 @@ const char *const HEATMAP_OPTS_HELP =
     "heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see README):\n"
     "  --heatmaps           draw them into <out>/heatmaps\n"
     "  --plots DIR          draw them into DIR instead (implies --heatmaps); DIR is\n"
-    "                       replaced as a whole, like --out, and must not be inside it\n"
+    "                       replaced as a whole, like --out, and must be apart from it\n"
     "  --no-svg             PNG only, no SVG twins\n"
     "  --no-gif             no animated GIF of the decode steps\n"
     "  --raw                pixel heatmaps instead: one block of pixels per matrix\n"
@@ -51,11 +51,15 @@ int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i) {
     return 1;
 }
 
-/* 1 if path is dir or lies inside it (by spelling: "a/b" is inside "a"). */
-static int inside(const char *path, const char *dir) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const char *model_dir) {
+    int rc;
+    if (!o->plots) return 0;
+    /* the parent may not exist yet (plots/lessonN/heatmaps): begin makes it */
+    if ((rc = cli_outdir_check(&o->od, o->plots, "run", "--plots", flags | OUTDIR_PARENTS)) ||
+        (rc = cli_outdirs_apart(out, &o->od)) || (rc = cli_outdir_spares(&o->od, "--model", model_dir)))
+        return rc;
+    o->checked = 1;
+    return 0;
 }
 
 int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
@@ -74,29 +78,16 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
     const char *hs = heads_shown ? heads_shown : "0";
     if (select_parse(&hc.heads, hs, cfg->NH))
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
-    char err[4600];
+    int rc;
     if (o->plots) {
-        if (inside(o->plots, out) || inside(out, o->plots))
-            return cli_fail("--plots must be outside --out (leave it out for <out>/heatmaps)",
-                            o->plots);
-        /* the parent may not exist yet (plots/lessonN/heatmaps): make it */
-        char parent[4400];
-        snprintf(parent, sizeof parent, "%s", o->plots);
-        char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
-            *slash = '\0';
-            if (make_dirs(parent) != 0) return cli_fail("cannot create folder", parent);
-        }
-        if (outdir_begin(&o->od, o->plots, err, sizeof err)) {
-            fprintf(stderr, "kvscope: %s\n", err);
-            return 2;
-        }
+        if (!o->checked) return cli_fail("--plots was not checked before the run", o->plots);
+        if ((rc = cli_outdir_begin(&o->od))) return rc;
         o->own_dir = 1;
         snprintf(o->dir, sizeof o->dir, "%s", o->od.tmp);
         snprintf(o->shown, sizeof o->shown, "%s", o->plots);
     } else {
         if (path_join(o->dir, sizeof o->dir, out_tmp, "heatmaps") != 0 || make_dirs(o->dir) != 0)
-            return cli_fail("cannot create folder", "heatmaps");
+            return cli_fail("--out: cannot create its heatmaps folder", out);
         if (path_join(o->shown, sizeof o->shown, out, "heatmaps") != 0)
             return cli_fail("path too long", out);
     }
@@ -104,7 +95,7 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
     hc.dir = o->dir;
     if (heatmap_open(&o->hm, &hc) || heatmap_attach(&o->hm, hooks)) {
         fprintf(stderr, "kvscope: heatmaps: %s\n", o->hm.err[0] ? o->hm.err : "too many observers");
-        return 1;
+        return 2;
     }
     return 0;
 }
@@ -141,11 +132,10 @@ int heatmap_opts_commit(HeatmapOpts *o, int status) {
         outdir_abort(&o->od);
         return status;
     }
-    char err[4600];
+    char err[8400];
     if (outdir_commit(&o->od, err, sizeof err) != 0) {
         fprintf(stderr, "kvscope: %s\n", err);
-        outdir_abort(&o->od);
-        return 1;
+        return 2;
     }
     return 0;
 }

@@ -15,6 +15,7 @@ typedef struct {
     int cell, grid, gif; /* --cell PX (0 auto), --grid, --no-gif */
     int raw, svg;        /* --raw (pixel heatmaps), --no-svg */
     /* while running */
+    int checked;         /* heatmap_opts_check passed */
     int begun, own_dir;  /* own_dir: --plots was given, so an OutDir of its own */
     OutDir od;
     char dir[4400];      /* where the images are written */
@@ -28,9 +29,13 @@ void heatmap_opts_default(HeatmapOpts *o);
 /* If argv[*i] is one of these options, consume it (and its value): 1. Not one: 0.
  * A bad value: 2 after the error line. */
 int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i);
+/* Before any work: check the --plots folder (flags: OUTDIR_FORCE for --force), apart
+ * from --out (out) and from the --model folder (model_dir, may be NULL). 0, or 2 after
+ * the error line. Nothing to check without --plots. */
+int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const char *model_dir);
 /* When on: make the folder (out_tmp/heatmaps, or the --plots folder as a whole),
  * open the observer for T_max = prompt + steps tokens and subscribe it. Heads: the
- * --heads-shown spec, or head 0 when NULL. 0, or 1/2 after the error line. */
+ * --heads-shown spec, or head 0 when NULL. 0, or 2 after the error line. */
 int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
                        const char *heads_shown, const char *out, const char *out_tmp,
                        Hooks *hooks);
@@ -44,7 +49,7 @@ int heatmap_opts_failed(const HeatmapOpts *o);
  * failed write and returns 2 then, else status. Call before committing --out. */
 int heatmap_opts_finish(HeatmapOpts *o, int status);
 /* After --out was committed: commit the --plots folder when status is 0, else drop
- * it. Returns status, or 1 after an error line if the commit failed. */
+ * it. Returns status, or 2 after an error line if the commit failed. */
 int heatmap_opts_commit(HeatmapOpts *o, int status);
 
 #endif

@@ -6,6 +6,7 @@
  * article's pad_kv_cache), or the paged cache — and each sequence's logits are
  * compared with its run alone at every step. Prompts that extend an earlier one
  * also show prefix reuse. See batch.h and paged.h. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "batch.h"
 #include "cli.h"
 #include "generate.h"
+#include "infile.h"
 #include "colormap.h"
 #include "commands.h"
 #include "kvcache.h"
@@ -25,6 +27,7 @@
 #define BATCH_TOL 1e-5   /* absolute, on logits of order 1 */
 #define BATCH_MAX_SEQS 256
 #define PREFIX_REPS 3    /* timed repetitions; the fastest counts */
+#define BATCH_PROMPTS_MAX (16u << 20) /* bytes of a --prompts file */
 
 static const char *const BATCH_HELP =
     "usage: kvscope batch [options]\n"
@@ -45,7 +48,8 @@ static const char *const BATCH_HELP =
     "  --table-step S       the decode step whose block table blocks.csv/png show\n"
     "                       (default: half the longest run)\n"
     "  --out DIR            output folder, replaced as a whole (default kvscope_batch)\n"
-    "  --quiet              print only the summary lines\n";
+    "  --quiet              print only the summary lines\n"
+    "  --force              replace --out even if kvscope did not write it\n";
 
 typedef struct {
     ModelArgs model;
@@ -53,7 +57,7 @@ typedef struct {
     const char *texts[BATCH_MAX_SEQS];
     int n_texts;
     const char *steps_spec;
-    int no_mask, paged, block_size, table_step, quiet;
+    int no_mask, paged, block_size, table_step, quiet, force;
     const char *out;
 } BatchArgs;
 
@@ -94,8 +98,10 @@ static int parse_batch(int argc, char **argv, BatchArgs *a) {
             if (!(a->out = cli_value(argc, argv, &i))) return 2;
         } else if (strcmp(o, "--quiet") == 0) {
             a->quiet = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            a->force = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", BATCH_HELP, MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s", BATCH_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -106,29 +112,14 @@ static int parse_batch(int argc, char **argv, BatchArgs *a) {
     return 0;
 }
 
-/* Lines of a prompts file into a->texts; *buf keeps the text alive. 0 or 2. */
+/* Lines of a prompts file (a regular file of at most BATCH_PROMPTS_MAX bytes) into
+ * a->texts; *buf keeps the text alive. 0 or 2. */
 static int read_prompts(BatchArgs *a, char **buf) {
-    FILE *f = fopen(a->prompts_file, "rb");
-    if (!f) return cli_fail("cannot read --prompts", a->prompts_file);
-    size_t cap = 4096, n = 0, r;
-    char *s = malloc(cap + 1);
-    while (s && (r = fread(s + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *t = realloc(s, 2 * cap + 1);
-            if (!t) { free(s); s = NULL; break; }
-            s = t;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!s) return cli_fail("out of memory reading", a->prompts_file);
-    if (bad) {
-        free(s);
-        return cli_fail("cannot read --prompts", a->prompts_file);
-    }
-    s[n] = '\0';
+    char *s, err[4600];
+    size_t n;
+    int rc = infile_read(a->prompts_file, BATCH_PROMPTS_MAX, &s, &n, err, sizeof err);
+    if (rc == INFILE_NOMEM) return cli_fail("out of memory reading", a->prompts_file);
+    if (rc) return cli_fail("--prompts", err);
     if (strlen(s) != n) {
         free(s);
         return cli_fail("--prompts holds a NUL byte", a->prompts_file);
@@ -197,7 +188,8 @@ static void run_free(Run *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Every prompt alone, greedy, with the contiguous KV cache. 0 or -1 (memory). */
+/* Every prompt alone, greedy, with the contiguous KV cache. 0, -1 (memory) or
+ * GEN_NONFINITE (logits that are not finite: nothing to compare with). */
 static int run_alone(Model *m, Run *r) {
     const Config *cfg = &m->cfg;
     const int V = cfg->V;
@@ -215,6 +207,7 @@ static int run_alone(Model *m, Run *r) {
         r->t_alone += now_seconds() - t0;
         kvcache_free(&c);
         if (rc) return -1;
+        if (logits_first_nonfinite(r->ref[b], (r->steps[b] + 1) * V) >= 0) return GEN_NONFINITE;
     }
     return 0;
 }
@@ -359,6 +352,11 @@ int cmd_batch(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     int rc = parse_batch(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    OutDir od;
+    if ((rc = cli_outdir_check(&od, a.out, "batch", "--out", a.force ? OUTDIR_FORCE : 0)) ||
+        (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
+        (rc = cli_outdir_spares(&od, "--prompts", a.prompts_file)))
+        return rc;
     char *filebuf = NULL;
     if (a.prompts_file && (rc = read_prompts(&a, &filebuf))) return rc;
     if (a.n_texts == 0) a.texts[a.n_texts++] = "The KV cache";
@@ -395,7 +393,7 @@ int cmd_batch(int argc, char **argv) {
     r.gen = calloc((size_t)B, sizeof *r.gen);
     r.ref = calloc((size_t)B, sizeof *r.ref);
     r.ref_res = calloc((size_t)B, sizeof *r.ref_res);
-    int status = (r.tok && r.T && r.steps && r.gen && r.ref && r.ref_res) ? 0 : 1;
+    int status = (r.tok && r.T && r.steps && r.gen && r.ref && r.ref_res) ? 0 : 1; /* 1: memory */
     const Config *cfg0 = &ld.model.cfg;
     for (int b = 0; b < B && status == 0; b++) {
         r.steps[b] = steps[nsteps == 1 ? 0 : b];
@@ -430,7 +428,7 @@ int cmd_batch(int argc, char **argv) {
         run_free(&r);
         loaded_free(&ld);
         free(filebuf);
-        return status;
+        return 2;
     }
     Model *m = &ld.model;
     const Config *cfg = &m->cfg;
@@ -442,23 +440,25 @@ int cmd_batch(int argc, char **argv) {
         if (!r.gen[b] || !r.ref[b] || !r.ref_res[b]) status = 1;
     }
     if (status == 0 && !(r.lg = malloc((size_t)B * V * sizeof *r.lg))) status = 1;
-    if (status == 0 && run_alone(m, &r)) status = 1;
+    if (status == 0 && (rc = run_alone(m, &r))) status = rc;
     if (status) {
-        fprintf(stderr, "kvscope: out of memory: %d sequences\n", B);
-        run_free(&r);
-        loaded_free(&ld);
-        free(filebuf);
-        return 1;
-    }
-
-    char err[4400];
-    OutDir od;
-    if (outdir_begin(&od, a.out, err, sizeof err)) {
-        fprintf(stderr, "kvscope: %s\n", err);
+        if (status == GEN_NONFINITE)
+            fprintf(stderr, "kvscope: non-finite logits running the prompts alone (the model's numbers "
+                            "overflow float32)\n");
+        else
+            fprintf(stderr, "kvscope: out of memory: %d sequences\n", B);
         run_free(&r);
         loaded_free(&ld);
         free(filebuf);
         return 2;
+    }
+
+    char err[4400];
+    if ((rc = cli_outdir_begin(&od))) {
+        run_free(&r);
+        loaded_free(&ld);
+        free(filebuf);
+        return rc;
     }
     const char *mode = a.paged ? "paged" : a.no_mask ? "nomask" : "mask";
     FILE *fd = open_csv(&od, "diff.csv", "step,seq,pos,max_abs_diff,max_abs_dlogprob,same_argmax");
@@ -474,8 +474,9 @@ int cmd_batch(int argc, char **argv) {
                                   "step,live,width,tokens,bytes_used,bytes_stacked,bytes_padding,"
                                   "padding_pct");
     FILE *fb = a.paged ? open_csv(&od, "blocks.csv", "block,seq,logical,tokens") : NULL;
-    status = (fd && fs && fp && ft && fm && (fb || !a.paged)) ? 0 : 1;
-    if (status) fprintf(stderr, "kvscope: cannot write CSV files in %s\n", a.out);
+    status = (fd && fs && fp && ft && fm && (fb || !a.paged)) ? 0 : 2;
+    if (status)
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno), a.out);
 
     PaddedBatch pb;
     PagedCache pc;
@@ -593,8 +594,8 @@ int cmd_batch(int argc, char **argv) {
                 char png[4200];
                 if (path_join(png, sizeof png, od.tmp, "blocks.png") ||
                     write_blocks_png(png, &pc, err, sizeof err)) {
-                    fprintf(stderr, "kvscope: write %s\n", err);
-                    status = 1;
+                    cli_outdir_error(&od, err);
+                    status = 2;
                 }
             }
             if (!a.quiet)
@@ -644,7 +645,11 @@ int cmd_batch(int argc, char **argv) {
                         cfg->N, 100.0 * sum_used / sum_pre, 100.0 * sum_used / sum_dbl,
                         a.block_size, 100.0 * sum_used / sum_pag);
             }
-            if (close_csv(md)) status = 1;
+            if (close_csv(md)) {
+                fprintf(stderr, "kvscope: --out: cannot write memory.md (%s): %s\n",
+                        write_error_text(errno), a.out);
+                status = 1;
+            }
         } else {
             fprintf(fs, "width_final,%d\npadding_pct,%.1f\nbytes_stacked_final,%zu\n"
                         "bytes_padding_final,%zu\n",
@@ -659,6 +664,7 @@ int cmd_batch(int argc, char **argv) {
     }
     int cl = close_csv(fd) | close_csv(fs) | close_csv(fp) | close_csv(ft) | close_csv(fm);
     if (fb) cl |= close_csv(fb);
+    if (status) status = 2; /* each failure above is out of memory or a write error, said */
     status = cli_outdir_end(&od, status, cl);
     if (status == 0) {
         int must_match = !a.no_mask;

@@ -5,6 +5,7 @@
  * every step. With --window, a windowed cache does the same against the full cache,
  * step by step, with the attention weight the evicted positions held just before
  * they were evicted (the previous step's pattern of the newest query). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,12 @@ static void pair_free(Pair *p) {
     generator_free(&p->ref);
 }
 
+/* The result of two generators' steps: GEN_NONFINITE if either gave non-finite
+ * logits, else 1 if either failed, else 0. */
+static int step_rc(int a, int b) {
+    return a == GEN_NONFINITE || b == GEN_NONFINITE ? GEN_NONFINITE : (a || b);
+}
+
 static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, FILE *summary,
                         int quiet) {
     char path[4200];
@@ -107,17 +114,20 @@ static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, 
     for (int dt = 0; dt < KVDT_COUNT && rc == 0; dt++) {
         Pair p = {0};
         Drift d = {0};
-        if (pair_init(&p, m, (KVDtype)dt, 0, 0) || generator_prefill(&p.test, ld->prompt, ld->T, NULL) ||
-            generator_prefill(&p.ref, ld->prompt, ld->T, NULL)) {
+        rc = pair_init(&p, m, (KVDtype)dt, 0, 0)
+                 ? 1
+                 : step_rc(generator_prefill(&p.test, ld->prompt, ld->T, NULL),
+                           generator_prefill(&p.ref, ld->prompt, ld->T, NULL));
+        if (rc) {
             pair_free(&p);
-            rc = 1;
             break;
         }
         drift_step(&d, &p.test, &p.ref);
         for (int s = 1; s <= steps && rc == 0; s++) {
             int tok = generator_argmax(&p.test);
-            if (generator_decode(&p.test, tok, s, NULL) || generator_decode(&p.ref, tok, s, NULL)) rc = 1;
-            else drift_step(&d, &p.test, &p.ref);
+            rc = step_rc(generator_decode(&p.test, tok, s, NULL),
+                         generator_decode(&p.ref, tok, s, NULL));
+            if (!rc) drift_step(&d, &p.test, &p.ref);
         }
         const KVCache *c = &p.test.cache;
         size_t bpt = kvcache_bytes_per_token(c);
@@ -136,8 +146,8 @@ static int write_dtypes(const char *dir, Model *m, const Loaded *ld, int steps, 
                            mean, same, d.agree, d.steps);
         pair_free(&p);
     }
-    if (file_close(md) != 0) rc = 1;
-    if (file_close(csv) != 0) rc = 1;
+    if (file_close(md) != 0 && !rc) rc = 1;
+    if (file_close(csv) != 0 && !rc) rc = 1;
     return rc;
 }
 
@@ -157,11 +167,13 @@ static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, 
     int rc = 0, n_evicted = 0;
     double ev_sum = 0.0, ev_max = 0.0, last_dlogit = 0.0;
     if (!lp.row || hooks_subscribe(&hooks, HOOK_BIT(HOOK_PATTERN), keep_pattern, &lp) ||
-        pair_init(&p, m, KVDT_FP32, W, S) || generator_prefill(&p.test, ld->prompt, ld->T, &hooks) ||
-        generator_prefill(&p.ref, ld->prompt, ld->T, NULL)) {
+        pair_init(&p, m, KVDT_FP32, W, S)) {
         rc = 1;
         goto out;
     }
+    if ((rc = step_rc(generator_prefill(&p.test, ld->prompt, ld->T, &hooks),
+                      generator_prefill(&p.ref, ld->prompt, ld->T, NULL))))
+        goto out;
     for (int s = 0; s <= steps; s++) {
         int ev_pos = -1;
         double ev_mean = 0.0, ev_hmax = 0.0;
@@ -182,10 +194,9 @@ static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, 
                 if (ev_hmax > ev_max) ev_max = ev_hmax;
             }
             int tok = generator_argmax(&p.test);
-            if (generator_decode(&p.test, tok, s, &hooks) || generator_decode(&p.ref, tok, s, NULL)) {
-                rc = 1;
+            if ((rc = step_rc(generator_decode(&p.test, tok, s, &hooks),
+                              generator_decode(&p.ref, tok, s, NULL))))
                 break;
-            }
         }
         last_dlogit = drift_step(&d, &p.test, &p.ref);
         fprintf(csv, "%d,%d,%d,%zu,%d,%zu,%.9g,%d,%.9g,%.9g\n", s, p.test.len - 1, p.ref.cache.len,
@@ -209,14 +220,14 @@ static int write_window(const char *dir, Model *m, const Loaded *ld, int steps, 
 out:
     pair_free(&p);
     free(lp.row);
-    if (file_close(csv) != 0) rc = 1;
+    if (file_close(csv) != 0 && !rc) rc = 1;
     return rc;
 }
 
 int cmd_budget(int argc, char **argv) {
     ModelArgs ma;
     BudgetOpts bo;
-    int steps = 32, quiet = 0, rc;
+    int steps = 32, quiet = 0, force = 0, rc;
     const char *out = "kvscope_budget";
     model_args_default(&ma);
     budget_opts_default(&bo);
@@ -234,36 +245,49 @@ int cmd_budget(int argc, char **argv) {
             if (!(out = cli_value(argc, argv, &i))) return 2;
         } else if (strcmp(o, "--quiet") == 0) {
             quiet = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            force = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", BUDGET_HELP, MODEL_ARGS_HELP);
+            printf("%s%s\n%s\n%s", BUDGET_HELP, FORCE_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
             return 0;
         } else {
             return cli_fail("unknown option", o);
         }
     }
+    OutDir od;
+    if ((rc = cli_outdir_check(&od, out, "budget", "--out", force ? OUTDIR_FORCE : 0)) ||
+        (rc = cli_outdir_spares(&od, "--model", ma.model_dir)))
+        return rc;
     Loaded ld;
     if ((rc = model_args_load(&ma, steps, &ld))) return rc;
     if ((rc = budget_opts_check(&bo, ld.T, GEN_CACHE))) {
         loaded_free(&ld);
         return rc;
     }
-    char err[4400], path[4200];
-    OutDir od;
-    if (outdir_begin(&od, out, err, sizeof err)) {
+    char path[4200];
+    if ((rc = cli_outdir_begin(&od))) {
         loaded_free(&ld);
-        fprintf(stderr, "kvscope: %s\n", err);
-        return 2;
+        return rc;
     }
     FILE *summary = NULL;
-    int status = 1;
+    int status = 2;
     if (path_join(path, sizeof path, od.tmp, "summary.csv") || !(summary = fopen(path, "w"))) {
-        fprintf(stderr, "kvscope: cannot write CSV files in %s\n", out);
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                out);
         goto done;
     }
     fprintf(summary, "key,value\nsteps,%d\nprompt_tokens,%d\ntokens,%d\n", steps, ld.T, ld.T + steps);
-    if (write_dtypes(od.tmp, &ld.model, &ld, steps, summary, quiet) ||
-        (bo.window && write_window(od.tmp, &ld.model, &ld, steps, bo.window, bo.sink, summary, quiet))) {
-        fprintf(stderr, "kvscope: budget run failed in %s (out of memory or disk full?)\n", out);
+    errno = 0;
+    rc = write_dtypes(od.tmp, &ld.model, &ld, steps, summary, quiet);
+    if (rc == 0 && bo.window)
+        rc = write_window(od.tmp, &ld.model, &ld, steps, bo.window, bo.sink, summary, quiet);
+    if (rc == GEN_NONFINITE) {
+        fprintf(stderr, "kvscope: non-finite logits in the budget run (the model's numbers overflow "
+                        "float32)\n");
+        goto done;
+    } else if (rc) {
+        fprintf(stderr, "kvscope: --out: budget run failed (%s): %s\n",
+                errno ? write_error_text(errno) : "out of memory", out);
         goto done;
     }
     status = 0;

@@ -15,6 +15,7 @@
  *   flops.md, prefill_decode.md, values.csv   for the lessons to embed
  *   timing.csv, timing.md   measured seconds per step: differ run to run
  */
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "commands.h"
 #include "generate.h"
 #include "gnuplot.h"
+#include "infile.h"
 #include "outdir.h"
 #include "sysinfo.h"
 
@@ -46,11 +48,14 @@ static const char *const COMPARE_HELP =
     "                       256 tokens are timed K*256/T times, at least once\n"
     "  --out DIR            output folder, replaced as a whole (default kvscope_compare)\n"
     "  --charts DIR         also draw the charts into DIR with gnuplot (scripts from\n"
-    "                       --scripts, default plots)\n"
+    "                       --scripts, default plots); DIR is replaced as a whole, like\n"
+    "                       --out, and only when every chart was drawn\n"
     "  --scripts DIR        where the .gp chart scripts are (default plots)\n"
     "  --quiet              print nothing but errors\n"
+    "  --force              replace --out (and --charts) even if kvscope did not write it\n"
+    "                       (never /, your home folder, the current folder or one above)\n"
     "The prompt defaults to the token ids 1,2,3,4 (a 4-token prefill, as in the article).\n"
-    "Exit status 130 after Ctrl-C (the files hold the lengths finished).\n";
+    "Exit status 130 after Ctrl-C: --out holds the lengths finished (no charts).\n";
 
 /* Set by the SIGINT handler: a signal handler can only reach file scope. */
 static volatile sig_atomic_t interrupted = 0;
@@ -67,7 +72,7 @@ typedef struct {
     int decode_at;
     int repeat;
     const char *out, *charts, *scripts;
-    int quiet;
+    int quiet, force;
 } CompareArgs;
 
 static int cmp_int(const void *a, const void *b) {
@@ -126,8 +131,10 @@ static int parse_compare(int argc, char **argv, CompareArgs *a) {
             if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
         } else if (strcmp(o, "--quiet") == 0) {
             a->quiet = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            a->force = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", COMPARE_HELP, MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s", COMPARE_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -369,31 +376,56 @@ static void progress_clear(int on) {
 
 /* ---- the sweep -------------------------------------------------------------- */
 
-static int draw_charts(const CompareArgs *a) {
-    if (!gnuplot_found()) {
-        fprintf(stderr, "kvscope: gnuplot not found: the CSV files are in %s/; install it with: %s\n",
-                a->out, GNUPLOT_INSTALL_HINT);
-        return 1;
+static const struct {
+    const char *script, *csv, *chart;
+} CHARTS[] = {
+    {"flops.gp", "compare.csv", "compare_flops"},
+    {"prefill_decode.gp", "prefill_decode.csv", "prefill_decode"},
+    {"time.gp", "timing.csv", "compare_time_measured"},
+};
+#define NCHARTS (sizeof CHARTS / sizeof CHARTS[0])
+
+/* Before any work: --charts is a folder of its own, gnuplot is there, and every
+ * script is a regular file outside the output folders. 0, or 2 after the error line. */
+static int check_charts(const CompareArgs *a, const OutDir *od, OutDir *charts, unsigned flags) {
+    int rc;
+    if ((rc = cli_outdir_check(charts, a->charts, "compare", "--charts", flags)) ||
+        (rc = cli_outdirs_apart(od, charts)))
+        return rc;
+    if (!gnuplot_found())
+        return cli_fail("--charts needs gnuplot, which is not on PATH; install it with",
+                        GNUPLOT_INSTALL_HINT);
+    for (size_t i = 0; i < NCHARTS; i++) {
+        char script[4300], err[4600];
+        snprintf(script, sizeof script, "%s/%s", a->scripts, CHARTS[i].script);
+        int fd = infile_open(script, NULL, err, sizeof err);
+        if (fd < 0) return cli_fail("--scripts", err);
+        close(fd);
+        if ((rc = cli_outdir_spares(od, "--scripts", script)) ||
+            (rc = cli_outdir_spares(charts, "--scripts", script)))
+            return rc;
     }
-    if (make_dirs(a->charts) != 0) {
-        fprintf(stderr, "kvscope: cannot create --charts folder: %s\n", a->charts);
-        return 1;
-    }
-    static const struct { const char *script, *csv, *chart; } charts[] = {
-        {"flops.gp", "compare.csv", "compare_flops"},
-        {"prefill_decode.gp", "prefill_decode.csv", "prefill_decode"},
-        {"time.gp", "timing.csv", "compare_time_measured"},
-    };
-    for (size_t i = 0; i < sizeof charts / sizeof charts[0]; i++) {
-        char script[4300], vars[9000];
-        snprintf(script, sizeof script, "%s/%s", a->scripts, charts[i].script);
-        snprintf(vars, sizeof vars, "in='%s/%s'; out='%s/%s'", a->out, charts[i].csv, a->charts, charts[i].chart);
-        int rc = gnuplot_run(script, vars);
+    return 0;
+}
+
+/* Draw every chart from the CSVs in csv_dir into the --charts folder (begun). 0, or 2
+ * after one line naming the script and gnuplot's own error. */
+static int draw_charts(const CompareArgs *a, const OutDir *charts, const char *csv_dir) {
+    if (!gnuplot_quotable(csv_dir) || !gnuplot_quotable(charts->tmp))
+        return cli_fail("--out and --charts must resolve to paths without a quote", a->charts);
+    for (size_t i = 0; i < NCHARTS; i++) {
+        char script[4300], vars[9000], msg[512];
+        snprintf(script, sizeof script, "%s/%s", a->scripts, CHARTS[i].script);
+        snprintf(vars, sizeof vars, "in='%s/%s'; out='%s/%s'", csv_dir, CHARTS[i].csv, charts->tmp,
+                 CHARTS[i].chart);
+        int rc = gnuplot_run(script, vars, msg, sizeof msg);
         if (rc != 0) {
-            fprintf(stderr, "kvscope: gnuplot failed on %s (status %d)\n", script, rc);
-            return 1;
+            char line[4900];
+            snprintf(line, sizeof line, "--charts: gnuplot failed on %s (status %d): %s", script, rc,
+                     msg[0] ? msg : "no message");
+            cli_outdir_error(charts, line);
+            return 2;
         }
-        if (!a->quiet) printf("wrote %s/%s.png and .svg\n", a->charts, charts[i].chart);
     }
     return 0;
 }
@@ -402,6 +434,12 @@ int cmd_compare(int argc, char **argv) {
     CompareArgs a;
     memset(&a, 0, sizeof a);
     int rc = parse_compare(argc, argv, &a);
+    /* every output is checked before the model is even loaded */
+    OutDir od, charts;
+    const unsigned fl = a.force ? OUTDIR_FORCE : 0;
+    if (rc == 0) rc = cli_outdir_check(&od, a.out, "compare", "--out", fl);
+    if (rc == 0) rc = cli_outdir_spares(&od, "--model", a.model.model_dir);
+    if (rc == 0 && a.charts) rc = check_charts(&a, &od, &charts, fl);
     if (rc) {
         free(a.lengths);
         free(a.table);
@@ -417,7 +455,7 @@ int cmd_compare(int argc, char **argv) {
         free(rows);
         free(a.lengths);
         free(a.table);
-        return cli_fail("out of memory", "sweep"), 1;
+        return cli_fail("out of memory", "sweep");
     }
     memcpy(sweep, a.lengths, (size_t)a.n_lengths * sizeof *sweep);
     if (a.n_table) memcpy(sweep + a.n_lengths, a.table, (size_t)a.n_table * sizeof *sweep);
@@ -431,8 +469,7 @@ int cmd_compare(int argc, char **argv) {
     Generator gc, gr;
     memset(&gc, 0, sizeof gc);
     memset(&gr, 0, sizeof gr);
-    OutDir od;
-    int od_open = 0, status = 2, done = 0;
+    int od_open = 0, charts_open = 0, status = 2;
     FILE *csv = NULL, *tcsv = NULL;
     char err[4400], buf[64], d1[40], d2[40], s1buf[32], s2buf[32];
     struct sigaction sa, old_sa;
@@ -459,13 +496,12 @@ int cmd_compare(int argc, char **argv) {
         status = cli_fail("--decode-at must be past the prompt and within the context", buf);
         goto out;
     }
-    if (outdir_begin(&od, a.out, err, sizeof err)) {
-        fprintf(stderr, "kvscope: %s\n", err);
-        status = 2;
-        goto out;
-    }
+    if (cli_outdir_begin(&od)) goto out;
     od_open = 1;
-    status = 1;
+    if (a.charts) {
+        if (cli_outdir_begin(&charts)) goto out;
+        charts_open = 1;
+    }
     /* the recompute runs get their own activations; the weights are shared */
     if (model_init_shared(&m2, &ld.model) || generator_init(&gc, &ld.model, GEN_CACHE) ||
         generator_init(&gr, &m2, GEN_RECOMPUTE)) {
@@ -473,7 +509,8 @@ int cmd_compare(int argc, char **argv) {
         goto out;
     }
     if (!(csv = open_in(od.tmp, "compare.csv")) || !(tcsv = open_in(od.tmp, "timing.csv"))) {
-        fprintf(stderr, "kvscope: cannot write in %s\n", a.out);
+        fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
+                a.out);
         goto out;
     }
     fputs(CSV_HEADER, csv);
@@ -491,8 +528,8 @@ int cmd_compare(int argc, char **argv) {
         HOOK_BIT(HOOK_Q) | HOOK_BIT(HOOK_CACHE_K) | HOOK_BIT(HOOK_ATTN_SCORES) | HOOK_BIT(HOOK_STEP_END);
     hooks_init(&hooks);
     hooks_subscribe(&hooks, shape_points, capture_shape, &pre);
-    if (generator_prefill(&gc, ld.prompt, P, &hooks)) {
-        fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
+    if ((rc = generator_prefill(&gc, ld.prompt, P, &hooks))) {
+        cli_step_failed(rc, "the prefill", gc.logits, cfg->V);
         goto out;
     }
     Hooks dec_hooks;
@@ -514,8 +551,9 @@ int cmd_compare(int argc, char **argv) {
         int in_sweep = row < n_sweep && sweep[row] == t;
         FlopCount before = gc.total;
         double s0 = now_seconds();
-        if (generator_decode(&gc, tok, t - P, t == a.decode_at ? &dec_hooks : NULL)) {
-            fprintf(stderr, "kvscope: decode step at T=%d failed (out of memory?)\n", t);
+        if ((rc = generator_decode(&gc, tok, t - P, t == a.decode_at ? &dec_hooks : NULL))) {
+            snprintf(buf, sizeof buf, "the decode step at T=%d", t);
+            cli_step_failed(rc, buf, gc.logits, cfg->V);
             goto out_times;
         }
         double s1 = now_seconds();
@@ -541,8 +579,9 @@ int cmd_compare(int argc, char **argv) {
         for (int k = 1; k < a.repeat; k++) {
             generator_rewind(&gc); /* time the same step again, on the same slot */
             s0 = now_seconds();
-            if (generator_decode(&gc, tok, t - P, NULL)) {
-                fprintf(stderr, "kvscope: decode step at T=%d failed (out of memory?)\n", t);
+            if ((rc = generator_decode(&gc, tok, t - P, NULL))) {
+                snprintf(buf, sizeof buf, "the decode step at T=%d", t);
+                cli_step_failed(rc, buf, gc.logits, cfg->V);
                 goto out_times;
             }
             times[k] = now_seconds() - s0;
@@ -555,8 +594,9 @@ int cmd_compare(int argc, char **argv) {
         for (int k = 0; k < reps; k++) {
             FlopCount rb = gr.total;
             s0 = now_seconds();
-            if (generator_prefill(&gr, gc.tokens, t, NULL)) {
-                fprintf(stderr, "kvscope: recompute at T=%d failed (out of memory?)\n", t);
+            if ((rc = generator_prefill(&gr, gc.tokens, t, NULL))) {
+                snprintf(buf, sizeof buf, "the recompute at T=%d", t);
+                cli_step_failed(rc, buf, gr.logits, cfg->V);
                 goto out_times;
             }
             times[k] = now_seconds() - s0;
@@ -582,27 +622,36 @@ int cmd_compare(int argc, char **argv) {
     progress_clear(tty);
     if (interrupted)
         fprintf(stderr, "kvscope: interrupted: keeping the %d length%s finished\n", row, row == 1 ? "" : "s");
-    if (write_tables(od.tmp, &a, cfg, P, rows, row, &pre, &dec, a.decode_at) ||
-        write_timing_md(od.tmp, rows, row)) {
-        fprintf(stderr, "kvscope: cannot write the tables in %s (disk full?)\n", a.out);
-        goto out_times;
-    }
     {
-        int bad = file_close(csv) | file_close(tcsv);
+        int bad = write_tables(od.tmp, &a, cfg, P, rows, row, &pre, &dec, a.decode_at) ||
+                  write_timing_md(od.tmp, rows, row);
+        bad |= file_close(csv) | file_close(tcsv);
         csv = tcsv = NULL;
         if (bad) {
-            fprintf(stderr, "kvscope: write error in %s (disk full?)\n", a.out);
+            fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
+                    a.out);
             goto out_times;
         }
     }
+    /* the charts before any commit: a chart that fails leaves both folders as they were */
+    if (charts_open && !interrupted && draw_charts(&a, &charts, od.tmp)) goto out_times;
     if (outdir_commit(&od, err, sizeof err)) {
         fprintf(stderr, "kvscope: %s\n", err);
         goto out_times;
     }
     od_open = 0;
-    done = 1;
     status = interrupted ? 130 : 0;
     if (!a.quiet) printf("wrote %s/ in %.1f s\n", a.out, now_seconds() - t0);
+    if (charts_open && !interrupted) {
+        charts_open = 0;
+        if (outdir_commit(&charts, err, sizeof err)) {
+            fprintf(stderr, "kvscope: %s\n", err);
+            status = 2;
+        } else if (!a.quiet) {
+            for (size_t i = 0; i < NCHARTS; i++)
+                printf("wrote %s/%s.png and .svg\n", a.charts, CHARTS[i].chart);
+        }
+    }
 
 out_times:
     free(times);
@@ -611,6 +660,7 @@ out:
     if (csv) fclose(csv);
     if (tcsv) fclose(tcsv);
     if (od_open) outdir_abort(&od);
+    if (charts_open) outdir_abort(&charts);
     generator_free(&gc);
     generator_free(&gr);
     model_free(&m2);
@@ -619,6 +669,5 @@ out:
     free(rows);
     free(a.lengths);
     free(a.table);
-    if (done && status == 0 && a.charts) status = draw_charts(&a);
     return status;
 }

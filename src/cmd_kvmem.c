@@ -2,6 +2,7 @@
  * Prints bytes per token, at a length and at full context for the presets or a shape
  * given by flags; --out writes a sweep over lengths (for the model-comparison chart),
  * a markdown table and key,value pairs for the lessons. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,9 @@ static const char *const KVMEM_HELP =
     "  --dtype D         fp32, fp16, bf16 or int8 (default fp16)\n"
     "  --out DIR         write kvmem.csv (bytes per model over --lengths), models.md\n"
     "                    and values.csv (key,value) into DIR, replaced as a whole\n"
-    "  --lengths LIST    tokens of the sweep (default 0,256,512,...,4096)\n";
+    "  --lengths LIST    tokens of the sweep (default 0,256,512,...,4096)\n"
+    "  --force           replace --out even if kvscope did not write it (never /, your\n"
+    "                    home folder, the current folder or one above)\n";
 
 typedef struct {
     KvShape shape;
@@ -37,6 +40,7 @@ typedef struct {
     long batch;
     KvDtype dt;
     const char *out;
+    int force;
     int *lengths;
     int n_lengths;
     char label[64]; /* "llama-2-7b, modified" when flags change a preset */
@@ -77,13 +81,15 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
             if (kvmem_dtype_parse(v, &a->dt)) return cli_fail("unknown --dtype (fp32, fp16, bf16, int8)", v);
         } else if (strcmp(o, "--out") == 0) {
             if (!(a->out = cli_value(argc, argv, &i))) return 2;
+        } else if (strcmp(o, "--force") == 0) {
+            a->force = 1;
         } else if (strcmp(o, "--lengths") == 0) {
             if (!(v = cli_value(argc, argv, &i))) return 2;
             free(a->lengths);
             a->lengths = NULL;
             if (cli_int_list(o, v, 0, 1L << 24, &a->lengths, &a->n_lengths)) return 2;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s", KVMEM_HELP);
+            printf("%s\n%s", KVMEM_HELP, EXIT_STATUS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -225,7 +231,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
         }
         fprintf(f, "\n");
     }
-    if (ferror(f) | fclose(f)) return -1;
+    if (file_close(f)) return -1;
 
     if (path_join(path, sizeof path, dir, "models.md") || !(f = fopen(path, "w"))) return -1;
     fprintf(f, "| model | layers | heads | KV heads | head dim | context | KV per token (%s) | KV at full context |\n",
@@ -244,7 +250,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
                 s->kv_heads, s->hs, s->N, human_bytes((double)per, h, sizeof h),
                 group_digits(full, d, sizeof d), human_bytes((double)full, h2, sizeof h2));
     }
-    if (ferror(f) | fclose(f)) return -1;
+    if (file_close(f)) return -1;
 
     /* key,value pairs a lesson quotes: every preset at 1024 tokens and at its
      * context, and the source article's one-head LLaMA figure next to the right one */
@@ -280,7 +286,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
     fprintf(f, "article_llama_2048_bytes,%llu\n", (unsigned long long)wrong);
     fprintf(f, "article_llama_2048,%s\n", human_bytes((double)wrong, h, sizeof h));
     fprintf(f, "article_missing_factor,%llu\n", (unsigned long long)(right / wrong));
-    if (ferror(f) | fclose(f)) return -1;
+    if (file_close(f)) return -1;
     return 0;
 }
 
@@ -291,24 +297,20 @@ int cmd_kvmem(int argc, char **argv) {
         free(a.lengths);
         return rc < 0 ? 0 : rc;
     }
+    OutDir od;
+    if (a.out && (rc = cli_outdir_check(&od, a.out, "kvmem", "--out", a.force ? OUTDIR_FORCE : 0))) {
+        free(a.lengths);
+        return rc;
+    }
     rc = (a.have_model || a.have_shape) ? print_one(&a) : print_presets(&a);
-    if (rc == 0 && a.out) {
-        char err[4400];
-        OutDir od;
-        if (outdir_begin(&od, a.out, err, sizeof err)) {
-            fprintf(stderr, "kvscope: %s\n", err);
+    if (rc == 0 && a.out && (rc = cli_outdir_begin(&od)) == 0) {
+        if (write_files(&a, od.tmp) != 0) {
+            fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
+                    a.out);
             rc = 2;
-        } else if (write_files(&a, od.tmp) != 0) {
-            fprintf(stderr, "kvscope: cannot write the files of --out (disk full?): %s\n", a.out);
-            outdir_abort(&od);
-            rc = 1;
-        } else if (outdir_commit(&od, err, sizeof err) != 0) {
-            fprintf(stderr, "kvscope: %s\n", err);
-            outdir_abort(&od);
-            rc = 1;
-        } else {
-            printf("wrote %s/ (kvmem.csv, models.md, values.csv)\n", a.out);
         }
+        if ((rc = cli_outdir_end(&od, rc, 0)) == 0)
+            printf("wrote %s/ (kvmem.csv, models.md, values.csv)\n", a.out);
     }
     free(a.lengths);
     return rc;

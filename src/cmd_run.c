@@ -1,4 +1,5 @@
 /* cmd_run.c — `kvscope run`: prefill, N greedy decode steps, recorders attached. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,9 @@ static const char *const RUN_HELP =
     "  --layers-shown LIST  layers in attention.csv (and --html), e.g. 0,2-3 or all\n"
     "                       (default all when L <= 2, else the first and the last)\n"
     "  --heads-shown LIST   heads in attention.csv and --html (default all)\n"
-    "  --quiet              print nothing but errors\n";
+    "  --quiet              print nothing but errors\n"
+    "  --force              replace --out (and --plots) even if kvscope did not write it\n"
+    "                       (never /, your home folder, the current folder or one above)\n";
 
 typedef struct {
     ModelArgs model;
@@ -38,7 +41,7 @@ typedef struct {
     const char *out;
     unsigned record;
     const char *layers_shown, *heads_shown;
-    int quiet;
+    int quiet, force;
     BudgetOpts budget; /* --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens */
     HeatmapOpts heat;  /* --heatmaps, --plots, --cell, --grid, --no-gif */
     HtmlOpts html;     /* --html FILE */
@@ -85,9 +88,11 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
             if (!(a->heads_shown = cli_value(argc, argv, &i))) return 2;
         } else if (strcmp(o, "--quiet") == 0) {
             a->quiet = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            a->force = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP, HTML_OPTS_HELP,
-                   MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP,
+                   HTML_OPTS_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
             return -1;
         } else {
             return cli_fail("unknown option", o);
@@ -112,6 +117,13 @@ int cmd_run(int argc, char **argv) {
     memset(&a, 0, sizeof a);
     int rc = parse_run(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    /* every output is checked before the model is even loaded */
+    OutDir od;
+    const unsigned fl = a.force ? OUTDIR_FORCE : 0;
+    if ((rc = cli_outdir_check(&od, a.out, "run", "--out", fl)) ||
+        (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
+        (rc = heatmap_opts_check(&a.heat, &od, fl, a.model.model_dir)))
+        return rc;
 
     Loaded ld;
     if ((rc = model_args_load(&a.model, a.steps, &ld))) return rc;
@@ -138,28 +150,26 @@ int cmd_run(int argc, char **argv) {
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
     }
 
-    char err[4400];
-    OutDir od;
-    if (outdir_begin(&od, a.out, err, sizeof err)) {
+    if ((rc = cli_outdir_begin(&od))) {
         loaded_free(&ld);
-        fprintf(stderr, "kvscope: %s\n", err);
-        return 2;
+        return rc;
     }
 
     Generator g;
     CsvRecorder rec;
     Hooks hooks;
     hooks_init(&hooks);
-    int status = 1;
+    int status = 2;
     if (generator_init(&g, &ld.model, a.mode) || budget_opts_apply(&a.budget, &g)) {
         fprintf(stderr, "kvscope: out of memory: generator\n");
         outdir_abort(&od);
         loaded_free(&ld);
-        return 1;
+        return 2;
     }
     if (csv_recorder_open(&rec, od.tmp, a.record, &layers, &heads) ||
         csv_recorder_attach(&rec, &hooks)) {
-        fprintf(stderr, "kvscope: cannot write CSV files in %s\n", a.out);
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                a.out);
         goto done;
     }
     if ((rc = heatmap_opts_begin(&a.heat, cfg, ld.T + a.steps, &layers, a.heads_shown, a.out,
@@ -183,8 +193,8 @@ int cmd_run(int argc, char **argv) {
         status = 0;
         goto done;
     }
-    if (generator_prefill(&g, ld.prompt, ld.T, &hooks)) {
-        if (!heatmap_opts_failed(&a.heat)) fprintf(stderr, "kvscope: prefill failed (out of memory?)\n");
+    if ((rc = generator_prefill(&g, ld.prompt, ld.T, &hooks))) {
+        if (!heatmap_opts_failed(&a.heat)) cli_step_failed(rc, "the prefill", g.logits, cfg->V);
         goto done;
     }
     csv_recorder_timing(&rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
@@ -196,9 +206,10 @@ int cmd_run(int argc, char **argv) {
         csv_recorder_token(&rec, s, g.len, tok, tokenizer_token_text(ld.tok, tok, text, sizeof text));
         heatmap_opts_token(&a.heat, ld.tok, g.len, tok);
         t0 = now_seconds();
-        if (generator_decode(&g, tok, s, &hooks)) {
-            if (!heatmap_opts_failed(&a.heat))
-                fprintf(stderr, "kvscope: decode step %d failed (out of memory?)\n", s);
+        if ((rc = generator_decode(&g, tok, s, &hooks))) {
+            char what[32];
+            snprintf(what, sizeof what, "decode step %d", s);
+            if (!heatmap_opts_failed(&a.heat)) cli_step_failed(rc, what, g.logits, cfg->V);
             goto done;
         }
         csv_recorder_timing(&rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -14,22 +12,26 @@
 #include "outdir.h"
 
 #define VERIFY_TOL 1e-5 /* absolute, on logits of order 1 */
+#define VERIFY_CSV_HEADER "step,max_abs_diff,same_token\n"
 
 static const char *const VERIFY_HELP =
     "usage: kvscope verify [options]\n"
     "Decode --steps tokens greedily with the KV cache, run the same tokens again without\n"
     "it (recomputing the whole sequence each step), and print max |Δlogit| per step.\n"
-    "Exits 0 only if every step agrees within 1e-5.\n\n"
+    "Exits 0 only if every step agrees within 1e-5, 1 if one does not, 2 when the logits\n"
+    "are not finite (nothing to compare).\n\n"
     "verify options:\n"
-    "  --steps N        decode steps (default 20)\n"
-    "  --article-bug    check the source article's cache (newest K/V only) instead\n"
-    "  --csv FILE       also write step,max_abs_diff,same_token as CSV\n"
-    "  --quiet          print only the overall line\n";
+    "  --steps N            decode steps (default 20)\n"
+    "  --article-bug        check the source article's cache (newest K/V only) instead\n"
+    "  --csv FILE           also write step,max_abs_diff,same_token as CSV (replaced\n"
+    "                       whole; only a file kvscope wrote, unless --force)\n"
+    "  --force              replace --csv even if kvscope did not write it\n"
+    "  --quiet              print only the overall line\n";
 
 int cmd_verify(int argc, char **argv) {
     ModelArgs ma;
     model_args_default(&ma);
-    int steps = 20, quiet = 0;
+    int steps = 20, quiet = 0, force = 0;
     GenMode mode = GEN_CACHE;
     const char *csv = NULL;
     for (int i = 0; i < argc; i++) {
@@ -47,16 +49,22 @@ int cmd_verify(int argc, char **argv) {
             if (!(csv = cli_value(argc, argv, &i))) return 2;
         } else if (strcmp(o, "--quiet") == 0) {
             quiet = 1;
+        } else if (strcmp(o, "--force") == 0) {
+            force = 1;
         } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", VERIFY_HELP, MODEL_ARGS_HELP);
+            printf("%s\n%s\n%s", VERIFY_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
             return 0;
         } else {
             return cli_fail("unknown option", o);
         }
     }
-    struct stat st;
-    if (csv && stat(csv, &st) == 0 && S_ISDIR(st.st_mode)) return cli_fail("--csv is a directory", csv);
-    if (csv && strlen(csv) > 4000) return cli_fail("--csv path too long", csv);
+    OutFile of;
+    char err[8400];
+    if (csv &&
+        outfile_check(&of, csv, "--csv", VERIFY_CSV_HEADER, force ? OUTDIR_FORCE : 0, err, sizeof err)) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        return 2;
+    }
     Loaded ld;
     int rc = model_args_load(&ma, steps, &ld);
     if (rc) return rc;
@@ -64,7 +72,7 @@ int cmd_verify(int argc, char **argv) {
     Generator a, b;
     if (generator_init(&a, &ld.model, mode)) {
         loaded_free(&ld);
-        return cli_fail("out of memory", "generator"), 1;
+        return cli_fail("out of memory", "generator");
     }
     /* the second model shares the weights but has its own activations */
     Model m2;
@@ -73,44 +81,33 @@ int cmd_verify(int argc, char **argv) {
         generator_free(&a);
         model_free(&m2);
         loaded_free(&ld);
-        return cli_fail("out of memory", "generator"), 1;
+        return cli_fail("out of memory", "generator");
     }
     FILE *out = NULL;
-    char tmp[4200];
-    if (csv) {
-        /* a fresh temporary name beside the target, renamed over it at the end */
-        snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", csv);
-        int fd = mkstemp(tmp);
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fd >= 0) fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 is not what the user expects */
-        if (fd >= 0 && !(out = fdopen(fd, "w"))) {
-            close(fd);
-            remove(tmp);
-        }
-        if (!out) {
-            generator_free(&a);
-            generator_free(&b);
-            model_free(&m2);
-            loaded_free(&ld);
-            return cli_fail("cannot write --csv", csv);
-        }
-        fprintf(out, "step,max_abs_diff,same_token\n");
+    if (csv && !(out = outfile_begin(&of, err, sizeof err))) {
+        generator_free(&a);
+        generator_free(&b);
+        model_free(&m2);
+        loaded_free(&ld);
+        fprintf(stderr, "kvscope: %s\n", err);
+        return 2;
     }
+    if (out) fputs(VERIFY_CSV_HEADER, out);
 
     const int V = ld.model.cfg.V;
     double worst = 0.0;
     int status = 0;
     for (int s = 0; s <= steps && status == 0; s++) {
         int tok = s == 0 ? -1 : generator_argmax(&a); /* both runs get the cached run's token */
-        if (s == 0) {
-            status = generator_prefill(&a, ld.prompt, ld.T, NULL) || generator_prefill(&b, ld.prompt, ld.T, NULL);
-        } else {
-            status = generator_decode(&a, tok, s, NULL) || generator_decode(&b, tok, s, NULL);
-        }
-        if (status) {
-            fprintf(stderr, "kvscope: step %d failed (out of memory?)\n", s);
-            status = 1;
+        int ra = s == 0 ? generator_prefill(&a, ld.prompt, ld.T, NULL) : generator_decode(&a, tok, s, NULL);
+        int rb = ra ? 0
+                    : s == 0 ? generator_prefill(&b, ld.prompt, ld.T, NULL)
+                             : generator_decode(&b, tok, s, NULL);
+        if (ra || rb) {
+            char what[64];
+            if (s == 0) snprintf(what, sizeof what, "the prefill (%s run)", ra ? "cached" : "recompute");
+            else snprintf(what, sizeof what, "decode step %d (%s run)", s, ra ? "cached" : "recompute");
+            status = cli_step_failed(ra ? ra : rb, what, ra ? a.logits : b.logits, V);
             break;
         }
         double d = logits_max_abs_diff(a.logits, b.logits, V);
@@ -121,12 +118,11 @@ int cmd_verify(int argc, char **argv) {
                    a.len, d, same ? "" : "  (greedy token differs)");
         if (out) fprintf(out, "%d,%.9g,%d\n", s, d, same);
     }
-    if (out) {
-        if (file_close(out) != 0 || (status == 0 && rename(tmp, csv) != 0)) {
-            fprintf(stderr, "kvscope: cannot write %s\n", csv);
-            status = 1;
-        }
-        if (status) remove(tmp);
+    if (out && status) {
+        outfile_abort(&of, out);
+    } else if (out && outfile_commit(&of, out, err, sizeof err)) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 2;
     }
     if (status == 0) {
         int ok = worst <= VERIFY_TOL;

@@ -1,5 +1,6 @@
 /* commands.h — the subcommands of bin/kvscope. Each takes the arguments after its
- * name and returns the exit status (0 ok, 1 failure, 2 bad input). */
+ * name and returns the exit status by the rule of cli.h: 0 ok, 1 the check failed,
+ * 2 bad input or an environment error. */
 #ifndef KVSCOPE_COMMANDS_H
 #define KVSCOPE_COMMANDS_H
 

@@ -40,6 +40,7 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
     StepLabel lb = {PHASE_PREFILL, 0, hooks};
     int rc = model_forward(g->m, &g->cache, g->tokens, n, g->logits, &lb, &g->total);
     if (rc == 0) forget_history(g, n);
+    if (rc == 0 && logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }
 
@@ -49,6 +50,12 @@ int generator_rewind(Generator *g) {
     g->cache.n_seen--;
     g->len--;
     return 0;
+}
+
+int logits_first_nonfinite(const float *logits, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(logits[i])) return i;
+    return -1;
 }
 
 int logits_argmax(const float *logits, int n) {
@@ -97,5 +104,6 @@ int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
         if (rc == 0) forget_history(g, 1);
     }
     if (rc) g->len--;
+    else if (logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }

@@ -28,19 +28,26 @@ typedef struct {
                         * window − sink. Set them before the prefill (0 ≤ sink < window). */
 } Generator;
 
+/* A step whose logits are not all finite (NaN or ±inf: weights that overflow float32)
+ * fails with this code: the step ran, but nothing after it can be trusted. */
+enum { GEN_NONFINITE = -100 };
+
 /* 0, or -1 when out of memory. */
 int generator_init(Generator *g, Model *m, GenMode mode);
 void generator_free(Generator *g);
-/* Step 0: run the prompt (n ≥ 1 tokens) in one batched pass. 0 or an error (model_forward). */
+/* Step 0: run the prompt (n ≥ 1 tokens) in one batched pass. 0, GEN_NONFINITE, or an
+ * error of model_forward. */
 int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks);
 /* The greedy choice: argmax of the current logits (the lowest id on a tie). */
 int generator_argmax(const Generator *g);
-/* Decode step `step` (1, 2, ...): append token and run it. 0 or an error. */
+/* Decode step `step` (1, 2, ...): append token and run it. 0, GEN_NONFINITE or an error. */
 int generator_decode(Generator *g, int token, int step, Hooks *hooks);
 /* Undo the last decode step of a cached generator (its token, K and V, position), so
  * the same step can run again on the same slot with the same bytes (timing repeats).
  * 0, or -1 if there is nothing to undo, or no plain cache (recompute, bug, window). */
 int generator_rewind(Generator *g);
+/* The index of the first logit that is NaN or ±inf, or -1 when all n are finite. */
+int logits_first_nonfinite(const float *logits, int n);
 /* argmax of n logits (the lowest index on a tie). */
 int logits_argmax(const float *logits, int n);
 /* max |a[i] − b[i]| over n logits, in double; NaN when either side holds a NaN, so a

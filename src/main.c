@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "version.h"
 
@@ -23,7 +24,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: kvscope <command> [options]   (kvscope <command> --help)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].what);
-    fprintf(f, "\n  --help     this text\n  --version  kvscope's version\n");
+    fprintf(f, "\n  --help     this text\n  --version  kvscope's version\n\n%s", EXIT_STATUS_HELP);
 }
 
 int main(int argc, char **argv) {

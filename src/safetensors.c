@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "halfprec.h"
+#include "infile.h"
+#include "outdir.h"
 
 static const struct {
     const char *name;
@@ -211,18 +213,9 @@ int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t
 
 int st_open(SafeTensors *st, const char *path, char *err, size_t errsize) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return ST_IO;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errsize, "%s: not a regular file", path);
-        close(fd);
-        return ST_IO;
-    }
-    size_t size = (size_t)sb.st_size;
+    size_t size; /* a FIFO or a device is refused before it can block (infile.h) */
+    int fd = infile_open(path, &size, err, errsize);
+    if (fd < 0) return ST_IO;
     void *map = NULL;
     if (size >= 8) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -345,8 +338,9 @@ int st_write(const char *path, const StWrite *t, size_t n, char *err, size_t err
             bad = fwrite(chunk, 1, k, f) != k;
         }
     }
-    if (fclose(f) != 0 || bad) {
-        snprintf(err, errsize, "%s: write failed (disk full?)", path);
+    int e = bad ? errno : 0; /* the failed fwrite's reason (a full disk: ENOSPC) */
+    if (file_close(f) != 0 || bad) {
+        snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(e ? e : errno));
         return ST_IO;
     }
     return 0;

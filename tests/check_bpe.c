@@ -240,7 +240,7 @@ START_TEST(test_load_errors) {
     remove(merges_path);
     write_files(-1, NULL);
     remove(merges_path);
-    expect_load_error("merges.txt: cannot read");
+    expect_load_error("merges.txt: cannot open");
 }
 END_TEST
 

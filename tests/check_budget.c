@@ -324,15 +324,16 @@ START_TEST(test_cap_stops_at_formula_step) {
 END_TEST
 
 static int run_bad(const char *const *extra, const char *needle) {
-    char dir[256], err[300];
+    char dir[256], err[300], out[300];
     make_temp_dir(dir, sizeof dir);
     snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
     const char *args[40];
     int n = 0;
     args[n++] = "run";
     for (size_t i = 0; i < sizeof TINY / sizeof TINY[0]; i++) args[n++] = TINY[i];
     args[n++] = "--out";
-    args[n++] = dir;
+    args[n++] = out;
     while (*extra) args[n++] = *extra++;
     args[n] = NULL;
     int rc = run_kvscope(args, NULL, err);
@@ -357,7 +358,7 @@ START_TEST(test_bad_values_exit_2) {
     ck_assert_int_eq(run_bad(a2, "--window"), 2);
     ck_assert_int_eq(run_bad(a3, "--sink must be less than --window"), 2);
     ck_assert_int_eq(run_bad(a4, "--max-kv-mb"), 2);
-    ck_assert_int_eq(run_bad(a5, "--sink needs --window"), 2);
+    ck_assert_int_eq(run_bad(a5, "--sink needs --window W (the window its sinks stay in): --sink 1"), 2);
     ck_assert_int_eq(run_bad(a6, "--window must hold the prompt"), 2);
     ck_assert_int_eq(run_bad(a7, "--window needs the cache"), 2);
     ck_assert_int_eq(run_bad(a8, "--max-tokens"), 2);

@@ -37,6 +37,10 @@ START_TEST(test_bad_input) {
     ck_assert_ptr_nonnull(f);
     fputs("before", f);
     fclose(f);
+    /* a folder kvscope wrote: the check of --out passes, so the bad value is what fails */
+    snprintf(marker, sizeof marker, "%s/" OUTDIR_MARKER, out);
+    ck_assert_int_eq(write_text_file(marker, "kvscope run --out\n"), 0);
+    snprintf(marker, sizeof marker, "%s/keep.txt", out);
     snprintf(errf, sizeof errf, "%s/err.txt", dir);
 
     /* the command, then --out, then the bad options: a trailing "--steps" stays valueless */
@@ -53,7 +57,7 @@ START_TEST(test_bad_input) {
     ck_assert_msg(strncmp(err, "kvscope: ", 9) == 0, "stderr: %s", err);
     ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
     free(err);
-    ck_assert_int_eq(count_entries(out), 1); /* only keep.txt */
+    ck_assert_int_eq(count_entries(out), 2); /* keep.txt and the marker */
     ck_assert_int_eq(count_entries(dir), 2); /* out/ and err.txt: no temporary folder */
     char *keep = read_file(marker, NULL);
     ck_assert_str_eq(keep, "before");

@@ -434,20 +434,19 @@ START_TEST(charts_option_and_missing_gnuplot) {
     const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64", "--vocab", "32",
                           "--lengths", "8,16", "--table-lengths", "none", "--decode-at", "10", "--repeat", "1",
                           "--out", out, "--charts", charts, "--quiet", NULL};
-    /* no gnuplot on PATH: the CSVs are written, the message says how to install it */
+    /* no gnuplot on PATH: refused before measuring (nothing written, exit 2), with the
+     * line that says how to install it */
     int st;
     pid_t pid = spawn(args, dir, so, se);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st));
-    ck_assert_int_eq(WEXITSTATUS(st), 1);
+    ck_assert_int_eq(WEXITSTATUS(st), 2);
     char *e = read_file(se, NULL);
     ck_assert_ptr_nonnull(e);
-    ck_assert_ptr_nonnull(strstr(e, "apt-get install gnuplot-nox"));
+    ck_assert_msg(strstr(e, "apt-get install gnuplot-nox") && strchr(e, '\n') == e + strlen(e) - 1, "%s", e);
     free(e);
-    snprintf(p, sizeof p, "%s/compare.csv", out);
-    Csv *c = csv_load(p);
-    ck_assert_int_eq(c->nrow, 2);
-    free(c);
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(access(charts, F_OK), -1);
     /* with gnuplot: the three charts */
     pid = spawn(args, NULL, so, se);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -458,6 +457,65 @@ START_TEST(charts_option_and_missing_gnuplot) {
         snprintf(p, sizeof p, "%s/%s", charts, names[i]);
         assert_chart(p);
     }
+    ck_assert_int_eq(remove_tree(dir), 0);
+}
+END_TEST
+
+/* --charts and --scripts are checked before anything is measured; a chart that fails
+ * leaves neither --out nor --charts behind and says so in one line of its own. */
+START_TEST(charts_checked_and_failing) {
+    char dir[64], out[128], charts[160], scripts[128], se[128], p[300];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/cmp", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(scripts, sizeof scripts, "%s/gp", dir);
+    const struct { const char *charts, *scripts, *why; } bad[] = {
+        {"/nonexistent/c", "plots", "--charts: the folder it goes in does not exist: /nonexistent/c"},
+        {"CHARTS", "/nonexistent", "--scripts: /nonexistent/flops.gp: cannot open"},
+        {"MINE", "plots", "--charts is a folder kvscope did not write"},
+    };
+    snprintf(charts, sizeof charts, "%s/charts", dir);
+    char mine[128], notes[160];
+    snprintf(mine, sizeof mine, "%s/mine", dir);
+    snprintf(notes, sizeof notes, "%s/notes.txt", mine);
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    ck_assert_int_eq(write_text_file(notes, "mine"), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *c = strcmp(bad[i].charts, "CHARTS") == 0 ? charts
+                        : strcmp(bad[i].charts, "MINE") == 0 ? mine : bad[i].charts;
+        const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                              "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                              "--out", out, "--charts", c, "--scripts", bad[i].scripts, "--quiet", NULL};
+        ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+        char *e = read_file(se, NULL);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(strstr(e, bad[i].why) && strchr(e, '\n') == e + strlen(e) - 1, "case %zu: %s", i, e);
+        free(e);
+        ck_assert_int_eq(count_entries(dir), 2); /* stderr and mine/ */
+        ck_assert_int_eq(count_entries(mine), 1);
+    }
+    remove_tree(mine);
+    /* scripts that gnuplot rejects: the first chart fails */
+    ck_assert_int_eq(mkdir(scripts, 0755), 0);
+    static const char *const gp[] = {"flops.gp", "prefill_decode.gp", "time.gp"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", scripts, gp[i]);
+        ck_assert_int_eq(write_text_file(p, "reset\nset terminal no_such_terminal\n"), 0);
+    }
+    const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                          "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                          "--out", out, "--charts", charts, "--scripts", scripts, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+    char *e = read_file(se, NULL);
+    ck_assert_ptr_nonnull(e);
+    snprintf(p, sizeof p, "kvscope: --charts: gnuplot failed on %s/flops.gp (status 1): ", scripts);
+    ck_assert_msg(strncmp(e, p, strlen(p)) == 0 && strstr(e, "terminal") &&
+                      strchr(e, '\n') == e + strlen(e) - 1 && !strstr(e, ".tmp."),
+                  "%s", e);
+    free(e);
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(access(charts, F_OK), -1);
+    ck_assert_int_eq(count_entries(dir), 2); /* stderr and gp/: no temporary folder */
     ck_assert_int_eq(remove_tree(dir), 0);
 }
 END_TEST
@@ -477,6 +535,7 @@ Suite *make_compare_suite(void) {
     tcase_add_test(g, every_script_draws_png_and_svg);
     tcase_add_test(g, scripts_name_the_missing_column);
     tcase_add_test(g, charts_option_and_missing_gnuplot);
+    tcase_add_test(g, charts_checked_and_failing);
     suite_add_tcase(s, g);
     return s;
 }

@@ -467,7 +467,7 @@ START_TEST(test_cli_plots_folder) {
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(plots, sizeof plots, "%s/new/parent/heat", dir);
     ck_assert_int_eq(run_tiny(out, 3, 1, "--plots", plots), 0);
-    ck_assert_int_eq(count_entries(plots), 7);
+    ck_assert_int_eq(count_entries(plots), 7 + 1); /* and the marker */
     snprintf(keep, sizeof keep, "%s/heatmaps", out);
     struct stat sb;
     ck_assert_int_ne(stat(keep, &sb), 0); /* not also in <out>/heatmaps */
@@ -479,7 +479,7 @@ START_TEST(test_cli_plots_folder) {
                           "--prompt-ids", "1,2,3", "--steps", "2", "--out", out, "--plots", plots,
                           "--heads-shown", "all", "--no-gif", "--raw", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2)); /* old.txt is gone */
+    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2) + 1); /* old.txt is gone */
     remove_tree(dir);
 }
 END_TEST

@@ -1,5 +1,6 @@
 /* test_util.c — see testutil.h. */
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <png.h>
 #include <stdio.h>
@@ -20,10 +21,13 @@ Config tiny_config(int L, int NH, int C, int N, int V) {
     return c;
 }
 
-int run_kvscope(const char *const *args, const char *out_path, const char *err_path) {
+int run_kvscope_at(const char *cwd, const char *home, const char *const *args, const char *out_path,
+                   const char *err_path) {
+    char bin[4096];
     const char *argv[64];
     int n = 0;
-    argv[n++] = KVSCOPE_BIN;
+    if (!realpath(KVSCOPE_BIN, bin)) return -1; /* before a chdir makes it unreachable */
+    argv[n++] = bin;
     for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
     argv[n] = NULL;
     fflush(NULL);
@@ -34,12 +38,24 @@ int run_kvscope(const char *const *args, const char *out_path, const char *err_p
         int e = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (o >= 0) dup2(o, 1);
         if (e >= 0) dup2(e, 2);
+        if ((cwd && chdir(cwd) != 0) || (home && setenv("HOME", home, 1) != 0)) _exit(126);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     int st;
     if (waitpid(pid, &st, 0) < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int run_kvscope(const char *const *args, const char *out_path, const char *err_path) {
+    return run_kvscope_at(NULL, NULL, args, out_path, err_path);
+}
+
+int write_text_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    int bad = fputs(text, f) < 0;
+    return (fclose(f) != 0 || bad) ? -1 : 0;
 }
 
 const char *make_temp_dir(char *buf, size_t size) {

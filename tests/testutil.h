@@ -27,6 +27,12 @@ Config tiny_config(int L, int NH, int C, int N, int V);
  * given (NULL: /dev/null). Returns the exit status, or -1 if it did not exit. */
 int run_kvscope(const char *const *args, const char *out_path, const char *err_path);
 
+/* The same in folder cwd (NULL: this one) with HOME=home (NULL: unchanged). */
+int run_kvscope_at(const char *cwd, const char *home, const char *const *args, const char *out_path,
+                   const char *err_path);
+/* Write text to path (created or truncated); 0 or -1. */
+int write_text_file(const char *path, const char *text);
+
 /* A fresh empty folder under /tmp; returns its path in buf. */
 const char *make_temp_dir(char *buf, size_t size);
 /* 1 if the two files have the same bytes. */
