@@ -22,7 +22,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
                 continue;
             }
             float dot = 0.0f;
-            for (int d = 0; d < hs; d++) dot += qh[d] * kr[t][o + d];
+            for (int d = 0; d < hs; d++) dot = fmaf(qh[d], kr[t][o + d], dot);
             scores[t] = dot / div;
             if (scores[t] > maxv) maxv = scores[t];
         }
@@ -42,7 +42,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
         for (int t = 0; t < T; t++) {
             if (keep && !keep[t]) continue;
             const float w = scores[t] * inv;
-            for (int d = 0; d < hs; d++) oh[d] += w * vr[t][o + d];
+            for (int d = 0; d < hs; d++) oh[d] = fmaf(w, vr[t][o + d], oh[d]);
         }
     }
     return kept;

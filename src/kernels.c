@@ -3,9 +3,9 @@
  * Why these give the plain kernels' exact bytes: C forbids the compiler to reorder
  * floating-point arithmetic (we build without -ffast-math, and -std=c11 turns off
  * contraction into FMA), and every vector below holds independent outputs: lane j
- * of an accumulator is one output element, built with the same "+= a·w" sequence,
- * in the same order, as in ops.c. Vector and scalar IEEE mul, add and div round
- * the same way.
+ * of an accumulator is one output element, built with the same "y = fmaf(a, w, y)"
+ * sequence, in the same order, as in ops.c. Vector and scalar IEEE FMA, mul, add and
+ * div round the same way (an FMA once, on the exact a·w + y).
  */
 #include "kernels.h"
 
@@ -45,9 +45,8 @@ int kern_supported(KernLevel lv) {
     switch (lv) {
     case KERN_PLAIN: return 1;
 #if KERN_HAVE_AVX2
-    case KERN_AVX2: return __builtin_cpu_supports("avx2") ? 1 : 0;
-    case KERN_AVX512:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") ? 1 : 0;
+    case KERN_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KERN_AVX512: return kern_supported(KERN_AVX2) && __builtin_cpu_supports("avx512f");
 #endif
     default: return 0;
     }
@@ -78,11 +77,11 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 }
 
 #if KERN_HAVE_AVX2
-#define AVX2 __attribute__((target("avx2")))
-#define AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias ----------------------
- * Plain order per element: y = 0; for c: y += x[c]·w[c][o]; then y += bias[o].
+ * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
  * The weights come in column panels of KERN_PANEL = 48 (kernels.h): a thread owns
  * whole panels, so everything it reads is one contiguous run. (Split by columns of
  * the row-major w, each thread would read a short piece of every row, which the
@@ -116,9 +115,9 @@ AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const 
                      w2 = _mm256_loadu_ps(wr + 16);
 #define MM_ROW_STEP(r, i) {                                                                 \
         const __m256 x_ = _mm256_broadcast_ss(inp + (size_t)(i) * C + c);                   \
-        r##0 = _mm256_add_ps(r##0, _mm256_mul_ps(x_, w0));                                   \
-        r##1 = _mm256_add_ps(r##1, _mm256_mul_ps(x_, w1));                                   \
-        r##2 = _mm256_add_ps(r##2, _mm256_mul_ps(x_, w2)); }
+        r##0 = _mm256_fmadd_ps(x_, w0, r##0);                                               \
+        r##1 = _mm256_fmadd_ps(x_, w1, r##1);                                               \
+        r##2 = _mm256_fmadd_ps(x_, w2, r##2); }
         MM_ROW_STEP(a0, 0) MM_ROW_STEP(a1, 1) MM_ROW_STEP(a2, 2) MM_ROW_STEP(a3, 3)
 #undef MM_ROW_STEP
     }
@@ -146,9 +145,9 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const 
     for (int c = 0; c < kc; c++) {
         const float *wr = pan + (size_t)c * KERN_PANEL;
         const __m256 x = _mm256_broadcast_ss(inp + c);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_loadu_ps(wr)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 16)));
+        a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr), a0);
+        a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 8), a1);
+        a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 16), a2);
     }
     if (last && bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias + o));
@@ -178,12 +177,12 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const floa
             _mm_prefetch(ahead + 128, _MM_HINT_T0);
         }
         const __m256 b = _mm256_broadcast_ss(x + c);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(b, _mm256_loadu_ps(wr)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 16)));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 24)));
-        a4 = _mm256_add_ps(a4, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 32)));
-        a5 = _mm256_add_ps(a5, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 40)));
+        a0 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr), a0);
+        a1 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8), a1);
+        a2 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 16), a2);
+        a3 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 24), a3);
+        a4 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 32), a4);
+        a5 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 40), a5);
     }
     if (bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias));
@@ -212,14 +211,14 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
         for (; k + 8 <= pw; k += 8) {
             __m256 acc = _mm256_setzero_ps();
             for (int c = 0; c < C; c++)
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + c),
-                                                       _mm256_loadu_ps(pan + (size_t)c * pw + k)));
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + c),
+                                  _mm256_loadu_ps(pan + (size_t)c * pw + k), acc);
             if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o + k));
             _mm256_storeu_ps(y + k, acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
-            for (int c = 0; c < C; c++) s += x[c] * pan[(size_t)c * pw + k];
+            for (int c = 0; c < C; c++) s = fmaf(x[c], pan[(size_t)c * pw + k], s);
             if (bias) s += bias[o + k];
             y[k] = s;
         }
@@ -278,8 +277,8 @@ AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const 
  * instruction count no longer limits it and the multipliers and adders stay busy.
  * Lanes are still independent outputs with the plain order of adds: the bytes are
  * those of matmul_forward. */
-#define AVX512 __attribute__((target("avx2,avx512f")))
-#define AVX512_INLINE __attribute__((target("avx2,avx512f"), always_inline)) static inline
+#define AVX512 __attribute__((target("avx2,fma,avx512f")))
+#define AVX512_INLINE __attribute__((target("avx2,fma,avx512f"), always_inline)) static inline
 
 enum { MM5_TR = 8 }; /* rows of a tile */
 
@@ -300,9 +299,9 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, cons
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) {
             const __m512 x = _mm512_set1_ps(inp[(size_t)i * C + c]);
-            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_mul_ps(x, w0));
-            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_mul_ps(x, w1));
-            acc[i][2] = _mm512_add_ps(acc[i][2], _mm512_mul_ps(x, w2));
+            acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(x, w2, acc[i][2]);
         }
     }
 #pragma GCC unroll 8
@@ -376,21 +375,21 @@ AVX512 static void panel_avx512(float *out, const float *inp, const float *pan, 
            r4 = _mm256_loadu_ps((p) + 4 * (stride)), r5 = _mm256_loadu_ps((p) + 5 * (stride)), \
            r6 = _mm256_loadu_ps((p) + 6 * (stride)), r7 = _mm256_loadu_ps((p) + 7 * (stride)); \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                                              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), r0));                    \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 1), r1));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 2), r2));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 3), r3));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 4), r4));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 5), r5));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 6), r6));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 7), r7)); }
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x), r0, acc);                                 \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 1), r1, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 2), r2, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 3), r3, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 4), r4, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 5), r5, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 6), r6, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 7), r7, acc); }
 
 /* The same for element d alone (the leftover d when len is not a multiple of 8). */
 AVX2_INLINE __m256 dot1_step(__m256 acc, const float *p, size_t stride, const float *x) {
     const __m256 col = _mm256_set_ps(p[7 * stride], p[6 * stride], p[5 * stride],
                                      p[4 * stride], p[3 * stride], p[2 * stride],
                                      p[stride], p[0]);
-    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), col));
+    return _mm256_fmadd_ps(_mm256_broadcast_ss(x), col, acc);
 }
 
 /* Lane i = Σ_d x[d]·rows[i·stride + d] for d = 0..len-1, in order of d. */
@@ -444,19 +443,19 @@ AVX2_INLINE __m256 dot8_partial(const float *x, const float *rows, size_t stride
                r6 = m > 6 ? _mm256_loadu_ps(p + 6 * stride) : z, r7 = z;
         TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
         const float *xd = x + d;
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd), r0));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 1), r1));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 2), r2));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 3), r3));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 4), r4));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 5), r5));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 6), r6));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 7), r7));
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd), r0, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 1), r1, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 2), r2, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 3), r3, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 4), r4, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 5), r5, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 6), r6, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 7), r7, acc);
     }
     for (; d < len; d++) {
         float col[8] = {0};
         for (int j = 0; j < m; j++) col[j] = rows[(size_t)j * stride + d];
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(col)));
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(col), acc);
     }
     return acc;
 }
@@ -489,10 +488,10 @@ AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos
         for (t = 0; t <= pos; t++) {
             const float *vt = vc + (size_t)t * C + d;
             const __m256 wt = _mm256_broadcast_ss(pa + t);
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(wt, _mm256_loadu_ps(vt)));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 8)));
-            a2 = _mm256_add_ps(a2, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 16)));
-            a3 = _mm256_add_ps(a3, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 24)));
+            a0 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt), a0);
+            a1 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 8), a1);
+            a2 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 16), a2);
+            a3 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 24), a3);
         }
         _mm256_storeu_ps(oi + d, a0);
         _mm256_storeu_ps(oi + d + 8, a1);
@@ -502,13 +501,13 @@ AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos
     for (; d + 8 <= hs; d += 8) {
         __m256 a0 = _mm256_setzero_ps();
         for (t = 0; t <= pos; t++)
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(pa + t),
-                                                 _mm256_loadu_ps(vc + (size_t)t * C + d)));
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + t),
+                                 _mm256_loadu_ps(vc + (size_t)t * C + d), a0);
         _mm256_storeu_ps(oi + d, a0);
     }
     for (; d < hs; d++) {
         float s = 0.0f;
-        for (t = 0; t <= pos; t++) s += pa[t] * vc[(size_t)t * C + d];
+        for (t = 0; t <= pos; t++) s = fmaf(pa[t], vc[(size_t)t * C + d], s);
         oi[d] = s;
     }
 }
@@ -569,7 +568,8 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
                 const __m256 kd = _mm256_load_ps(kT + 8 * d);
 #pragma GCC unroll 8
                 for (int r = 0; r < AT_R; r++)
-                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd));
+                    acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd,
+                                             acc[r]);
             }
         }
 #pragma GCC unroll 8
@@ -588,14 +588,14 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
             const __m256 vt = _mm256_loadu_ps(vc + (size_t)t * C + d);
 #pragma GCC unroll 8
             for (int r = 0; r < AT_R; r++)
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt));
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt, acc[r]);
         }
         /* query r also sees keys pos0+1 .. pos0+r */
 #pragma GCC unroll 8
         for (int r = 1; r < AT_R; r++)
             for (int t = pos0 + 1; t <= pos0 + r; t++)
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
-                                                             _mm256_loadu_ps(vc + (size_t)t * C + d)));
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
+                                         _mm256_loadu_ps(vc + (size_t)t * C + d), acc[r]);
 #pragma GCC unroll 8
         for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(out + r * qs + d, acc[r]);
     }
@@ -603,7 +603,7 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
         for (int r = 0; r < AT_R; r++) {
             const float *pr = pa + (size_t)r * Tt;
             float s = 0.0f;
-            for (int t = 0; t <= pos0 + r; t++) s += pr[t] * vc[(size_t)t * C + d];
+            for (int t = 0; t <= pos0 + r; t++) s = fmaf(pr[t], vc[(size_t)t * C + d], s);
             out[r * qs + d] = s;
         }
 }
@@ -638,10 +638,10 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
                         _mm_prefetch((const char *)(v + (size_t)(AD_PF + k) * C), _MM_HINT_T0);
                 float *a = acc + 8 * (g - ga);
                 __m256 s = _mm256_load_ps(a);
-                s = _mm256_add_ps(s, _mm256_mul_ps(w0, _mm256_loadu_ps(v)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w1, _mm256_loadu_ps(v + C)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w2, _mm256_loadu_ps(v + 2 * (size_t)C)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w3, _mm256_loadu_ps(v + 3 * (size_t)C)));
+                s = _mm256_fmadd_ps(w0, _mm256_loadu_ps(v), s);
+                s = _mm256_fmadd_ps(w1, _mm256_loadu_ps(v + C), s);
+                s = _mm256_fmadd_ps(w2, _mm256_loadu_ps(v + 2 * (size_t)C), s);
+                s = _mm256_fmadd_ps(w3, _mm256_loadu_ps(v + 3 * (size_t)C), s);
                 _mm256_store_ps(a, s);
             }
         }
@@ -650,7 +650,7 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
             float *a = acc + 8 * (g - ga);
             const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t),
                          v = _mm256_loadu_ps(vc + (size_t)t * C + 8 * g);
-            _mm256_store_ps(a, _mm256_add_ps(_mm256_load_ps(a), _mm256_mul_ps(w, v)));
+            _mm256_store_ps(a, _mm256_fmadd_ps(w, v, _mm256_load_ps(a)));
         }
 }
 
@@ -753,26 +753,26 @@ AVX2_INLINE __m256 tanh8(__m256 x) {
     const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), SET1(OPS_TANH_CLAMP));
     const __m256 z = _mm256_mul_ps(a, a);
     __m256 p = SET1(OPS_TANH_P5);
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P4));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P3));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P2));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P1));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P0));
-    const __m256 small = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(a, z), p));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P4));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P3));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P2));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P1));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P0));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(a, z), p, a);
     /* exp_mid(2a) */
     const __m256 y = _mm256_mul_ps(SET1(2.0f), a);
-    const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, SET1(OPS_EXP_LOG2E)),
-                                                 SET1(OPS_EXP_ROUND)), SET1(OPS_EXP_ROUND));
-    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(y, _mm256_mul_ps(n, SET1(OPS_EXP_LN2_HI))),
-                                   _mm256_mul_ps(n, SET1(OPS_EXP_LN2_LO)));
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+                                   SET1(OPS_EXP_ROUND));
+    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
+                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
     __m256 q = SET1(1.0f / 5040.0f);
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 720.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 120.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 24.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 6.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(0.5f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
     const __m256 er = _mm256_add_ps(SET1(1.0f),
-                                    _mm256_add_ps(r, _mm256_mul_ps(_mm256_mul_ps(r, r), q)));
+                                    _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                             _mm256_set1_epi32(127)), 23);
     const __m256 e = _mm256_mul_ps(er, _mm256_castsi256_ps(bits));
@@ -792,8 +792,8 @@ AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(inp + i);
-        const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x);
-        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_add_ps(x, x3)));
+        const __m256 cx2 = _mm256_mul_ps(_mm256_mul_ps(c, x), x);
+        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_fmadd_ps(cx2, x, x)));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
     }
     gelu_forward(out + i, inp + i, n - i);

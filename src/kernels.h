@@ -2,9 +2,9 @@
  *
  * ops.c holds the plain kernels the lessons quote. The engine calls these instead;
  * each one computes every output element with exactly the operations of its plain
- * twin, in the same order (same multiplies, same adds, no fused multiply-add, the
- * same libm calls), so its results are the plain kernel's bytes. What changes is how
- * the work is scheduled:
+ * twin, in the same order (the same fused multiply-adds where ops.c calls fmaf, the
+ * same multiplies and adds elsewhere, the same libm calls), so its results are the
+ * plain kernel's bytes. What changes is how the work is scheduled:
  *   - vectors run across independent outputs (output columns, keys, heads), never
  *     across a sum, so no summation is reordered;
  *   - register tiles of several rows share each weight load (prefill);
@@ -17,11 +17,13 @@
  *
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
  *   KERN_PLAIN   the ops.c kernels as they are (any CPU)
- *   KERN_AVX2    8-wide AVX2 vectors (x86-64 with AVX2; mul and add, not FMA)
+ *   KERN_AVX2    8-wide AVX2 vectors with FMA (x86-64 with AVX2 and FMA)
  *   KERN_AVX512  KERN_AVX2, with a 16-wide AVX-512F matmul for prefill (8 rows or more)
  * Layernorm calls the ops.c code at every level, on rows split over threads; GELU's
  * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
- * Exactness needs the build's -std=c11 (no FMA contraction); -ffast-math breaks it.
+ * Exactness needs the build's -std=c11: the compiler then fuses nothing on its own
+ * (-ffp-contract=off), so a multiply-add is fused exactly where the source says fmaf
+ * or _mm*_fmadd_ps. -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
 #define KVSCOPE_KERNELS_H
