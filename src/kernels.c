@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops.h"
@@ -98,8 +99,8 @@ enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel
  * rows. The sums run over C in blocks of kc: between blocks the partial sums wait
  * in out as floats, the same values the plain loop holds in y[o] at that point, so
  * blocking changes no rounding. */
-AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const float *bias,
-                          int C, int kc, int OC, int o, int first, int last) {
+AVX2_INLINE void mm_tile4(float *out, const float *x, size_t rs, size_t cs, const float *pan,
+                          const float *bias, int kc, int OC, int o, int first, int last) {
     /* named accumulators, not an array: GCC then keeps all twelve in registers */
 #define MM_ROW_ACC(r, i) __m256 r##0, r##1, r##2;                                          \
     if (first) r##0 = r##1 = r##2 = _mm256_setzero_ps();                                    \
@@ -114,7 +115,7 @@ AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const 
         const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8),
                      w2 = _mm256_loadu_ps(wr + 16);
 #define MM_ROW_STEP(r, i) {                                                                 \
-        const __m256 x_ = _mm256_broadcast_ss(inp + (size_t)(i) * C + c);                   \
+        const __m256 x_ = _mm256_broadcast_ss(x + (size_t)(i) * rs + (size_t)c * cs);       \
         r##0 = _mm256_fmadd_ps(x_, w0, r##0);                                               \
         r##1 = _mm256_fmadd_ps(x_, w1, r##1);                                               \
         r##2 = _mm256_fmadd_ps(x_, w2, r##2); }
@@ -225,13 +226,26 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
     }
 }
 
+/* A prefill walks the weights one L1 block (MM_KC rows of a panel) at a time; the block
+ * that comes next (the panel's next one, or the next panel's first: panels are
+ * contiguous) is fetched into L2 a share at a time while the current block's ntiles
+ * tiles run, lines *line onwards. Without it each new block starts with a stall
+ * (measured: a fifth of the matmul time). */
+AVX2_INLINE void prefetch_share(const float *next, const float *end, size_t *line, int ntiles) {
+    const size_t lines = (size_t)MM_KC * KERN_PANEL * sizeof(float) / 64,
+                 per = lines / (size_t)ntiles + 1;
+    const char *p = (const char *)next, *e = (const char *)end;
+    for (size_t k = 0; k < per && *line < lines; k++, (*line)++)
+        if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
+}
+
 /* One full panel pan (output columns o..o+47) against all T input rows. end: the end
  * of the weights, for the prefetch. */
-typedef void PanelFn(float *out, const float *inp, const float *pan, const float *bias, int T,
-                     int C, int OC, int o, const float *end);
+typedef void PanelFn(float *out, const float *inp, const float *xp, const float *pan,
+                     const float *bias, int T, int C, int OC, int o, const float *end);
 
-AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, const float *bias,
-                            int T, int C, int OC, int o, const float *end) {
+AVX2 static void panel_avx2(float *out, const float *inp, const float *xp, const float *pan,
+                            const float *bias, int T, int C, int OC, int o, const float *end) {
     if (T < MM_TR) { /* decode */
         for (int t = 0; t < T; t++)
             mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL, C,
@@ -244,10 +258,17 @@ AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, cons
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
         const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        size_t line = 0;
         for (int h = 0; h < KERN_PANEL; h += MM_TW) {
-            for (int t = 0; t < Tfull; t += MM_TR)
-                mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, C, kc, OC,
-                         o + h, first, last);
+            for (int t = 0; t < Tfull; t += MM_TR) {
+                prefetch_share(blk + (size_t)kc * KERN_PANEL, end, &line, 2 * (Tfull / MM_TR));
+                if (xp)
+                    mm_tile4(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM_TR, 1,
+                             MM_TR, blk + h, bias, kc, OC, o + h, first, last);
+                else
+                    mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, (size_t)C, 1, blk + h,
+                             bias, kc, OC, o + h, first, last);
+            }
             for (int t = Tfull; t < T; t++)
                 mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
                          first, last);
@@ -255,19 +276,42 @@ AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, cons
     }
 }
 
+/* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
+ * tile are left out), each tile input-major: input c of the tile's row i at
+ * tile·C + c·R + i. A prefill tile then reads the R inputs it broadcasts for one c
+ * from one 16- or 32-byte line, instead of from R rows C floats apart. */
+static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
+    const int ntiles = T / R;
+    OMP(omp parallel for schedule(static) if((double)T * C > 16 * KERN_PAR_MIN))
+    for (int b = 0; b < ntiles; b++) {
+        float *dst = xp + (size_t)b * R * C;
+        const float *src = inp + (size_t)b * R * C;
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
+    }
+}
+
 /* Threads take whole panels, so each reads one contiguous run of the weights; the last
- * panel, when narrower than 48, goes through mm_narrow. */
-AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const float *wp,
+ * panel, when narrower than 48, goes through mm_narrow. R: the rows of the panel
+ * function's prefill tile, whose input rows are packed first (pack_rows) when T ≥ R
+ * and memory allows; without it the tiles read inp as it is. */
+AVX2 static void matmul_run(PanelFn *panel, int R, float *out, const float *inp, const float *wp,
                             const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     const float *end = wp + (size_t)C * OC;
+    float *xp = NULL;
+    if (T >= R) {
+        const size_t bytes = ((size_t)(T / R) * R * C * sizeof(float) + 63) / 64 * 64;
+        if ((xp = aligned_alloc(64, bytes))) pack_rows(xp, inp, T, C, R);
+    }
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         const float *pan = wp + (size_t)o * C;
         if (pw < KERN_PANEL) mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
-        else panel(out, inp, pan, bias, T, C, OC, o, end);
+        else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
     }
+    free(xp);
 }
 
 /* ---- matmul with AVX-512F, prefill only --------------------------------------
@@ -282,10 +326,13 @@ AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const 
 
 enum { MM5_TR = 8 }; /* rows of a tile */
 
-/* Rows 0..R-1 (R ≤ 8) of inp against the panel block blk (kc rows of 48), output
- * columns o..o+47. */
-AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, const float *bias,
-                            int R, int C, int kc, int OC, int o, int first, int last) {
+/* Rows 0..R-1 (R ≤ 8) against the panel block blk (kc rows of 48), output columns
+ * o..o+47. Input i of row r is x[r·rs + i·cs]: the rows as they are (rs = C, cs = 1),
+ * or a tile packed by pack_rows (rs = 1, cs = 8), whose 8 inputs of one c are one
+ * 32-byte read. */
+AVX512_INLINE void mm5_tile(float *out, const float *x, size_t rs, size_t cs, const float *blk,
+                            const float *bias, int R, int kc, int OC, int o, int first,
+                            int last) {
     __m512 acc[MM5_TR][3];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++)
@@ -298,10 +345,10 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, cons
                      w2 = _mm512_loadu_ps(wr + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) {
-            const __m512 x = _mm512_set1_ps(inp[(size_t)i * C + c]);
-            acc[i][0] = _mm512_fmadd_ps(x, w0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(x, w1, acc[i][1]);
-            acc[i][2] = _mm512_fmadd_ps(x, w2, acc[i][2]);
+            const __m512 xb = _mm512_set1_ps(x[(size_t)i * rs + (size_t)c * cs]);
+            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
         }
     }
 #pragma GCC unroll 8
@@ -313,31 +360,42 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, cons
         }
 }
 
-/* Full tiles of 8 rows with R a constant, so that the compiler unrolls the row loop
- * and keeps the accumulators in registers; leftover rows one at a time. */
+/* Full tiles of 8 rows with R and the strides constants, so that the compiler unrolls
+ * the row loop and keeps the accumulators in registers; leftover rows one at a time. */
+AVX512 static void mm5_tile8p(float *out, const float *xt, const float *blk, const float *bias,
+                              int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, xt, 1, MM5_TR, blk, bias, MM5_TR, kc, OC, o, first, last);
+}
 AVX512 static void mm5_tile8(float *out, const float *inp, const float *blk, const float *bias,
                              int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, blk, bias, MM5_TR, C, kc, OC, o, first, last);
+    mm5_tile(out, inp, (size_t)C, 1, blk, bias, MM5_TR, kc, OC, o, first, last);
 }
 AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, const float *bias,
-                             int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, blk, bias, 1, C, kc, OC, o, first, last);
+                             int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, inp, 0, 1, blk, bias, 1, kc, OC, o, first, last);
 }
 
-/* Prefill (T ≥ 8): the tiles of 8 rows, then the leftover rows one at a time. */
-AVX512 static void panel_avx512(float *out, const float *inp, const float *pan, const float *bias,
-                                int T, int C, int OC, int o, const float *end) {
-    (void)end;
+/* Prefill (T ≥ 8): the tiles of 8 rows (from xp, packed, when there), then the
+ * leftover rows one at a time. */
+AVX512 static void panel_avx512(float *out, const float *inp, const float *xp, const float *pan,
+                                const float *bias, int T, int C, int OC, int o, const float *end) {
     const int Tfull = T - T % MM5_TR;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
         const float *blk = pan + (size_t)c0 * KERN_PANEL;
-        for (int t = 0; t < Tfull; t += MM5_TR)
-            mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                      first, last);
+        size_t line = 0;
+        for (int t = 0; t < Tfull; t += MM5_TR) {
+            prefetch_share(blk + (size_t)kc * KERN_PANEL, end, &line, Tfull / MM5_TR);
+            if (xp)
+                mm5_tile8p(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM5_TR, blk,
+                           bias, kc, OC, o, first, last);
+            else
+                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC,
+                          o, first, last);
+        }
         for (int t = Tfull; t < T; t++)
-            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                      first, last);
+            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, kc, OC, o, first,
+                      last);
     }
 }
 
@@ -843,11 +901,11 @@ static int matmul_panels(KernLevel lv, float *out, const float *inp, const float
 #if KERN_HAVE_AVX2
     /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
     if (panels && lv == KERN_AVX512 && T >= MM5_TR) {
-        matmul_run(panel_avx512, out, inp, panels, bias, T, C, OC);
+        matmul_run(panel_avx512, MM5_TR, out, inp, panels, bias, T, C, OC);
         return 1;
     }
     if (panels && lv >= KERN_AVX2) {
-        matmul_run(panel_avx2, out, inp, panels, bias, T, C, OC);
+        matmul_run(panel_avx2, MM_TR, out, inp, panels, bias, T, C, OC);
         return 1;
     }
 #endif
