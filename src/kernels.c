@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "halfprec.h"
 #include "ops.h"
 
 #ifdef _OPENMP
@@ -46,7 +47,9 @@ int kern_supported(KernLevel lv) {
     switch (lv) {
     case KERN_PLAIN: return 1;
 #if KERN_HAVE_AVX2
-    case KERN_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KERN_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
     case KERN_AVX512: return kern_supported(KERN_AVX2) && __builtin_cpu_supports("avx512f");
 #endif
     default: return 0;
@@ -78,8 +81,8 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 }
 
 #if KERN_HAVE_AVX2
-#define AVX2 __attribute__((target("avx2,fma")))
-#define AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias ----------------------
  * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
@@ -92,6 +95,26 @@ enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel
        MM_TR = 4,    /* rows of a prefill tile: 4×3 accumulators + 3 weights + 1 */
        MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
        MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
+
+/* Panels hold float32, or halves (KERN_FP16, KERN_BF16) that become float32 as they
+ * are read: every half is a float32 value, so the sums are those of the float32
+ * matmul on the rounded weights. */
+static size_t elem_size(KernDtype dt) { return dt == KERN_FP32 ? sizeof(float) : 2; }
+
+/* Weights i .. i+7 of p as floats. */
+AVX2_INLINE __m256 load8w(const void *p, size_t i, KernDtype dt) {
+    if (dt == KERN_FP32) return _mm256_loadu_ps((const float *)p + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (dt == KERN_FP16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+/* Weight i of p as a float. */
+static float load1w(const void *p, size_t i, KernDtype dt) {
+    if (dt == KERN_FP32) return ((const float *)p)[i];
+    const uint16_t h = ((const uint16_t *)p)[i];
+    return dt == KERN_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+}
 
 /* Rows 0..3 of inp against the 24 panel columns at pan (row stride KERN_PANEL),
  * output columns o..o+23, for the kc inputs c0..c0+kc-1 (inp and pan start at c0).
@@ -164,26 +187,29 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const 
  * plus bias (48, may be NULL). Six accumulators hold the 48 sums for the whole walk
  * down the panel, which reads 192 contiguous bytes per input. end: the end of the
  * weights, so that the prefetch MM_PF rows ahead never points past them. */
-AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const float *bias, int C,
-                          const float *end) {
+AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype dt,
+                          const float *bias, int C, const void *end) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    const size_t row = KERN_PANEL * elem_size(dt); /* bytes: 192, or 96 for halves */
+    const char *e = end;
     for (int c = 0; c < C; c++) {
-        const float *wr = pan + (size_t)c * KERN_PANEL;
+        const char *wb = (const char *)pan + (size_t)c * row;
         /* one stream per thread is easy for the hardware prefetcher, but it starts
          * late after each jump to the next matrix: ask for the lines early */
-        if ((size_t)(end - wr) > (size_t)(MM_PF + 1) * KERN_PANEL) {
-            const char *ahead = (const char *)(wr + (size_t)MM_PF * KERN_PANEL);
+        if ((size_t)(e - wb) > (size_t)(MM_PF + 1) * row) {
+            const char *ahead = wb + (size_t)MM_PF * row;
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
-            _mm_prefetch(ahead + 128, _MM_HINT_T0);
+            if (dt == KERN_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
         }
+        const size_t i = (size_t)c * KERN_PANEL;
         const __m256 b = _mm256_broadcast_ss(x + c);
-        a0 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr), a0);
-        a1 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 8), a1);
-        a2 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 16), a2);
-        a3 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 24), a3);
-        a4 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 32), a4);
-        a5 = _mm256_fmadd_ps(b, _mm256_loadu_ps(wr + 40), a5);
+        a0 = _mm256_fmadd_ps(b, load8w(pan, i, dt), a0);
+        a1 = _mm256_fmadd_ps(b, load8w(pan, i + 8, dt), a1);
+        a2 = _mm256_fmadd_ps(b, load8w(pan, i + 16, dt), a2);
+        a3 = _mm256_fmadd_ps(b, load8w(pan, i + 24, dt), a3);
+        a4 = _mm256_fmadd_ps(b, load8w(pan, i + 32, dt), a4);
+        a5 = _mm256_fmadd_ps(b, load8w(pan, i + 40, dt), a5);
     }
     if (bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias));
@@ -203,8 +229,8 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const floa
 
 /* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
  * all T rows: 8 columns at a time, then one at a time. */
-AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const float *bias,
-                           int T, int C, int OC, int o, int pw) {
+AVX2_INLINE void mm_narrow(float *out, const float *inp, const void *pan, KernDtype dt,
+                           const float *bias, int T, int C, int OC, int o, int pw) {
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         float *y = out + (size_t)t * OC + o;
@@ -213,13 +239,13 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
             __m256 acc = _mm256_setzero_ps();
             for (int c = 0; c < C; c++)
                 acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + c),
-                                  _mm256_loadu_ps(pan + (size_t)c * pw + k), acc);
+                                      load8w(pan, (size_t)c * pw + k, dt), acc);
             if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o + k));
             _mm256_storeu_ps(y + k, acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
-            for (int c = 0; c < C; c++) s = fmaf(x[c], pan[(size_t)c * pw + k], s);
+            for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
             if (bias) s += bias[o + k];
             y[k] = s;
         }
@@ -231,37 +257,53 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
  * contiguous) is fetched into L2 a share at a time while the current block's ntiles
  * tiles run, lines *line onwards. Without it each new block starts with a stall
  * (measured: a fifth of the matmul time). */
-AVX2_INLINE void prefetch_share(const float *next, const float *end, size_t *line, int ntiles) {
-    const size_t lines = (size_t)MM_KC * KERN_PANEL * sizeof(float) / 64,
+AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, size_t *line,
+                                int ntiles) {
+    const size_t lines = (size_t)MM_KC * KERN_PANEL * es / 64,
                  per = lines / (size_t)ntiles + 1;
     const char *p = (const char *)next, *e = (const char *)end;
     for (size_t k = 0; k < per && *line < lines; k++, (*line)++)
         if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
 }
 
+/* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
+ * read where they are; halves are converted once into buf (MM_KC·48 floats), which
+ * every tile of the block then reads. */
+AVX2_INLINE const float *block_floats(float *buf, const void *pan, KernDtype dt, int c0, int kc) {
+    const size_t i0 = (size_t)c0 * KERN_PANEL;
+    if (dt == KERN_FP32) return (const float *)pan + i0;
+    for (size_t i = 0; i < (size_t)kc * KERN_PANEL; i += 8)
+        _mm256_store_ps(buf + i, load8w(pan, i0 + i, dt));
+    return buf;
+}
+
 /* One full panel pan (output columns o..o+47) against all T input rows. end: the end
  * of the weights, for the prefetch. */
-typedef void PanelFn(float *out, const float *inp, const float *xp, const float *pan,
-                     const float *bias, int T, int C, int OC, int o, const float *end);
+typedef void PanelFn(float *out, const float *inp, const float *xp, const void *pan,
+                     const float *bias, int T, int C, int OC, int o, const void *end);
 
-AVX2 static void panel_avx2(float *out, const float *inp, const float *xp, const float *pan,
-                            const float *bias, int T, int C, int OC, int o, const float *end) {
+AVX2_INLINE void panel2(float *out, const float *inp, const float *xp, const void *pan,
+                        KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                        const void *end) {
     if (T < MM_TR) { /* decode */
         for (int t = 0; t < T; t++)
-            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL, C,
-                     end);
+            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, dt,
+                     bias ? bias + o : NULL, C, end);
         return;
     }
     /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of 4
      * input rows passes by, for each half of the panel's columns */
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    const size_t es = elem_size(dt);
     const int Tfull = T - T % MM_TR;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        const float *blk = block_floats(buf, pan, dt, c0, kc);
+        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
         size_t line = 0;
         for (int h = 0; h < KERN_PANEL; h += MM_TW) {
             for (int t = 0; t < Tfull; t += MM_TR) {
-                prefetch_share(blk + (size_t)kc * KERN_PANEL, end, &line, 2 * (Tfull / MM_TR));
+                prefetch_share(next, end, es, &line, 2 * (Tfull / MM_TR));
                 if (xp)
                     mm_tile4(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM_TR, 1,
                              MM_TR, blk + h, bias, kc, OC, o + h, first, last);
@@ -275,6 +317,16 @@ AVX2 static void panel_avx2(float *out, const float *inp, const float *xp, const
         }
     }
 }
+
+/* panel2 for each weight type, the type a constant so that its tests fold away. */
+#define PANEL_FN(name, body, dt)                                                            \
+    static void name(float *out, const float *inp, const float *xp, const void *pan,        \
+                     const float *bias, int T, int C, int OC, int o, const void *end) {     \
+        body(out, inp, xp, pan, dt, bias, T, C, OC, o, end);                                \
+    }
+AVX2 PANEL_FN(panel_avx2, panel2, KERN_FP32)
+AVX2 PANEL_FN(panel_avx2_fp16, panel2, KERN_FP16)
+AVX2 PANEL_FN(panel_avx2_bf16, panel2, KERN_BF16)
 
 /* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
  * tile are left out), each tile input-major: input c of the tile's row i at
@@ -295,10 +347,11 @@ static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
  * panel, when narrower than 48, goes through mm_narrow. R: the rows of the panel
  * function's prefill tile, whose input rows are packed first (pack_rows) when T ≥ R
  * and memory allows; without it the tiles read inp as it is. */
-AVX2 static void matmul_run(PanelFn *panel, int R, float *out, const float *inp, const float *wp,
-                            const float *bias, int T, int C, int OC) {
+AVX2 static void matmul_run(PanelFn *panel, int R, KernDtype dt, float *out, const float *inp,
+                            const void *wp, const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
-    const float *end = wp + (size_t)C * OC;
+    const size_t es = elem_size(dt);
+    const void *end = (const char *)wp + (size_t)C * OC * es;
     float *xp = NULL;
     if (T >= R) {
         const size_t bytes = ((size_t)(T / R) * R * C * sizeof(float) + 63) / 64 * 64;
@@ -307,8 +360,8 @@ AVX2 static void matmul_run(PanelFn *panel, int R, float *out, const float *inp,
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        const float *pan = wp + (size_t)o * C;
-        if (pw < KERN_PANEL) mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
+        const void *pan = (const char *)wp + (size_t)o * C * es;
+        if (pw < KERN_PANEL) mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
         else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
     }
     free(xp);
@@ -321,8 +374,8 @@ AVX2 static void matmul_run(PanelFn *panel, int R, float *out, const float *inp,
  * instruction count no longer limits it and the multipliers and adders stay busy.
  * Lanes are still independent outputs with the plain order of adds: the bytes are
  * those of matmul_forward. */
-#define AVX512 __attribute__((target("avx2,fma,avx512f")))
-#define AVX512_INLINE __attribute__((target("avx2,fma,avx512f"), always_inline)) static inline
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f")))
+#define AVX512_INLINE __attribute__((target("avx2,fma,f16c,avx512f"), always_inline)) static inline
 
 enum { MM5_TR = 8 }; /* rows of a tile */
 
@@ -377,15 +430,19 @@ AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, con
 
 /* Prefill (T ≥ 8): the tiles of 8 rows (from xp, packed, when there), then the
  * leftover rows one at a time. */
-AVX512 static void panel_avx512(float *out, const float *inp, const float *xp, const float *pan,
-                                const float *bias, int T, int C, int OC, int o, const float *end) {
+AVX512_INLINE void panel5(float *out, const float *inp, const float *xp, const void *pan,
+                          KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                          const void *end) {
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    const size_t es = elem_size(dt);
     const int Tfull = T - T % MM5_TR;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        const float *blk = block_floats(buf, pan, dt, c0, kc);
+        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
         size_t line = 0;
         for (int t = 0; t < Tfull; t += MM5_TR) {
-            prefetch_share(blk + (size_t)kc * KERN_PANEL, end, &line, Tfull / MM5_TR);
+            prefetch_share(next, end, es, &line, Tfull / MM5_TR);
             if (xp)
                 mm5_tile8p(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM5_TR, blk,
                            bias, kc, OC, o, first, last);
@@ -398,6 +455,9 @@ AVX512 static void panel_avx512(float *out, const float *inp, const float *xp, c
                       last);
     }
 }
+AVX512 PANEL_FN(panel_avx512, panel5, KERN_FP32)
+AVX512 PANEL_FN(panel_avx512_fp16, panel5, KERN_FP16)
+AVX512 PANEL_FN(panel_avx512_bf16, panel5, KERN_BF16)
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -886,6 +946,36 @@ void kern_pack_panels(float *panels, const float *w, int C, int OC) {
     }
 }
 
+float kern_round_weight(float x, KernDtype dt) {
+    if (dt == KERN_FP16) return fp16_to_fp32(fp32_to_fp16(x));
+    if (dt == KERN_BF16) return bf16_to_fp32(fp32_to_bf16(x));
+    return x;
+}
+
+static uint16_t to_half(float x, KernDtype dt) {
+    return dt == KERN_FP16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
+}
+
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, KernDtype dt) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        uint16_t *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < pw; k++)
+                pan[(size_t)c * pw + k] = to_half(w[(size_t)c * OC + o + k], dt);
+    }
+}
+
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, KernDtype dt) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        uint16_t *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < pw; k++)
+                pan[(size_t)c * pw + k] = to_half(w[(size_t)(o + k) * C + c], dt);
+    }
+}
+
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
     for (int o = 0; o < OC; o += KERN_PANEL) {
         const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
@@ -896,33 +986,49 @@ void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
 }
 
 /* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
-static int matmul_panels(KernLevel lv, float *out, const float *inp, const float *panels,
-                         const float *bias, int T, int C, int OC) {
+static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
+                         KernDtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
+    static PanelFn *const p2[3] = {panel_avx2, panel_avx2_fp16, panel_avx2_bf16},
+                          *const p5[3] = {panel_avx512, panel_avx512_fp16, panel_avx512_bf16};
     /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
     if (panels && lv == KERN_AVX512 && T >= MM5_TR) {
-        matmul_run(panel_avx512, MM5_TR, out, inp, panels, bias, T, C, OC);
+        matmul_run(p5[dt], MM5_TR, dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
     if (panels && lv >= KERN_AVX2) {
-        matmul_run(panel_avx2, MM_TR, out, inp, panels, bias, T, C, OC);
+        matmul_run(p2[dt], MM_TR, dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
 #endif
-    (void)lv, (void)out, (void)inp, (void)panels, (void)bias, (void)T, (void)C, (void)OC;
+    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
     return 0;
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, bias, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
-    if (!matmul_panels(lv, out, inp, panels, NULL, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, NULL, T, C, OC))
+        matmul_transposed_forward(out, inp, w, T, C, OC);
+}
+
+void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                              const uint16_t *panels, KernDtype dt, const float *bias, int T,
+                              int C, int OC) {
+    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+        matmul_forward(out, inp, w, bias, T, C, OC);
+}
+
+void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
+                                         const float *w, const uint16_t *panels, KernDtype dt,
+                                         int T, int C, int OC) {
+    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 

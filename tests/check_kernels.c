@@ -174,6 +174,49 @@ START_TEST(test_matmul_transposed_exact) {
 }
 END_TEST
 
+/* Half-size panels (fp16, bf16): the plain float32 kernel on the rounded weights, bit for
+ * bit, for prefill and decode shapes, narrow last panels, several L1 blocks (C = 300 =
+ * 2·128 + 44), the lm_head's transposed packing, 1 and 2 threads. Weights of every size
+ * (subnormal and overflowing fp16 included) go through the rounding. */
+START_TEST(test_matmul_half_exact) {
+    static const int Ts[] = {1, 3, 4, 8, 13};
+    static const int shapes[][2] = {{1, 1}, {17, 24}, {33, 70}, {64, 200}, {300, 96}, {5, 131}};
+    for (int dt = KERN_FP16; dt <= KERN_BF16; dt++)
+        for (int thr = 1; thr <= 2; thr++) {
+            set_threads(thr);
+            for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+                for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+                    const int T = Ts[a], C = shapes[sh][0], OC = shapes[sh][1];
+                    const size_t nw = (size_t)C * OC;
+                    float *x = alloc_filled((size_t)T * C, 51 + a), *w = alloc_filled(nw, 52 + sh);
+                    float *b = alloc_filled((size_t)OC, 53);
+                    for (size_t i = 0; i < nw; i++) { /* magnitudes from 1e-9 to 1e6 */
+                        w[i] *= powf(10.0f, (float)(i % 16) - 9.0f);
+                        w[i] = kern_round_weight(w[i], (KernDtype)dt);
+                    }
+                    uint16_t *hp = malloc(nw * sizeof *hp);
+                    ck_assert_ptr_nonnull(hp);
+                    float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
+                    kern_pack_panels_half(hp, w, C, OC, (KernDtype)dt);
+                    matmul_forward(y0, x, w, b, T, C, OC);
+                    kern_matmul_half_forward(level(_i), y1, x, w, hp, (KernDtype)dt, b, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "%s matmul T=%d C=%d OC=%d threads=%d differs",
+                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                    /* the same numbers read as w' (OC, C): the lm_head's layout */
+                    kern_pack_panels_t_half(hp, w, OC, C, (KernDtype)dt);
+                    matmul_transposed_forward(y0, x, w, T, C, OC);
+                    kern_matmul_transposed_half_forward(level(_i), y1, x, w, hp, (KernDtype)dt, T,
+                                                        C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "%s lm_head T=%d C=%d OC=%d threads=%d differs",
+                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                    free(x); free(w); free(b); free(hp); free(y0); free(y1);
+                }
+        }
+}
+END_TEST
+
 START_TEST(test_attention_exact) {
     static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}, {17, 3}};
     static const int hss[] = {1, 5, 8, 12, 32, 40, 64, 100}; /* 100: two key chunks of AT_DC */
@@ -366,6 +409,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_matmul_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_matmul_half_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_test(tc, test_tanh_accuracy);
