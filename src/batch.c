@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+
 int attention_row_forward(float *out, float *scores, const float *q,
                           const float *const *kr, const float *const *vr,
                           const unsigned char *keep, int T, int NH, int hs) {
@@ -33,7 +35,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
                 scores[t] = 0.0f;
                 continue;
             }
-            scores[t] = expf(scores[t] - maxv);
+            scores[t] = ops_expf(scores[t] - maxv);
             sum += scores[t];
         }
         const float inv = 1.0f / sum;

@@ -70,16 +70,6 @@ const char *kern_name(KernLevel lv) {
     }
 }
 
-/* ---- kernels that only need threads: the plain code on disjoint rows ---- */
-
-void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
-                            const float *b, int T, int C, float eps) {
-    (void)lv;
-    OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
-    for (int t = 0; t < T; t++)
-        layernorm_forward(out + (size_t)t * C, inp + (size_t)t * C, w, b, 1, C, eps);
-}
-
 #if KERN_HAVE_AVX2
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
@@ -538,9 +528,72 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
+/* ops_expf 8 lanes at a time: the same operations on the same constants. */
+AVX2_INLINE __m256 exp8(__m256 x) {
+#define SET1(v) _mm256_set1_ps(v)
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
+    const __m256 xc = _mm256_max_ps(x, SET1(OPS_EXPF_LOW));
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(xc, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+                                   SET1(OPS_EXP_ROUND));
+    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
+                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), xc));
+    __m256 q = SET1(1.0f / 5040.0f);
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
+    const __m256 er = _mm256_add_ps(SET1(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                            _mm256_set1_epi32(64 + 127)), 23);
+    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(er, _mm256_castsi256_ps(bits)),
+                                   SET1(OPS_EXPF_TWO_M64));
+    return _mm256_blendv_ps(e, x, nan);
+#undef SET1
+}
+
+/* softmax_causal_row, 8 keys at a time where the order does not matter: the max (each
+ * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
+ * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
+ * exponentials and the products by 1/sum. The sum itself runs key after key. */
+AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int t = 0;
+    for (; t + 8 <= pos + 1; t += 8) {
+        const __m256 v = _mm256_loadu_ps(sc + t);
+        mv = _mm256_blendv_ps(mv, v, _mm256_cmp_ps(v, mv, _CMP_GT_OQ));
+    }
+    float lanes[8], maxv = -INFINITY;
+    _mm256_storeu_ps(lanes, mv);
+    for (int j = 0; j < 8; j++)
+        if (lanes[j] > maxv) maxv = lanes[j];
+    for (; t <= pos; t++)
+        if (sc[t] > maxv) maxv = sc[t];
+    for (t = pos + 1; t < Tt; t++) { /* the future: masked */
+        sc[t] = -INFINITY;
+        pa[t] = 0.0f;
+    }
+    const __m256 vmax = _mm256_set1_ps(maxv);
+    for (t = 0; t + 8 <= pos + 1; t += 8)
+        _mm256_storeu_ps(pa + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + t), vmax)));
+    for (; t <= pos; t++) pa[t] = ops_expf(sc[t] - maxv);
+    float sum = 0.0f;
+    for (t = 0; t <= pos; t++) sum += pa[t];
+    const float inv = 1.0f / sum;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    for (t = 0; t + 8 <= pos + 1; t += 8)
+        _mm256_storeu_ps(pa + t, _mm256_mul_ps(_mm256_loadu_ps(pa + t), vinv));
+    for (; t <= pos; t++) pa[t] *= inv;
+}
+/* The same as a function of its own, for the OpenMP region of a decode step. */
+AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int Tt) {
+    softmax_row(sc, pa, pos, Tt);
+}
+
 /* ---- attention ------------------------------------------------------------
- * Per (query, head) as ops.c: scores, ops.c's own softmax_causal_row (scalar expf and
- * the running sum in key order), then the weighted sum of the values. A decode step runs
+ * Per (query, head) as ops.c: scores, softmax_causal_row's operations (softmax_row:
+ * ops_expf 8 keys at a time, the sum in key order), then the weighted sum of the values. A decode step runs
  * one query at a time; a prefill runs blocks of 8 queries of one head, which share
  * every key and value they load (attention_block). */
 
@@ -635,7 +688,7 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
                                const float *kc, const float *vc, int pos, int Tt, int C,
                                int hs, float div) {
     scores_row(sc, qi, kc, 0, pos, C, hs, _mm256_set1_ps(div));
-    softmax_causal_row(sc, pa, pos, Tt);
+    softmax_row(sc, pa, pos, Tt);
     values_row(oi, pa, vc, pos, C, hs);
 }
 
@@ -695,7 +748,7 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
     }
     for (int r = 0; r < AT_R; r++) {
         scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
-        softmax_causal_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+        softmax_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
     }
     int d = 0;
     for (; d + 8 <= hs; d += 8) {
@@ -818,7 +871,7 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
         for (int b = 0; b < nkb; b++) decode_scores(scores, q, kc, b, pos, Tt, NH, hs, div);
         OMP(omp for schedule(static))
         for (int h = 0; h < NH; h++)
-            softmax_causal_row(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
+            softmax_row_avx2(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
 #ifdef _OPENMP
         const int nt = omp_get_num_threads(), me = omp_get_thread_num();
 #else
@@ -916,9 +969,72 @@ AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
     }
     gelu_forward(out + i, inp + i, n - i);
 }
+
+/* ---- layernorm -------------------------------------------------------------
+ * layernorm_forward's operations, row for row: the mean and the variance in double,
+ * summed in order of i (here for 4 rows side by side: 4 independent chains of adds
+ * instead of one, with fma inlined), then the output 8 floats at a time. */
+AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int R, int C, float eps) {
+    double s[4] = {0.0, 0.0, 0.0, 0.0}, v[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < C; i++)
+        for (int r = 0; r < R; r++) s[r] += x[(size_t)r * C + i];
+    for (int r = 0; r < R; r++) s[r] /= C;
+    for (int i = 0; i < C; i++)
+        for (int r = 0; r < R; r++) {
+            const double d = x[(size_t)r * C + i] - s[r];
+            v[r] = fma(d, d, v[r]);
+        }
+    for (int r = 0; r < R; r++) {
+        mean[r] = s[r];
+        rstd[r] = 1.0 / sqrt(v[r] / C + (double)eps);
+    }
+}
+
+AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, const float *b,
+                                int T, int C, float eps) {
+    for (int t = 0; t < T; t += 4) {
+        const int R = T - t < 4 ? T - t : 4;
+        double mean[4], rstd[4];
+        if (R == 4) ln_stats(mean, rstd, inp + (size_t)t * C, 4, C, eps);
+        else
+            for (int r = 0; r < R; r++)
+                ln_stats(mean + r, rstd + r, inp + (size_t)(t + r) * C, 1, C, eps);
+        for (int r = 0; r < R; r++) {
+            const float *x = inp + (size_t)(t + r) * C;
+            float *y = out + (size_t)(t + r) * C;
+            const float m = (float)mean[r], rs = (float)rstd[r];
+            const __m256 vm = _mm256_set1_ps(m), vr = _mm256_set1_ps(rs);
+            int i = 0;
+            for (; i + 8 <= C; i += 8) {
+                const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vr);
+                _mm256_storeu_ps(y + i, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + i),
+                                                        _mm256_loadu_ps(b + i)));
+            }
+            for (; i < C; i++) y[i] = fmaf((x[i] - m) * rs, w[i], b[i]);
+        }
+    }
+}
 #endif /* KERN_HAVE_AVX2 */
 
 /* ---- dispatch ------------------------------------------------------------ */
+
+/* layernorm_avx2 and layernorm_forward on blocks of 4 rows split over threads. */
+void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                            const float *b, int T, int C, float eps) {
+    const int nb = (T + 3) / 4;
+    OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
+    for (int j = 0; j < nb; j++) {
+        const int t = 4 * j, R = T - t < 4 ? T - t : 4;
+#if KERN_HAVE_AVX2
+        if (lv >= KERN_AVX2) {
+            layernorm_avx2(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
+            continue;
+        }
+#endif
+        (void)lv;
+        layernorm_forward(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
+    }
+}
 
 void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
     const size_t chunk = 4096; /* elements per task */

@@ -287,6 +287,40 @@ static double ulps_from(float got, double exact) {
     return fabs((double)got - exact) / ulp;
 }
 
+/* ops_expf against exp in double: every 31st float of [-104, 0] (about 34 million:
+ * every exponent, normal results within 1.5 ulp, subnormal ones within one step of
+ * 2^-149), and the special values. */
+START_TEST(test_exp_accuracy) {
+    const float low = -104.0f;
+    uint32_t lo, hi;
+    memcpy(&hi, &low, sizeof hi);
+    lo = 0x80000000u; /* -0 */
+    double worst = 0.0, worst_sub = 0.0;
+    float worst_x = 0.0f, worst_sub_x = 0.0f;
+    for (uint64_t b = lo; b <= hi; b += 31) {
+        const uint32_t bits = (uint32_t)b;
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        const double exact = exp((double)x);
+        const float e = ops_expf(x);
+        if (exact >= 0x1p-126) {
+            const double u = ulps_from(e, exact);
+            if (u > worst) worst = u, worst_x = x;
+        } else {
+            const double d = fabs((double)e - exact) / 0x1p-149;
+            if (d > worst_sub) worst_sub = d, worst_sub_x = x;
+        }
+    }
+    ck_assert_msg(worst <= 1.5, "exp is %.3f ulp off at x = %.9g", worst, worst_x);
+    ck_assert_msg(worst_sub <= 1.0, "exp is %.3f subnormal steps off at x = %.9g", worst_sub,
+                  worst_sub_x);
+    ck_assert(ops_expf(0.0f) == 1.0f && ops_expf(-0.0f) == 1.0f);
+    ck_assert(ops_expf(-INFINITY) == 0.0f && ops_expf(-1e30f) == 0.0f);
+    ck_assert(ops_expf(-200.0f) == 0.0f && ops_expf(-103.0f) > 0.0f);
+    ck_assert(isnan(ops_expf(NAN)));
+}
+END_TEST
+
 /* ops_tanhf against tanh in double: every 31st float in [0, 12] (about 35 million,
  * both branches, the switch at 0.625 and the clamp at 10 included), odd symmetry bit
  * for bit, and the special values. */
@@ -413,6 +447,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_test(tc, test_tanh_accuracy);
+    tcase_add_test(tc, test_exp_accuracy);
     tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_model_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     suite_add_tcase(s, tc);
