@@ -556,8 +556,10 @@ AVX2_INLINE __m256 exp8(__m256 x) {
 /* softmax_causal_row, 8 keys at a time where the order does not matter: the max (each
  * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
  * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
- * exponentials and the products by 1/sum. The sum itself runs key after key. */
-AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
+ * exponentials (the last few keys through exp8 too, on a copy) and the products by
+ * 1/sum. The sum itself runs key after key: softmax_sum, or softmax_rows8 for 8 rows
+ * whose 8 sums then run side by side. */
+AVX2_INLINE void softmax_exp(float *sc, float *pa, int pos, int Tt) {
     __m256 mv = _mm256_set1_ps(-INFINITY);
     int t = 0;
     for (; t + 8 <= pos + 1; t += 8) {
@@ -568,24 +570,57 @@ AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
     _mm256_storeu_ps(lanes, mv);
     for (int j = 0; j < 8; j++)
         if (lanes[j] > maxv) maxv = lanes[j];
-    for (; t <= pos; t++)
-        if (sc[t] > maxv) maxv = sc[t];
-    for (t = pos + 1; t < Tt; t++) { /* the future: masked */
-        sc[t] = -INFINITY;
-        pa[t] = 0.0f;
+    for (int u = t; u <= pos; u++)
+        if (sc[u] > maxv) maxv = sc[u];
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    int f = pos + 1;
+    for (; f + 8 <= Tt; f += 8) { /* the future: masked */
+        _mm256_storeu_ps(sc + f, ninf);
+        _mm256_storeu_ps(pa + f, zero);
+    }
+    for (; f < Tt; f++) {
+        sc[f] = -INFINITY;
+        pa[f] = 0.0f;
     }
     const __m256 vmax = _mm256_set1_ps(maxv);
     for (t = 0; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(pa + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + t), vmax)));
-    for (; t <= pos; t++) pa[t] = ops_expf(sc[t] - maxv);
-    float sum = 0.0f;
-    for (t = 0; t <= pos; t++) sum += pa[t];
+    if (t <= pos) {
+        float tmp[8] = {0};
+        memcpy(tmp, sc + t, sizeof(float) * (size_t)(pos + 1 - t));
+        _mm256_storeu_ps(tmp, exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax)));
+        memcpy(pa + t, tmp, sizeof(float) * (size_t)(pos + 1 - t));
+    }
+}
+
+AVX2_INLINE void softmax_scale(float *pa, int pos, float sum) {
     const float inv = 1.0f / sum;
     const __m256 vinv = _mm256_set1_ps(inv);
-    for (t = 0; t + 8 <= pos + 1; t += 8)
+    int t = 0;
+    for (; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(pa + t, _mm256_mul_ps(_mm256_loadu_ps(pa + t), vinv));
     for (; t <= pos; t++) pa[t] *= inv;
 }
+
+AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
+    softmax_exp(sc, pa, pos, Tt);
+    float sum = 0.0f;
+    for (int t = 0; t <= pos; t++) sum += pa[t];
+    softmax_scale(pa, pos, sum);
+}
+
+/* Rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows. */
+AVX2_INLINE void softmax_rows8(float *sc, float *pa, int pos0, int Tt) {
+    float sum[8] = {0};
+    for (int r = 0; r < 8; r++) softmax_exp(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+    for (int t = 0; t <= pos0; t++) /* 8 chains of adds, each in key order */
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) sum[r] += pa[(size_t)r * Tt + t];
+    for (int r = 1; r < 8; r++)
+        for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
+    for (int r = 0; r < 8; r++) softmax_scale(pa + (size_t)r * Tt, pos0 + r, sum[r]);
+}
+
 /* The same as a function of its own, for the OpenMP region of a decode step. */
 AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int Tt) {
     softmax_row(sc, pa, pos, Tt);
@@ -746,10 +781,9 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
 #pragma GCC unroll 8
         for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(sc + (size_t)r * Tt + t, _mm256_div_ps(acc[r], vdiv));
     }
-    for (int r = 0; r < AT_R; r++) {
+    for (int r = 0; r < AT_R; r++)
         scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
-        softmax_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
-    }
+    softmax_rows8(sc, pa, pos0, Tt);
     int d = 0;
     for (; d + 8 <= hs; d += 8) {
         __m256 acc[AT_R];
@@ -883,8 +917,79 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
     }
 }
 
-AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const float *q,
-                                const float *kc, const float *vc, int n, int p, int NH, int hs) {
+/* ---- prefill attention with AVX-512 (hs a multiple of 32) -------------------
+ * attention_block's work for 8 queries of one head, twice as wide: the scores of 16 keys
+ * per vector, read from the head's keys transposed once per call (kT: hs rows of Tt,
+ * kT[d·Tt + t] = dimension d of key t, so the 16 keys of one d are one load), and the
+ * values 32 dimensions per pass (8 queries × 2 vectors of sums), so a head of 64 walks
+ * its values twice instead of eight times. Lanes are still keys, then dimensions: each
+ * sum runs in the plain order. */
+AVX512 static void attention_block5(float *out, float *sc, float *pa, const float *q,
+                                    const float *kT, const float *kc, const float *vc, int pos0,
+                                    int Tt, int C, int hs, float div) {
+    const size_t qs = (size_t)C;
+    const int tfull = (pos0 + 1) / 16 * 16;
+    const __m512 vdiv = _mm512_set1_ps(div);
+    for (int t = 0; t < tfull; t += 16) {
+        __m512 acc[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) acc[r] = _mm512_setzero_ps();
+        for (int d = 0; d < hs; d++) {
+            const __m512 kd = _mm512_loadu_ps(kT + (size_t)d * Tt + t);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * qs + d]), kd, acc[r]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++)
+            _mm512_storeu_ps(sc + (size_t)r * Tt + t, _mm512_div_ps(acc[r], vdiv));
+    }
+    for (int r = 0; r < AT_R; r++)
+        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs,
+                   _mm256_set1_ps(div));
+    softmax_rows8(sc, pa, pos0, Tt);
+    for (int d = 0; d < hs; d += 32) {
+        __m512 a0[AT_R], a1[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
+        for (int t = 0; t <= pos0; t++) {
+            const float *vt = vc + (size_t)t * C + d;
+            const __m512 v0 = _mm512_loadu_ps(vt), v1 = _mm512_loadu_ps(vt + 16);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++) {
+                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
+                a0[r] = _mm512_fmadd_ps(w, v0, a0[r]);
+                a1[r] = _mm512_fmadd_ps(w, v1, a1[r]);
+            }
+        }
+        /* query r also sees keys pos0+1 .. pos0+r */
+#pragma GCC unroll 8
+        for (int r = 1; r < AT_R; r++)
+            for (int t = pos0 + 1; t <= pos0 + r; t++) {
+                const float *vt = vc + (size_t)t * C + d;
+                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
+                a0[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt), a0[r]);
+                a1[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt + 16), a1[r]);
+            }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) {
+            _mm512_storeu_ps(out + r * qs + d, a0[r]);
+            _mm512_storeu_ps(out + r * qs + d + 16, a1[r]);
+        }
+    }
+}
+
+/* kT (C rows of Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of head h
+ * for every key. */
+static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
+    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
+    for (int i = 0; i < C; i++)
+        for (int t = 0; t < Tt; t++) kT[(size_t)i * Tt + t] = kc[(size_t)t * C + i];
+}
+
+AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
+                                const float *q, const float *kc, const float *vc, int n, int p,
+                                int NH, int hs) {
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     if (n == 1 && hs % 8 == 0) {
@@ -893,13 +998,23 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
     }
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
+    /* the AVX-512 blocks read the keys transposed; without memory for that, AVX2 */
+    float *kT = NULL;
+    if (lv == KERN_AVX512 && hs % 32 == 0 && n >= AT_R &&
+        (kT = aligned_alloc(64, ((size_t)C * Tt * sizeof(float) + 63) / 64 * 64)))
+        transpose_keys(kT, kc, Tt, C);
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
     const int nb = n / AT_R, left = n % AT_R, ntasks = (nb + left) * NH;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < ntasks; it++) {
         const int h = it % NH, u = it / NH;
         const size_t hoff = (size_t)h * hs;
-        if (u < nb) {
+        if (u < nb && kT) {
+            const int i = u * AT_R;
+            attention_block5(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                             pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+                             kT + hoff * Tt, kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+        } else if (u < nb) {
             const int i = u * AT_R;
             attention_block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
                             pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
@@ -911,6 +1026,7 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
                           kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
         }
     }
+    free(kT);
 }
 
 /* ---- GELU ------------------------------------------------------------------
@@ -1153,7 +1269,7 @@ void kern_attention_forward(KernLevel lv, float *out, float *scores, float *patt
                             int n, int p, int NH, int hs) {
 #if KERN_HAVE_AVX2
     if (lv >= KERN_AVX2) {
-        attention_avx2(out, scores, pattern, q, kc, vc, n, p, NH, hs);
+        attention_avx2(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs);
         return;
     }
 #endif
