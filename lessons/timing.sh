@@ -4,7 +4,7 @@
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
-# Writes data/measured/{decode_time.csv,decode_time.md,rss.csv,rss.md,values.csv,machine.txt}
+# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt
 # and plots/measured/{decode_time,kv_memory_rss}.{png,svg}.
 set -eu
 . lessons/lib.sh
@@ -47,6 +47,39 @@ END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms
 mkdir -p "$W/plots"
 gnuplot -e "in='$W/decode_time.csv'; out='$W/plots/decode_time'" plots/time.gp
 
+# Half the bytes, half the time: a decode step of GPT-2 small's shapes (12 layers, the
+# 50257-token vocabulary: 0.5 GB of float32 weights, more than any cache) with float32,
+# fp16 and bf16 weights, REPEAT fresh runs each, the three interleaved; per run the median
+# of its 8 steps, then the median (min–max) over the runs.
+GPT2_ARGS="--layers 12 --vocab 50257"
+for w in fp32 fp16 bf16; do : > "$W/w_$w"; done
+i=0
+while [ $i -lt $REPEAT ]; do
+    for w in fp32 fp16 bf16; do
+        "$KV" run $GPT2_ARGS --weights $w --prompt-ids "$(ids 16)" --steps 8 --record timing \
+            --out "$W/run" --quiet
+        awk -F, '$1 == "decode" { print $3 }' "$W/run/timing.csv" | median_min_max | cut -d, -f1 >> "$W/w_$w"
+    done
+    i=$((i + 1))
+done
+echo "weights,bytes,median_s,min_s,max_s" > "$W/weights_time.csv"
+for w in fp32 fp16 bf16; do
+    # the step's weight bytes: the five matrices at 4 or 2 bytes, the vectors at 4
+    b=$(awk -v w=$w 'BEGIN { L = 12; C = 768; V = 50257; m = L * 12 * C * C + V * C
+        printf "%.0f", (w == "fp32" ? 4 : 2) * m + 4 * (L * 13 * C + 4 * C) }')
+    echo "$w,$b,$(median_min_max < "$W/w_$w")" >> "$W/weights_time.csv"
+    rm -f "$W/w_$w"
+done
+awk -F, "$AWKLIB"'
+NR == 1 { print "| weights | bytes read per step | step time: median (min–max) | read speed | time against fp32 |"
+          print "|---|---:|---:|---:|---:|"; next }
+NR == 2 { t0 = $3 }
+{ printf "| %s | %s | %.1f ms (%.1f–%.1f) | %.1f GB/s | %.2f× |\n", $1, kib($2), 1e3 * $3, 1e3 * $4, 1e3 * $5,
+         $2 / $3 / 1e9, $3 / t0
+  printf "weights_%s_ms,%.1f\n", $1, 1e3 * $3 >> "'"$W/values.csv"'"
+  if ($1 == "fp16") printf "weights_fp16_speedup,%.2f\n", t0 / $3 >> "'"$W/values.csv"'" }' \
+    "$W/weights_time.csv" > "$W/weights_time.md"
+
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet
 awk -F, 'FNR == 1 { f++; next } f == 1 { kv[$1, $2] = $3 "," $4 "," $5 } f == 2 { print $1 "," $2 "," kv[$1, $2] "," $4 }' \
@@ -58,7 +91,9 @@ NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
 END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
 gnuplot -e "in='$W/run/kv_memory.csv'; rss='$W/run/timing.csv'; out='$W/plots/kv_memory_rss'" plots/kv_memory.gp
 rm -rf "$W/run"
-{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'
+  grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -xE 'avx2|fma|avx512f|avx512_fp16|avx512_bf16' | paste -sd/ -; } |
+    paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
 
 printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache (median, min–max bars) — lesson 4" \
     kv_memory_rss.png "KV bytes used and reserved, and the measured growth of the process RSS, over 1000 decode steps — lesson 5" > "$W/figures.tsv"

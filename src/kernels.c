@@ -181,13 +181,14 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype d
                           const float *bias, int C, const void *end) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     const size_t row = KERN_PANEL * elem_size(dt); /* bytes: 192, or 96 for halves */
+    const size_t ahead_rows = (size_t)MM_PF * sizeof(float) / elem_size(dt); /* 6 KiB ahead */
     const char *e = end;
     for (int c = 0; c < C; c++) {
         const char *wb = (const char *)pan + (size_t)c * row;
         /* one stream per thread is easy for the hardware prefetcher, but it starts
          * late after each jump to the next matrix: ask for the lines early */
-        if ((size_t)(e - wb) > (size_t)(MM_PF + 1) * row) {
-            const char *ahead = wb + (size_t)MM_PF * row;
+        if ((size_t)(e - wb) > (ahead_rows + 1) * row) {
+            const char *ahead = wb + ahead_rows * row;
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
             if (dt == KERN_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
