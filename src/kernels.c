@@ -26,6 +26,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define KERN_HAVE_AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define KERN_HAVE_AVX2 0
@@ -43,13 +44,21 @@ int kern_threads(void) {
 #endif
 }
 
+#if KERN_HAVE_AVX2
+/* F16C (the fp16 conversions) from CPUID leaf 1, ECX bit 29: clang's
+ * __builtin_cpu_supports does not know the name. */
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 int kern_supported(KernLevel lv) {
     switch (lv) {
     case KERN_PLAIN: return 1;
 #if KERN_HAVE_AVX2
     case KERN_AVX2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-               __builtin_cpu_supports("f16c");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case KERN_AVX512: return kern_supported(KERN_AVX2) && __builtin_cpu_supports("avx512f");
 #endif
     default: return 0;
