@@ -266,6 +266,13 @@ AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, si
         if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
 }
 
+/* mm_narrow as a function of its own, for the OpenMP region of matmul_run (outlined
+ * without the AVX2 target: it must call, not inline, vector code). */
+AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, KernDtype dt,
+                             const float *bias, int T, int C, int OC, int o, int pw) {
+    mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
+}
+
 /* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
  * read where they are; halves are converted once into buf (MM_KC·48 floats), which
  * every tile of the block then reads. */
@@ -361,7 +368,7 @@ AVX2 static void matmul_run(PanelFn *panel, int R, KernDtype dt, float *out, con
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         const void *pan = (const char *)wp + (size_t)o * C * es;
-        if (pw < KERN_PANEL) mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
+        if (pw < KERN_PANEL) narrow_avx2(out, inp, pan, dt, bias, T, C, OC, o, pw);
         else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
     }
     free(xp);
