@@ -111,6 +111,36 @@ $1 == 1000 {
   cat "$D/intensity.rows"; } > "$D/intensity.md"
 rm -f "$D/intensity.rows"
 
+# Half-size weights (--weights fp16, bf16): the bytes a decode step reads, by the count
+# above with the five matrices (the blocks' four and wte, the lm_head) at 2 bytes, and
+# what rounding them once costs: the logits of a 16-token prompt and 15 greedy steps
+# against float32 (max |Δlogit| over the steps whose greedy tokens still agree).
+for w in fp32 fp16 bf16; do
+    "$KV" run $MODEL_ARGS --weights $w --prompt-ids "$(ids 16)" --steps 15 --record logits,tokens \
+        --out "$D/w_$w" --quiet
+done
+for w in fp16 bf16; do
+    awk -F, -v w=$w 'FNR == 1 { f++; next }
+        f == 1 { tok0[$1] = $3 } f == 2 { tok[$1] = $3 } f == 3 { l0[$2, $3] = $4 } f == 4 { l[$2, $3] = $4; n[$2]++ }
+        END {
+            same = 0; for (s = 1; (s in tok) && tok[s] == tok0[s]; s++) same++
+            m = 0; for (s = 0; s <= same; s++) for (v = 0; v < n[s]; v++) {
+                d = l[s, v] - l0[s, v]; if (d < 0) d = -d; if (d > m) m = d }
+            printf "%s,%.3g,%d,%d\n", w, m, same, length(tok) - 1 }' \
+        "$D/w_fp32/tokens.csv" "$D/w_$w/tokens.csv" "$D/w_fp32/logits.csv" "$D/w_$w/logits.csv"
+done > "$D/weights.rows"
+awk -F, -v V="$V" $DIMS "$AWKLIB"'
+BEGIN {
+    mats = L * 12 * C * C + Vv * C; rest = L * 13 * C + 2 * C + 2 * C  # biases, norms, the new token"s wpe row
+    print "| weights | bytes a decode step reads (weights) | max \\|Δlogit\\| against fp32 | greedy tokens as with fp32 |"
+    print "|---|---:|---:|---:|"
+    printf "| fp32 | %s | — | — |\n", c3(4 * mats + 4 * rest)
+    printf "weights_fp32_bytes,%s\nweights_half_bytes,%s\nweights_ratio,%.2f\n", c3(4 * mats + 4 * rest), c3(2 * mats + 4 * rest), (4 * mats + 4 * rest) / (2 * mats + 4 * rest) >> V
+}
+{ printf "| %s | %s | %s | %d of %d |\n", $1, c3(2 * mats + 4 * rest), $2, $3, $4
+  printf "dlogit_%s,%s\nsame_tokens_%s,%d\n", $1, $2, $1, $3 >> V }' "$D/weights.rows" > "$D/weights.md"
+rm -rf "$D/weights.rows" "$D/w_fp32" "$D/w_fp16" "$D/w_bf16"
+
 # kipply: the K and V of a token cost 1/6 of its forward compute (c_attn's K and V
 # columns are 4·C² of the 24·C² multiply-adds per token and layer).
 awk -F, -v V="$V" 'NR == 2 { printf "kv_share,%.4f\n", ($5 * 2 / 3) / ($5 + $7 + $8) >> V }' "$D/recompute.csv"

@@ -6,7 +6,7 @@
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
-# Writes data/measured/{decode_time.csv,decode_time.md,rss.csv,rss.md,values.csv,machine.txt}
+# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt
 # and plots/measured/{decode_time,kv_memory_rss}.{png,svg}.
 set -eu
 . lessons/lib.sh
@@ -71,7 +71,42 @@ NR == 1 { print "| T | with cache: median (min–max) | without cache: median (m
   T = $1; s = $5 / $2; c = $2; r = $5 }
 END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,'$REPEAT'\n", T, s, 1e3 * c, 1e3 * r > "'"$W/values.csv"'" }' \
     "$W/decode_time.csv" > "$W/decode_time.md"
-{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'
+  grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -xE 'avx2|fma|avx512f|avx512_fp16|avx512_bf16' | paste -sd/ -; } |
+    paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+
+# Half the bytes, half the time: a decode step of GPT-2 small's shapes (12 layers, the
+# 50257-token vocabulary: 0.5 GB of float32 weights, more than any cache) with float32,
+# fp16 and bf16 weights, REPEAT fresh runs each, the three interleaved; per run the median
+# of its 8 steps, then the median (min–max) over the runs.
+GPT2_ARGS="--layers 12 --vocab 50257"
+for w in fp32 fp16 bf16; do : > "$W/w_$w"; done
+i=0
+while [ $i -lt $REPEAT ]; do
+    for w in fp32 fp16 bf16; do
+        "$KV" run $GPT2_ARGS --weights $w --prompt-ids "$(ids 16)" --steps 8 --record timing \
+            --out "$W/run" --quiet
+        awk -F, '$1 == "decode" { print $3 }' "$W/run/timing.csv" | median_min_max | cut -d, -f1 >> "$W/w_$w"
+    done
+    i=$((i + 1))
+done
+echo "weights,bytes,median_s,min_s,max_s" > "$W/weights_time.csv"
+for w in fp32 fp16 bf16; do
+    # the step's weight bytes: the five matrices at 4 or 2 bytes, the vectors at 4
+    b=$(awk -v w=$w 'BEGIN { L = 12; C = 768; V = 50257; m = L * 12 * C * C + V * C
+        printf "%.0f", (w == "fp32" ? 4 : 2) * m + 4 * (L * 13 * C + 4 * C) }')
+    echo "$w,$b,$(median_min_max < "$W/w_$w")" >> "$W/weights_time.csv"
+    rm -f "$W/w_$w"
+done
+awk -F, "$AWKLIB"'
+NR == 1 { print "| weights | bytes read per step | step time: median (min–max) | read speed | time against fp32 |"
+          print "|---|---:|---:|---:|---:|"; next }
+NR == 2 { t0 = $3 }
+{ printf "| %s | %s | %.1f ms (%.1f–%.1f) | %.1f GB/s | %.2f× |\n", $1, kib($2), 1e3 * $3, 1e3 * $4, 1e3 * $5,
+         $2 / $3 / 1e9, $3 / t0
+  printf "weights_%s_ms,%.1f\n", $1, 1e3 * $3 >> "'"$W/values.csv"'"
+  if ($1 == "fp16") printf "weights_fp16_speedup,%.2f\n", t0 / $3 >> "'"$W/values.csv"'" }' \
+    "$W/weights_time.csv" > "$W/weights_time.md"
 
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
+
 int attention_row_forward(float *out, float *scores, const float *q,
                           const float *const *kr, const float *const *vr,
                           const unsigned char *keep, int T, int NH, int hs) {
@@ -22,7 +24,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
                 continue;
             }
             float dot = 0.0f;
-            for (int d = 0; d < hs; d++) dot += qh[d] * kr[t][o + d];
+            for (int d = 0; d < hs; d++) dot = fmaf(qh[d], kr[t][o + d], dot);
             scores[t] = dot / div;
             if (scores[t] > maxv) maxv = scores[t];
         }
@@ -33,7 +35,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
                 scores[t] = 0.0f;
                 continue;
             }
-            scores[t] = expf(scores[t] - maxv);
+            scores[t] = ops_expf(scores[t] - maxv);
             sum += scores[t];
         }
         const float inv = 1.0f / sum;
@@ -42,7 +44,7 @@ int attention_row_forward(float *out, float *scores, const float *q,
         for (int t = 0; t < T; t++) {
             if (keep && !keep[t]) continue;
             const float w = scores[t] * inv;
-            for (int d = 0; d < hs; d++) oh[d] += w * vr[t][o + d];
+            for (int d = 0; d < hs; d++) oh[d] = fmaf(w, vr[t][o + d], oh[d]);
         }
     }
     return kept;

@@ -103,7 +103,9 @@ const char *const MODEL_ARGS_HELP =
     "  --seed S             seed of the built-in weights (default 1)\n"
     "  --model DIR          a Hugging Face GPT-2 folder instead of the built-in model:\n"
     "                       config.json + model.safetensors, and vocab.json + merges.txt\n"
-    "                       for GPT-2's tokenizer (without them: byte-level tokens)\n";
+    "                       for GPT-2's tokenizer (without them: byte-level tokens)\n"
+    "  --weights TYPE       fp32 (default), fp16 or bf16: the matrices rounded once to\n"
+    "                       half size, multiplied in float32 (the KV cache: --kv-dtype)\n";
 
 void model_args_default(ModelArgs *a) {
     memset(a, 0, sizeof *a);
@@ -140,6 +142,11 @@ int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
     }
     if (strcmp(o, "--model") == 0) {
         if (!(a->model_dir = cli_value(argc, argv, i))) return 2;
+        return 1;
+    }
+    if (strcmp(o, "--weights") == 0) {
+        if (!(v = cli_value(argc, argv, i))) return 2;
+        if (model_dtype_parse(v, &a->weights)) return cli_fail("--weights is fp32, fp16 or bf16", v);
         return 1;
     }
     if (strcmp(o, "--prompt") == 0) {
@@ -256,7 +263,11 @@ int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
         fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
         return 2;
     }
-    if (out->model.kern != KERN_PLAIN && !out->model.w.panels)
+    if (model_set_weights(&out->model, a->weights) != 0) { /* only from fp32: cannot fail else */
+        loaded_free(out);
+        return cli_fail("cannot round the weights to", model_dtype_name(a->weights)), 1;
+    }
+    if (out->model.kern != KERN_PLAIN && !out->model.w.panels && !out->model.w.half_panels)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
                         "kernels (same results, slower)\n");
     return 0;

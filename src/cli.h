@@ -34,6 +34,7 @@ typedef struct {
     const char *prompt_ids;  /* or ids given directly: "1,2,3" */
     const char *model_dir;   /* a Hugging Face GPT-2 folder instead of built-in weights */
     const char *cfg_option;  /* the last of --layers/--heads/--dim/--ctx/--vocab given */
+    KernDtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
 } ModelArgs;
 
 void model_args_default(ModelArgs *a);

@@ -25,11 +25,15 @@ static const char *const RUN_HELP =
     "                       layer does in eval mode (shows what forgetting history does)\n"
     "  --out DIR            output folder, replaced as a whole (default kvscope_out)\n"
     "  --record LIST        files to write: shapes,attention,kv,flops,tokens,timing,logits\n"
-    "                       or all or none (default: all but logits)\n"
+    "                       or all or none. Default: all but logits, attention.csv for\n"
+    "                       the shown layers and heads only (a first run's files);\n"
+    "                       all: every file, attention of every layer and head\n"
     "  --logits             also write logits.csv\n"
-    "  --layers-shown LIST  layers in attention.csv (and --html), e.g. 0,2-3 or all\n"
-    "                       (default all when L <= 2, else the first and the last)\n"
-    "  --heads-shown LIST   heads in attention.csv and --html (default all)\n"
+    "  --layers-shown LIST  layers in attention.csv and --html, e.g. 0,2-3 or all (default:\n"
+    "                       all when L <= 2 or --record all, else the first and the last)\n"
+    "  --heads-shown LIST   heads in attention.csv (default: head 0, as the heatmaps,\n"
+    "                       without --record; all heads with a --record list) and in\n"
+    "                       --html (default all)\n"
     "  --quiet              print nothing but errors\n"
     "  --force              replace --out (and --plots) even if kvscope did not write it\n"
     "                       (never /, your home folder, the current folder or one above)\n";
@@ -40,6 +44,7 @@ typedef struct {
     GenMode mode;
     const char *out;
     unsigned record;
+    int record_given;  /* 0: the default, 1: a --record list, 2: --record all */
     const char *layers_shown, *heads_shown;
     int quiet, force;
     BudgetOpts budget; /* --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens */
@@ -80,6 +85,7 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
         } else if (strcmp(o, "--record") == 0) {
             if (!(v = cli_value(argc, argv, &i))) return 2;
             if (record_parse(v, &a->record)) return cli_fail("unknown --record list", v);
+            a->record_given = strcmp(v, "all") == 0 ? 2 : 1;
         } else if (strcmp(o, "--logits") == 0) {
             a->record |= REC_LOGITS;
         } else if (strcmp(o, "--layers-shown") == 0) {
@@ -137,14 +143,15 @@ int cmd_run(int argc, char **argv) {
     const char *ls = a.layers_shown;
     char deflayers[32];
     if (!ls) {
-        if (cfg->L <= 2) ls = "all";
+        if (cfg->L <= 2 || a.record_given == 2) ls = "all";
         else snprintf(deflayers, sizeof deflayers, "0,%d", cfg->L - 1), ls = deflayers;
     }
     if (select_parse(&layers, ls, cfg->L)) {
         loaded_free(&ld);
         return cli_fail("bad --layers-shown (layers are 0..L-1)", ls);
     }
-    const char *hs = a.heads_shown ? a.heads_shown : "all";
+    /* the default recording keeps attention.csv to what the heatmaps show: head 0 */
+    const char *hs = a.heads_shown ? a.heads_shown : a.record_given ? "all" : "0";
     if (select_parse(&heads, hs, cfg->NH)) {
         loaded_free(&ld);
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);

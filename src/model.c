@@ -8,6 +8,7 @@
 
 #include "kernels.h"
 #include "ops.h"
+#include "sysinfo.h"
 
 Config config_default(void) {
     Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f};
@@ -138,7 +139,9 @@ static void point_weights(Model *m) {
 }
 
 /* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
- * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory. */
+ * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory.
+ * With dt a half type, the same layout in halves (pack_half_panels). */
+static int pack_half_panels(Model *m, KernDtype dt);
 static int pack_panels(Model *m) {
     const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
     const size_t most = SIZE_MAX / sizeof(float) / 64; /* room for the sums and the padding */
@@ -166,6 +169,81 @@ static int pack_panels(Model *m) {
         b->mlp_proj_p = p; p += pad[3];
     }
     return 0;
+}
+
+static int pack_half_panels(Model *m, KernDtype dt) {
+    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
+    const size_t most = SIZE_MAX / sizeof(uint16_t) / 64;
+    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
+    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
+    size_t pad[4], per = 0;
+    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 31) / 32 * 32; /* 64-byte lines */
+    const size_t lm = (V * C + 31) / 32 * 32;
+    if (per > (SIZE_MAX / sizeof(uint16_t) - lm) / L) return -1;
+    uint16_t *p = aligned_alloc(64, (L * per + lm) * sizeof(uint16_t));
+    if (!p) return -1;
+    m->w.half_panels = p;
+    kern_pack_panels_t_half(p, m->w.wte, (int)V, (int)C, dt);
+    m->w.wte_h = p;
+    p += lm;
+    for (size_t l = 0; l < L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        kern_pack_panels_half(p, b->c_attn_w, (int)C, 3 * (int)C, dt);
+        b->c_attn_h = p; p += pad[0];
+        kern_pack_panels_half(p, b->attn_proj_w, (int)C, (int)C, dt);
+        b->attn_proj_h = p; p += pad[1];
+        kern_pack_panels_half(p, b->c_fc_w, (int)C, 4 * (int)C, dt);
+        b->c_fc_h = p; p += pad[2];
+        kern_pack_panels_half(p, b->mlp_proj_w, 4 * (int)C, (int)C, dt);
+        b->mlp_proj_h = p; p += pad[3];
+    }
+    return 0;
+}
+
+static void round_in_place(float *w, size_t n, KernDtype dt) {
+    for (size_t i = 0; i < n; i++) w[i] = kern_round_weight(w[i], dt);
+}
+
+int model_set_weights(Model *m, KernDtype dt) {
+    if (dt == m->w.dtype) return 0;
+    if (m->w.dtype != KERN_FP32 || dt == KERN_FP32) return -1;
+    const size_t C = (size_t)m->cfg.C;
+    /* the blob's pointers are const for the forward pass; the model may change them */
+    round_in_place((float *)m->w.wte, (size_t)m->cfg.V * C, dt);
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        round_in_place((float *)b->c_attn_w, 3 * C * C, dt);
+        round_in_place((float *)b->attn_proj_w, C * C, dt);
+        round_in_place((float *)b->c_fc_w, 4 * C * C, dt);
+        round_in_place((float *)b->mlp_proj_w, 4 * C * C, dt);
+    }
+    m->w.dtype = dt;
+    if (m->owns_panels) free(m->w.panels);
+    m->w.panels = NULL;
+    m->w.wte_p = NULL;
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
+    }
+    /* without room for the half panels the model still runs, on the plain matmuls over
+     * the rounded weights: the same results */
+    if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
+    m->owns_panels = m->w.half_panels != NULL;
+    return 0;
+}
+
+const char *model_dtype_name(KernDtype dt) {
+    return dt == KERN_FP16 ? "fp16" : dt == KERN_BF16 ? "bf16" : "fp32";
+}
+
+int model_dtype_parse(const char *s, KernDtype *dt) {
+    static const KernDtype all[] = {KERN_FP32, KERN_FP16, KERN_BF16};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (strcmp(s, model_dtype_name(all[i])) == 0) {
+            *dt = all[i];
+            return 0;
+        }
+    return -1;
 }
 
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
@@ -235,7 +313,10 @@ static void runstate_free(RunState *s) {
 
 void model_free(Model *m) {
     if (m->owns_blob) free(m->w.blob);
-    if (m->owns_panels) free(m->w.panels);
+    if (m->owns_panels) {
+        free(m->w.panels);
+        free(m->w.half_panels);
+    }
     free(m->w.h);
     runstate_free(&m->s);
     memset(m, 0, sizeof *m);
@@ -288,9 +369,28 @@ uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
 /* Fire hook point pt of layer l if anyone listens; a non-zero answer aborts. */
 #define FIRE(pt, l, data, ndim, d0, d1, d2)                                                  \
     do {                                                                                    \
-        if (hooks_wants(hk, pt) && (rc = emit(lb, pt, l, pos0, p, slot_pos, data, ndim, d0, d1, d2))) \
-            return rc;                                                                      \
+        if (hooks_wants(hk, pt)) {                                                          \
+            const double th_ = clock_start(m);                                              \
+            rc = emit(lb, pt, l, pos0, p, slot_pos, data, ndim, d0, d1, d2);                \
+            clock_add(m, m->times ? &m->times->hooks : NULL, th_);                          \
+            if (rc) return rc;                                                              \
+        }                                                                                   \
     } while (0)
+
+/* Seconds since t0 added to *acc, when the model keeps times (Model.times). */
+static double clock_start(const Model *m) { return m->times ? now_seconds() : 0.0; }
+static void clock_add(const Model *m, double *acc, double t0) {
+    if (m->times) *acc += now_seconds() - t0;
+}
+
+/* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves. */
+static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
+                         const uint16_t *p16, const float *bias, int n, int C, int OC) {
+    const double t0 = clock_start(m);
+    if (m->w.dtype == KERN_FP32) kern_matmul_forward(m->kern, out, in, w, p32, bias, n, C, OC);
+    else kern_matmul_half_forward(m->kern, out, in, w, p16, m->w.dtype, bias, n, C, OC);
+    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+}
 
 /* ---- the parts of a block that do not touch the cache ---------------------
  * Shared by model_forward (the rows of one sequence) and model_forward_rows (rows
@@ -309,7 +409,7 @@ static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int 
     int rc;
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
     FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_b, n, C, 3 * C);
+    block_matmul(m, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C, 3 * C);
     f->qkv += 6ull * n * C * C;
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
     return 0;
@@ -326,8 +426,8 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_b,
-                        n, C, C);
+    block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
+                 b->attn_proj_b, n, C, C);
     FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
@@ -337,12 +437,12 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
     FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_b, n, C, 4 * C);
+    block_matmul(m, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
     FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
     kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
     FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
-    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_b, n,
-                        4 * C, C);
+    block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
+                 4 * C, C);
     FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
@@ -357,14 +457,20 @@ static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int
 static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
-    kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
-                                   cfg->V);
+    const double t0 = clock_start(m);
+    if (m->w.dtype == KERN_FP32)
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
+                                       cfg->V);
+    else
+        kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
+                                            m->w.dtype, 1, cfg->C, cfg->V);
+    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;
 }
 
-int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
-                  const StepLabel *label, FlopCount *flops) {
+static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                   const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH, hs = C / NH;
     const int p = cache->len;      /* slots already cached: what the new tokens also attend to */
@@ -414,7 +520,9 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
         FIRE(HOOK_CACHE_V, l, vc, 3, Tt, NH, hs);
 
         /* the heart of it: n new queries against all Tt cached keys and values */
+        const double ta = clock_start(m);
         kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+        clock_add(m, m->times ? &m->times->attention : NULL, ta);
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
         FIRE(HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt);
@@ -445,9 +553,20 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
                         .evicted_n = evicted_n};
         HookEvent ev = {.point = HOOK_STEP_END, .phase = lb->phase, .step = lb->step,
                         .layer = -1, .pos0 = pos0, .slot0 = p, .stats = &st};
-        if ((rc = hooks_emit(hk, &ev))) return rc;
+        const double th = clock_start(m);
+        rc = hooks_emit(hk, &ev);
+        clock_add(m, m->times ? &m->times->hooks : NULL, th);
+        if (rc) return rc;
     }
     return 0;
+}
+
+int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                  const StepLabel *label, FlopCount *flops) {
+    const double t0 = clock_start(m);
+    const int rc = forward(m, cache, tokens, n, logits, label, flops);
+    clock_add(m, m->times ? &m->times->total : NULL, t0);
+    return rc;
 }
 
 /* Rows of many sequences in one pass: see model.h. */

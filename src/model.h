@@ -65,6 +65,8 @@ typedef struct {
     /* the four matrices again in column panels (kern_pack_panels), which the vector
      * kernels read; NULL when the model runs the plain kernels only */
     const float *c_attn_p, *attn_proj_p, *c_fc_p, *mlp_proj_p;
+    /* or, with half-size weights (model_set_weights), the same panels in halves */
+    const uint16_t *c_attn_h, *attn_proj_h, *c_fc_h, *mlp_proj_h;
 } BlockWeights;
 
 typedef struct {
@@ -72,6 +74,9 @@ typedef struct {
     size_t num_params;
     float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
     const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
+    KernDtype dtype;      /* KERN_FP32, or the half type the matrices were rounded to */
+    uint16_t *half_panels; /* with a half dtype: the panels in halves (wte_h, *_h), or NULL */
+    const uint16_t *wte_h;
     const float *wte;     /* (V, C), also the lm_head */
     const float *wpe;     /* (N, C) */
     BlockWeights *h;      /* (L) */
@@ -92,6 +97,16 @@ typedef struct {
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
 
+/* Where forward calls spend their time, for the bench: seconds, added to by
+ * model_forward while Model.times points here. The rest of total is layernorm, GELU,
+ * the residual adds, the embeddings and the cache's appends. */
+typedef struct {
+    double matmul;    /* the block matmuls and the lm_head */
+    double attention; /* kern_attention_forward: scores, softmax and the weighted values */
+    double hooks;     /* inside the hooks' observers: what recording costs */
+    double total;     /* whole model_forward calls */
+} StepTimes;
+
 typedef struct {
     Config cfg;
     Weights w;
@@ -99,6 +114,7 @@ typedef struct {
     int owns_blob;  /* 1 if w.blob is ours to free */
     int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
+    StepTimes *times; /* NULL, or where model_forward adds its time (not owned) */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
@@ -115,6 +131,18 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
 /* A second model on src's weights and panels (not copied, not owned: src must
  * outlive it), with its own activations. 0, or -1. */
 int model_init_shared(Model *m, const Model *src);
+/* Half-size weights: the five matrices (c_attn, attn.c_proj, c_fc, mlp.c_proj of every
+ * block, and wte, which is also the lm_head and the token embedding) are rounded in
+ * the blob, in place, to dt (KERN_FP16 or KERN_BF16: nearest, ties to even) and their
+ * float32 panels are replaced by panels of halves, which the vector matmuls read: a
+ * decode step reads half the bytes. Biases, layernorms and wpe stay float32. Every
+ * product is still computed in float32, so the logits are those of the float32 model
+ * whose weights were rounded. Call before model_init_shared; from KERN_FP32 only.
+ * 0; -1 out of memory (the model is unchanged) or a second call. */
+int model_set_weights(Model *m, KernDtype dt);
+/* "fp32", "fp16", "bf16" ⇄ KernDtype. model_dtype_parse: 0, or -1 unknown. */
+const char *model_dtype_name(KernDtype dt);
+int model_dtype_parse(const char *s, KernDtype *dt);
 void model_free(Model *m);
 
 /* What a forward call is, for the hooks. */

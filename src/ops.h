@@ -55,6 +55,18 @@ void gelu_forward(float *out, const float *inp, size_t n);
  * with a = min(|x|, 10) (tanh(10) rounds to 1) and the sign of x put back. */
 float ops_tanhf(float x);
 
+/* e^x for x ≤ 0 (what softmax needs, once the row's max is subtracted), within
+ * 1.5 ulp of the exact value where that is a normal float (1.02 measured:
+ * tests/check_kernels.c sweeps every 31st float of [-104, 0]); subnormal results
+ * within one step of 2^-149; 0 below OPS_EXPF_LOW and for -inf, NaN for NaN; not for
+ * x > 0 (2^n overflows past x = 43). e^x = 2^n·e^r, n = round(x/ln 2), e^r by Taylor
+ * to r⁷: plain float arithmetic with fmaf, so kernels.c computes it lanes at a time
+ * for the same bits, where libm's expf is a scalar call whose last bit varies between
+ * C libraries. */
+float ops_expf(float x);
+#define OPS_EXPF_LOW -104.0f        /* e^-104 < 2^-150: rounds to 0 */
+#define OPS_EXPF_TWO_M64 0x1p-64f   /* 2^-64 */
+
 /* The constants of ops_tanhf, shared with its vector twin in kernels.c. */
 #define OPS_TANH_SMALL 0.625f                                  /* polynomial below this */
 #define OPS_TANH_CLAMP 10.0f
@@ -73,7 +85,7 @@ float ops_tanhf(float x);
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
 /* One row of attention weights: sc (Tt) holds the scaled scores of keys 0..pos;
- * pa (Tt) gets softmax over them (max subtracted, expf, sum in key order, times
+ * pa (Tt) gets softmax over them (max subtracted, ops_expf, sum in key order, times
  * 1/sum), and the future cells pos+1..Tt-1 become -INFINITY in sc and 0 in pa. */
 void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 

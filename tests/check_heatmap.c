@@ -721,7 +721,8 @@ START_TEST(test_gnuplot_heatmap) {
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(out, sizeof out, "%s/out", dir);
     const char *args[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256",
-                          "--prompt", "a, b", "--steps", "2", "--out", out, "--quiet", NULL};
+                          "--prompt", "a, b", "--steps", "2", "--heads-shown", "0-1", "--out", out,
+                          "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
     const char *values[] = {"weight", "score"};
     for (int v = 0; v < 2; v++) {

@@ -174,6 +174,49 @@ START_TEST(test_matmul_transposed_exact) {
 }
 END_TEST
 
+/* Half-size panels (fp16, bf16): the plain float32 kernel on the rounded weights, bit for
+ * bit, for prefill and decode shapes, narrow last panels, several L1 blocks (C = 300 =
+ * 2·128 + 44), the lm_head's transposed packing, 1 and 2 threads. Weights of every size
+ * (subnormal and overflowing fp16 included) go through the rounding. */
+START_TEST(test_matmul_half_exact) {
+    static const int Ts[] = {1, 3, 4, 8, 13};
+    static const int shapes[][2] = {{1, 1}, {17, 24}, {33, 70}, {64, 200}, {300, 96}, {5, 131}};
+    for (int dt = KERN_FP16; dt <= KERN_BF16; dt++)
+        for (int thr = 1; thr <= 2; thr++) {
+            set_threads(thr);
+            for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+                for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+                    const int T = Ts[a], C = shapes[sh][0], OC = shapes[sh][1];
+                    const size_t nw = (size_t)C * OC;
+                    float *x = alloc_filled((size_t)T * C, 51 + a), *w = alloc_filled(nw, 52 + sh);
+                    float *b = alloc_filled((size_t)OC, 53);
+                    for (size_t i = 0; i < nw; i++) { /* magnitudes from 1e-9 to 1e6 */
+                        w[i] *= powf(10.0f, (float)(i % 16) - 9.0f);
+                        w[i] = kern_round_weight(w[i], (KernDtype)dt);
+                    }
+                    uint16_t *hp = malloc(nw * sizeof *hp);
+                    ck_assert_ptr_nonnull(hp);
+                    float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
+                    kern_pack_panels_half(hp, w, C, OC, (KernDtype)dt);
+                    matmul_forward(y0, x, w, b, T, C, OC);
+                    kern_matmul_half_forward(level(_i), y1, x, w, hp, (KernDtype)dt, b, T, C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "%s matmul T=%d C=%d OC=%d threads=%d differs",
+                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                    /* the same numbers read as w' (OC, C): the lm_head's layout */
+                    kern_pack_panels_t_half(hp, w, OC, C, (KernDtype)dt);
+                    matmul_transposed_forward(y0, x, w, T, C, OC);
+                    kern_matmul_transposed_half_forward(level(_i), y1, x, w, hp, (KernDtype)dt, T,
+                                                        C, OC);
+                    ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
+                                  "%s lm_head T=%d C=%d OC=%d threads=%d differs",
+                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                    free(x); free(w); free(b); free(hp); free(y0); free(y1);
+                }
+        }
+}
+END_TEST
+
 START_TEST(test_attention_exact) {
     static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}, {17, 3}};
     static const int hss[] = {1, 5, 8, 12, 32, 40, 64, 100}; /* 100: two key chunks of AT_DC */
@@ -244,6 +287,40 @@ static double ulps_from(float got, double exact) {
     return fabs((double)got - exact) / ulp;
 }
 
+/* ops_expf against exp in double: every 31st float of [-104, 0] (about 34 million:
+ * every exponent, normal results within 1.5 ulp, subnormal ones within one step of
+ * 2^-149), and the special values. */
+START_TEST(test_exp_accuracy) {
+    const float low = -104.0f;
+    uint32_t lo, hi;
+    memcpy(&hi, &low, sizeof hi);
+    lo = 0x80000000u; /* -0 */
+    double worst = 0.0, worst_sub = 0.0;
+    float worst_x = 0.0f, worst_sub_x = 0.0f;
+    for (uint64_t b = lo; b <= hi; b += 31) {
+        const uint32_t bits = (uint32_t)b;
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        const double exact = exp((double)x);
+        const float e = ops_expf(x);
+        if (exact >= 0x1p-126) {
+            const double u = ulps_from(e, exact);
+            if (u > worst) worst = u, worst_x = x;
+        } else {
+            const double d = fabs((double)e - exact) / 0x1p-149;
+            if (d > worst_sub) worst_sub = d, worst_sub_x = x;
+        }
+    }
+    ck_assert_msg(worst <= 1.5, "exp is %.3f ulp off at x = %.9g", worst, worst_x);
+    ck_assert_msg(worst_sub <= 1.0, "exp is %.3f subnormal steps off at x = %.9g", worst_sub,
+                  worst_sub_x);
+    ck_assert(ops_expf(0.0f) == 1.0f && ops_expf(-0.0f) == 1.0f);
+    ck_assert(ops_expf(-INFINITY) == 0.0f && ops_expf(-1e30f) == 0.0f);
+    ck_assert(ops_expf(-200.0f) == 0.0f && ops_expf(-103.0f) > 0.0f);
+    ck_assert(isnan(ops_expf(NAN)));
+}
+END_TEST
+
 /* ops_tanhf against tanh in double: every 31st float in [0, 12] (about 35 million,
  * both branches, the switch at 0.625 and the clamp at 10 included), odd symmetry bit
  * for bit, and the special values. */
@@ -296,7 +373,16 @@ START_TEST(test_gelu_layernorm_exact) {
         float *w = alloc_filled((size_t)C, 42), *b = alloc_filled((size_t)C, 43);
         layernorm_forward(y0, x, w, b, T, C, 1e-5f);
         kern_layernorm_forward(level(_i), y1, x, w, b, T, C, 1e-5f);
-        ck_assert(memcmp(y0, y1, (size_t)T * C * sizeof(float)) == 0);
+        /* bit for bit, except that a NaN may come out with the other sign: the row with
+         * +NaN and -NaN sums them, and x86 keeps the NaN of the first operand of an add,
+         * whose order a compiler may swap (clang does, in one of the two) */
+        long differ = 0, nan_rows = 0;
+        for (size_t i = 0; i < (size_t)T * C; i++) {
+            if (isnan(y0[i]) && isnan(y1[i])) nan_rows += i % C == 0;
+            else differ += memcmp(&y0[i], &y1[i], sizeof(float)) != 0;
+        }
+        ck_assert_msg(differ == 0, "layernorm: %ld values differ", differ);
+        ck_assert_int_eq(nan_rows, 1); /* only the row that holds NaN and ±inf */
         free(w); free(b);
     }
     free(x); free(y0); free(y1);
@@ -366,9 +452,11 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_matmul_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_matmul_half_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_test(tc, test_tanh_accuracy);
+    tcase_add_test(tc, test_exp_accuracy);
     tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_model_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     suite_add_tcase(s, tc);
