@@ -3,7 +3,7 @@
 # Part of `make check` (not under SAN=1: it reads the committed files, not the code).
 FIGCHECK_BIN := $(B)/figcheck
 
-$(FIGCHECK_BIN): tests/figcheck/figcheck.c | deps
+$(FIGCHECK_BIN): tests/figcheck/figcheck.c | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(PKG_LIBS)
 

@@ -6,24 +6,31 @@
 # (GPT-2's pre-tokenizer), bpe (vocab.json + merges.txt), config (config.json), cli (the
 # shared option parsers and the output-folder checks). Each starts from its committed
 # seeds, tests/fuzz/seeds/<name>/; what it finds grows in build/fuzz/corpus-<name>, and a
-# crash leaves build/fuzz/crash-* with the input that caused it. The whole library is
-# built with clang's instrumentation into build/fuzz/libkvscope.a, so a target links
-# whatever it needs.
+# crash leaves build/fuzz/crash-* with the input that caused it. The whole library and
+# the command line's parsers (all of src/cli/ but main.c) are built with clang's
+# instrumentation into build/fuzz/libkvscope.a, so a target links whatever it needs.
 FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
 FUZZ_TARGETS := safetensors pretokenize bpe config cli
 FUZZ_CFLAGS   = -std=c11 -D_XOPEN_SOURCE=700 -g -O1 -fno-omit-frame-pointer \
-                -fno-sanitize-recover=undefined $(PKG_CFLAGS) -Isrc
-FUZZ_OBJ     := $(SRC:src/%.c=$(FUZZ_B)/obj/%.o)
+                -fno-sanitize-recover=undefined $(PKG_CFLAGS) -Isrc -Isrc/cli
+FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o) $(CLI_SRC:src/%.c=$(FUZZ_B)/obj/%.o) \
+                $(FUZZ_B)/obj/explorer_page.o
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
 
 .PHONY: fuzz fuzz-build fuzz-deps
 fuzz-deps:
 	@sh .ci/deps.sh $(DEB_PACKAGES) clang libclang-rt-dev
 
-$(FUZZ_B)/obj/%.o: src/%.c $(wildcard src/*.h) | fuzz-deps
+$(FUZZ_B)/obj/%.o: src/%.c | fuzz-deps
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(FUZZ_B)/obj/explorer_page.o: $(B)/gen/explorer_page.c | fuzz-deps
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+-include $(wildcard $(FUZZ_B)/obj/*.d $(FUZZ_B)/obj/*/*.d)
 
 $(FUZZ_B)/libkvscope.a: $(FUZZ_OBJ)
 	@rm -f $@
