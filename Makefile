@@ -53,9 +53,9 @@ LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 B        ?= build/$(VARIANT)
 # The library (src/*.c) and the command-line program (src/cli/*.c): only the program
 # prints and exits (check-quiet below); the library is also what the tests link.
-MAIN_SRC := $(wildcard src/cli/main.c src/main.c)
-CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c src/cli*.c src/cmd_*.c))
-LIB_SRC  := $(filter-out $(MAIN_SRC) $(CLI_SRC),$(wildcard src/*.c))
+MAIN_SRC := src/cli/main.c
+CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
+LIB_SRC  := $(wildcard src/*.c)
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/explorer_page.o
 CLI_OBJ  := $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:src/%.c=$(B)/obj/%.o)
@@ -124,8 +124,13 @@ $(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/tests/*.d)
 
-check: $(BIN) $(TEST_BIN)
+check: check-quiet $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
+
+# The library never prints or exits (tests/quiet.sh proves it can tell).
+.PHONY: check-quiet
+check-quiet:
+	@sh tests/quiet.sh
 
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)
