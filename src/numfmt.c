@@ -1,4 +1,4 @@
-/* numfmt.c — "%.9g" and "%lld" without printf; see numfmt.h. */
+/* numfmt.c — "%.9g" and "%lld" without printf, and numbers for people; see numfmt.h. */
 #include "numfmt.h"
 
 #include <math.h>
@@ -94,4 +94,27 @@ int numfmt_float(char *buf, float xf) {
     double d = y - fl < 0.5 ? fl : fl + 1.0;
     if (d >= 1e9) d = 1e8, X++; /* 999999999.6 rounds up to 1.00000000e(X+1) */
     return n + layout_g9(buf + n, (uint32_t)d, X);
+}
+
+const char *group_digits(uint64_t v, char *buf, size_t size) {
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
+    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
+        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+const char *human_bytes(double bytes, char *buf, size_t size) {
+    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 4) {
+        bytes /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, size, "%.0f B", bytes);
+    else snprintf(buf, size, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+    return buf;
 }

@@ -1,4 +1,5 @@
-/* numfmt.h — numbers as CSV text, fast: the same characters as printf, without printf.
+/* numfmt.h — numbers as text: for CSV files, fast (the same characters as printf, without
+ * printf), and for people (thousands separated, bytes in KiB and MiB).
  *
  * A recording writes millions of floats (attention.csv holds 3 million rows for a
  * 512-token prompt); printf's "%.9g" takes most of that time. These write into a
@@ -16,6 +17,7 @@
 #ifndef KVSCOPE_NUMFMT_H
 #define KVSCOPE_NUMFMT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum { NUMFMT_FLOAT_MAX = 24, NUMFMT_INT_MAX = 24 }; /* buffer sizes that always suffice */
@@ -24,5 +26,11 @@ enum { NUMFMT_FLOAT_MAX = 24, NUMFMT_INT_MAX = 24 }; /* buffer sizes that always
 int numfmt_float(char *buf, float x);
 /* v in decimal, as printf("%lld"). */
 int numfmt_int(char *buf, long long v);
+
+/* For people: every number a table or a lesson shows goes through these two.
+ * 1234567 → "1,234,567". Returns buf. */
+const char *group_digits(uint64_t v, char *buf, size_t size);
+/* Binary units with 3 significant digits: "512 B", "24.0 KiB", "1.00 GiB". Returns buf. */
+const char *human_bytes(double bytes, char *buf, size_t size);
 
 #endif

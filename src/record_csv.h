@@ -34,7 +34,9 @@ enum {
     REC_DEFAULT = REC_SHAPES | REC_ATTENTION | REC_KV | REC_FLOPS | REC_TOKENS | REC_TIMING
 };
 
-/* Parse "shapes,attention,kv,flops,tokens,logits,timing" or "all" or "none".
+/* The words of a --record list. */
+#define RECORD_KINDS "shapes, attention, kv, flops, tokens, logits, timing"
+/* Parse a comma-separated list of RECORD_KINDS, or "all" or "none".
  * 0, or -1 naming nothing known. */
 int record_parse(const char *spec, unsigned *what);
 

@@ -1,8 +1,10 @@
-/* cli.c — option parsing and model loading shared by the subcommands. */
+/* cli.c — the error line, the model options and loading, and the output folders every
+ * subcommand shares. */
 #include "cli.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,151 +19,64 @@ int cli_fail(const char *what, const char *value) {
     return 2;
 }
 
-const char *cli_value(int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        cli_fail("missing value for option", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
+int cli_error(const char *msg) {
+    fprintf(stderr, "kvscope: %s\n", msg);
+    return 2;
 }
 
-int cli_long(const char *opt, const char *s, long lo, long hi, long *out) {
-    char what[128], *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno == ERANGE) {
-        snprintf(what, sizeof what, "%s expects a whole number", opt);
-        return cli_fail(what, s);
-    }
-    if (v < lo || v > hi) {
-        snprintf(what, sizeof what, "%s must be in %ld..%ld", opt, lo, hi);
-        return cli_fail(what, s);
-    }
-    *out = v;
-    return 0;
-}
+/* ---- the model options ---------------------------------------------------------------- */
 
-int cli_double(const char *opt, const char *s, double lo, double hi, double *out) {
-    char what[128], *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v)) {
-        snprintf(what, sizeof what, "%s expects a number", opt);
-        return cli_fail(what, s);
-    }
-    if (v < lo || v > hi) {
-        snprintf(what, sizeof what, "%s must be in %g..%g", opt, lo, hi);
-        return cli_fail(what, s);
-    }
-    *out = v;
-    return 0;
-}
+static int parse_weights(const char *s, void *f) { return model_dtype_parse(s, f); }
+static const char *show_weights(const void *f) { return model_dtype_name(*(const KernDtype *)f); }
 
-int cli_int_list(const char *opt, const char *s, long lo, long hi, int **out, int *n) {
-    size_t cap = 1;
-    for (const char *p = s; *p; p++) cap += *p == ',';
-    int *ids = malloc(cap * sizeof *ids);
-    if (!ids) return cli_fail("out of memory parsing", opt);
-    char item[64];
-    int k = 0;
-    const char *p = s;
-    for (;;) {
-        size_t len = strcspn(p, ",");
-        if (len == 0 || len >= sizeof item) {
-            free(ids);
-            char what[128];
-            snprintf(what, sizeof what, "%s expects numbers separated by commas", opt);
-            return cli_fail(what, s);
-        }
-        memcpy(item, p, len);
-        item[len] = '\0';
-        long v;
-        if (cli_long(opt, item, lo, hi, &v)) {
-            free(ids);
-            return 2;
-        }
-        ids[k++] = (int)v;
-        p += len;
-        if (*p == '\0') break;
-        p++;
-    }
-    *out = ids;
-    *n = k;
-    return 0;
-}
+/* A shape option: an int of the config, noted as the one given (--model refuses them). */
+#define SHAPE(nm, a, m, max, h)                                                               \
+    {.kind = OPT_KIND_INT, .name = (nm), .arg = (a), .field = OPT_FIELD(ModelArgs, cfg.m, int), \
+     .lo = 1, .hi = (max), .help = (h), .note = offsetof(ModelArgs, cfg_option), .has_note = 1}
+/* --prompt and --prompt-ids: the later one given wins (prompt_option notes which). */
+#define PROMPT(nm, a, m, h)                                                                   \
+    {.kind = OPT_KIND_STRING, .name = (nm), .arg = (a), .field = OPT_FIELD(ModelArgs, m, char *), \
+     .help = (h), .note = offsetof(ModelArgs, prompt_option), .has_note = 1}
 
-const char *const MODEL_ARGS_HELP =
-    "model and prompt:\n"
-    "  --prompt TEXT        prompt text (default \"The KV cache\"); the built-in model's\n"
-    "                       tokens are the text's UTF-8 bytes\n"
-    "  --prompt-ids LIST    token ids instead of text, e.g. 1,2,3\n"
-    "  --layers L           transformer blocks (default 1)\n"
-    "  --heads NH           attention heads (default 12)\n"
-    "  --dim C              width; must be divisible by NH (default 768)\n"
-    "  --ctx N              context length (default 1024)\n"
-    "  --vocab V            vocabulary size (default 256)\n"
-    "  --seed S             seed of the built-in weights (default 1)\n"
-    "  --model DIR          a Hugging Face GPT-2 folder instead of the built-in model:\n"
-    "                       config.json + model.safetensors, and vocab.json + merges.txt\n"
-    "                       for GPT-2's tokenizer (without them: byte-level tokens)\n"
-    "  --weights TYPE       fp32 (default), fp16 or bf16: the matrices rounded once to\n"
-    "                       half size, multiplied in float32 (the KV cache: --kv-dtype)\n";
+static const Option MODEL_WEIGHT_OPTIONS[] = {
+    SHAPE("--layers", "L", L, MODEL_MAX_LAYERS, "transformer blocks"),
+    SHAPE("--heads", "NH", NH, MODEL_MAX_HEADS, "attention heads"),
+    SHAPE("--dim", "C", C, MODEL_MAX_DIM, "width; must be divisible by NH"),
+    SHAPE("--ctx", "N", N, MODEL_MAX_CTX, "context length"),
+    SHAPE("--vocab", "V", V, MODEL_MAX_VOCAB, "vocabulary size"),
+    OPT_U64("--seed", "S", ModelArgs, seed, "seed of the built-in weights"),
+    OPT_STRING("--model", "DIR", ModelArgs, model_dir,
+               "a Hugging Face GPT-2 folder instead of the built-in model: config.json + "
+               "model.safetensors, and vocab.json + merges.txt for GPT-2's tokenizer (without "
+               "them: byte-level tokens)"),
+    OPT_CHOICE("--weights", "TYPE", ModelArgs, weights, parse_weights, show_weights,
+               "fp32, fp16, bf16",
+               "fp32, or fp16 or bf16: the matrices rounded once to half size, multiplied in "
+               "float32 (the KV cache's type is --kv-dtype)"),
+    OPT_END,
+};
+
+const Option MODEL_OPTIONS[] = {
+    OPT_GROUP("model and prompt"),
+    PROMPT("--prompt", "TEXT", prompt,
+           "prompt text; the built-in model's tokens are the text's UTF-8 bytes"),
+    PROMPT("--prompt-ids", "LIST", prompt_ids, "token ids instead of text, e.g. 1,2,3"),
+    OPT_INCLUDE_HERE(MODEL_WEIGHT_OPTIONS),
+    OPT_END,
+};
+
+const Option MODEL_ONLY_OPTIONS[] = {
+    OPT_GROUP("model"),
+    OPT_INCLUDE_HERE(MODEL_WEIGHT_OPTIONS),
+    OPT_END,
+};
 
 void model_args_default(ModelArgs *a) {
     memset(a, 0, sizeof *a);
     a->cfg = config_default();
     a->seed = 1;
-    a->prompt = NULL;
-}
-
-int model_args_parse(ModelArgs *a, int argc, char **argv, int *i) {
-    const char *o = argv[*i], *v;
-    long x;
-    struct { const char *name; int *field; long lo, hi; } ints[] = {
-        {"--layers", &a->cfg.L, 1, MODEL_MAX_LAYERS}, {"--heads", &a->cfg.NH, 1, MODEL_MAX_HEADS},
-        {"--dim", &a->cfg.C, 1, MODEL_MAX_DIM},       {"--ctx", &a->cfg.N, 1, MODEL_MAX_CTX},
-        {"--vocab", &a->cfg.V, 1, MODEL_MAX_VOCAB},
-    };
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-        if (strcmp(o, ints[k].name) != 0) continue;
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        if (cli_long(o, v, ints[k].lo, ints[k].hi, &x)) return 2;
-        *ints[k].field = (int)x;
-        a->cfg_option = ints[k].name;
-        return 1;
-    }
-    if (strcmp(o, "--seed") == 0) {
-        char *end;
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        errno = 0;
-        unsigned long long s = strtoull(v, &end, 10);
-        if (end == v || *end || errno == ERANGE || v[0] == '-')
-            return cli_fail("--seed expects a whole number ≥ 0", v);
-        a->seed = s;
-        return 1;
-    }
-    if (strcmp(o, "--model") == 0) {
-        if (!(a->model_dir = cli_value(argc, argv, i))) return 2;
-        return 1;
-    }
-    if (strcmp(o, "--weights") == 0) {
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        if (model_dtype_parse(v, &a->weights)) return cli_fail("--weights is fp32, fp16 or bf16", v);
-        return 1;
-    }
-    if (strcmp(o, "--prompt") == 0) {
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        a->prompt = v;
-        a->prompt_ids = NULL;
-        return 1;
-    }
-    if (strcmp(o, "--prompt-ids") == 0) {
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        a->prompt_ids = v;
-        a->prompt = NULL;
-        return 1;
-    }
-    return 0;
+    a->prompt = "The KV cache";
+    a->weights = KERN_FP32;
 }
 
 /* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
@@ -177,7 +92,7 @@ static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
         path_join(mp, sizeof mp, a->model_dir, "merges.txt");
         int rc = bpe_load(&bpe, vp, mp, err, sizeof err);
         if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer");
-        if (rc) return fprintf(stderr, "kvscope: %s\n", err), 2;
+        if (rc) return cli_error(err);
         *tok = tokenizer_from_bpe(bpe);
     } else {
         *tok = tokenizer_bytes();
@@ -185,92 +100,95 @@ static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
     return *tok ? 0 : cli_fail("out of memory", "tokenizer");
 }
 
-int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
-    char buf[64], err[4600];
-    int rc;
-    memset(out, 0, sizeof *out);
-    const Config *cfg = &a->cfg;
-    Config hf_cfg;
+/* The model's shape: the flags', or config.json's with --model. 0, or 2. */
+static int load_config(const ModelArgs *a, Config *cfg) {
+    char err[4600];
+    *cfg = a->cfg;
     if (a->model_dir) {
-        if (a->cfg_option) return cli_fail("--model takes the model's shape from config.json; drop", a->cfg_option);
-        if (hf_config_load(a->model_dir, &hf_cfg, err, sizeof err)) return fprintf(stderr, "kvscope: %s\n", err), 2;
-        cfg = &hf_cfg;
+        if (a->cfg_option)
+            return cli_fail("--model takes the model's shape from config.json; drop", a->cfg_option);
+        if (hf_config_load(a->model_dir, cfg, err, sizeof err)) return cli_error(err);
     }
     if (cfg->C % cfg->NH != 0) {
-        snprintf(buf, sizeof buf, "%d", cfg->C);
-        char what[96];
+        char what[96], c[32];
         snprintf(what, sizeof what, "--dim must be divisible by --heads (%d)", cfg->NH);
-        return cli_fail(what, buf);
+        snprintf(c, sizeof c, "%d", cfg->C);
+        return cli_fail(what, c);
     }
     const char *bad = config_check(cfg);
-    if (bad) return cli_fail("bad model config", bad);
+    return bad ? cli_fail("bad model config", bad) : 0;
+}
 
-    if (a->prompt_ids) {
-        if (cli_int_list("--prompt-ids", a->prompt_ids, 0, 2147483647L, &out->prompt, &out->T))
+/* The prompt's ids (given, or the text tokenized) and the tokenizer. 0, or 2. */
+static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
+    int rc;
+    if ((rc = open_tokenizer(a, &out->tok))) return rc;
+    const int ids = a->prompt_option ? strcmp(a->prompt_option, "--prompt-ids") == 0
+                                     : a->prompt_ids != NULL;
+    if (ids) {
+        int cap = 1;
+        for (const char *p = a->prompt_ids; *p; p++) cap += *p == ',';
+        if (!(out->prompt = malloc((size_t)cap * sizeof *out->prompt)))
+            return cli_fail("out of memory", "--prompt-ids");
+        if (opts_int_list("--prompt-ids", a->prompt_ids, 0, INT32_MAX, out->prompt, cap, &out->T))
             return 2;
     } else {
-        if ((rc = open_tokenizer(a, &out->tok))) return rc;
-        const char *text = a->prompt ? a->prompt : "The KV cache";
-        if (tokenizer_encode(out->tok, text, &out->prompt, &out->T) != 0) {
-            loaded_free(out);
+        if (tokenizer_encode(out->tok, a->prompt, &out->prompt, &out->T) != 0)
             return cli_fail("out of memory", "prompt");
-        }
-        if (out->T == 0) {
-            loaded_free(out);
-            return cli_fail("empty prompt", "\"\"");
-        }
-    }
-    if (!out->tok && (rc = open_tokenizer(a, &out->tok))) {
-        loaded_free(out);
-        return rc;
+        if (out->T == 0) return cli_fail("empty prompt", "\"\"");
     }
     for (int i = 0; i < out->T; i++) {
-        if (out->prompt[i] >= cfg->V) {
-            char what[96];
-            snprintf(what, sizeof what, "token id out of range (vocab %d)", cfg->V);
-            snprintf(buf, sizeof buf, "%d", out->prompt[i]);
-            loaded_free(out);
-            return cli_fail(what, buf);
-        }
+        if (out->prompt[i] < cfg->V) continue;
+        char what[96], id[32];
+        snprintf(what, sizeof what, "token id out of range (vocab %d)", cfg->V);
+        snprintf(id, sizeof id, "%d", out->prompt[i]);
+        return cli_fail(what, id);
     }
-    if (out->T > cfg->N) {
-        char what[96];
+    return 0;
+}
+
+/* The prompt and `steps` more tokens fit the context. 0, or 2. */
+static int check_length(const Config *cfg, int T, int steps) {
+    char what[128], v[32];
+    if (T > cfg->N) {
         snprintf(what, sizeof what, "prompt longer than the context (%d tokens)", cfg->N);
-        snprintf(buf, sizeof buf, "%d tokens", out->T);
-        loaded_free(out);
-        return cli_fail(what, buf);
+        snprintf(v, sizeof v, "%d tokens", T);
+        return cli_fail(what, v);
     }
-    if ((long)out->T + steps > cfg->N) {
-        char what[128];
-        snprintf(what, sizeof what, "--steps past the context (%d prompt tokens + steps > %d)",
-                 out->T, cfg->N);
-        snprintf(buf, sizeof buf, "%d", steps);
-        loaded_free(out);
-        return cli_fail(what, buf);
-    }
-    if (a->model_dir) {
-        rc = hf_weights_load(a->model_dir, cfg, &out->model, err, sizeof err);
-        if (rc) {
-            loaded_free(out);
-            if (rc == HF_NOMEM)
-                fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
-            else
-                fprintf(stderr, "kvscope: %s\n", err);
-            return 2;
-        }
-    } else if (model_init_random(&out->model, cfg, a->seed) != 0) {
-        loaded_free(out);
+    if ((long)T + steps <= cfg->N) return 0;
+    snprintf(what, sizeof what, "--steps past the context (%d prompt tokens + steps > %d)", T,
+             cfg->N);
+    snprintf(v, sizeof v, "%d", steps);
+    return cli_fail(what, v);
+}
+
+/* The weights: --model's, or the built-in ones from the seed; then --weights. 0, or 2. */
+static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
+    char err[4600];
+    int rc = a->model_dir ? hf_weights_load(a->model_dir, cfg, m, err, sizeof err)
+                          : model_init_random(m, cfg, a->seed) ? HF_NOMEM : 0;
+    if (rc == HF_NOMEM) {
         fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
         return 2;
     }
-    if (model_set_weights(&out->model, a->weights) != 0) { /* only from fp32: cannot fail else */
-        loaded_free(out);
-        return cli_fail("cannot round the weights to", model_dtype_name(a->weights)), 1;
-    }
-    if (out->model.kern != KERN_PLAIN && !out->model.w.panels && !out->model.w.half_panels)
+    if (rc) return cli_error(err);
+    if (model_set_weights(m, a->weights) != 0) /* from fp32 only: then out of memory */
+        return cli_fail("out of memory rounding the weights to", model_dtype_name(a->weights));
+    if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
                         "kernels (same results, slower)\n");
     return 0;
+}
+
+int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
+    Config cfg;
+    memset(out, 0, sizeof *out);
+    int rc = load_config(a, &cfg);
+    if (rc == 0) rc = read_prompt(a, &cfg, out);
+    if (rc == 0) rc = check_length(&cfg, out->T, steps);
+    if (rc == 0) rc = load_weights(a, &cfg, &out->model);
+    if (rc) loaded_free(out);
+    return rc;
 }
 
 void loaded_free(Loaded *l) {
@@ -286,10 +204,6 @@ const char *const EXIT_STATUS_HELP =
     "  kvscope may not replace, a full disk, out of memory, non-finite logits), with\n"
     "  one line \"kvscope: <problem>: <path or value>\" on stderr; 130/143 after\n"
     "  Ctrl-C/SIGTERM (output folders left as they were)\n";
-
-const char *const FORCE_HELP =
-    "  --force              replace the output folder even if kvscope did not write it\n"
-    "                       (never /, your home folder, the current folder or one above)\n";
 
 int cli_outdir_check(OutDir *od, const char *path, const char *command, const char *option,
                      unsigned flags) {
@@ -349,27 +263,4 @@ int cli_step_failed(int rc, const char *what, const float *logits, int V) {
     fprintf(stderr, "kvscope: non-finite logits at %s: logit %d is %s (the model's numbers "
                     "overflow float32)\n", what, i, i >= 0 && isnan(logits[i]) ? "nan" : "inf");
     return 2;
-}
-
-const char *group_digits(uint64_t v, char *buf, size_t size) {
-    char raw[32];
-    int n = snprintf(raw, sizeof raw, "%llu", (unsigned long long)v), k = 0;
-    for (int i = 0; i < n && (size_t)k + 2 < size; i++) {
-        if (i > 0 && (n - i) % 3 == 0) buf[k++] = ',';
-        buf[k++] = raw[i];
-    }
-    buf[k] = '\0';
-    return buf;
-}
-
-const char *human_bytes(double bytes, char *buf, size_t size) {
-    const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 4) {
-        bytes /= 1024.0;
-        u++;
-    }
-    if (u == 0) snprintf(buf, size, "%.0f B", bytes);
-    else snprintf(buf, size, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
-    return buf;
 }

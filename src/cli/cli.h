@@ -1,30 +1,27 @@
-/* cli.h — what every subcommand shares: option values, the model options, the output
- * folders, and the error line. The CLI is the only layer that prints to the user and
- * decides exit codes, by one rule (EXIT_STATUS_HELP):
+/* cli.h — what every subcommand shares: the error line, the model options and loading,
+ * the output folders. The command line (src/cli/) is the only layer that prints to the
+ * user and decides exit codes, by one rule (EXIT_STATUS_HELP):
  *   0  success
  *   1  the check failed (verify, batch: the logits differ)
  *   2  bad input or an environment error: a bad option or file, a folder kvscope may
  *      not replace, a full disk, out of memory, non-finite logits
  * each failure with one line on stderr, "kvscope: <problem>: <path or value>", naming
- * the path as the user gave it (never a temporary name). */
+ * the path as the user gave it (never a temporary name). Options are parsed by
+ * options.h's tables. */
 #ifndef KVSCOPE_CLI_H
 #define KVSCOPE_CLI_H
 
 #include <stdint.h>
 
 #include "model.h"
+#include "options.h"
 #include "outdir.h"
 #include "tokenizer.h"
 
 /* Print "kvscope: <what>: <value>" on stderr; returns 2 (bad input). */
 int cli_fail(const char *what, const char *value);
-/* The value after option argv[*i], advancing *i; NULL (and an error line) if missing. */
-const char *cli_value(int argc, char **argv, int *i);
-/* Parse a whole decimal integer in [lo, hi]. 0, or 2 after an error line naming opt and s. */
-int cli_long(const char *opt, const char *s, long lo, long hi, long *out);
-int cli_double(const char *opt, const char *s, double lo, double hi, double *out);
-/* "1,2,3" → ids (malloc'ed). 0, or 2 after an error line. */
-int cli_int_list(const char *opt, const char *s, long lo, long hi, int **out, int *n);
+/* Print "kvscope: <msg>" (a library's message, already "<what>: <path>"); returns 2. */
+int cli_error(const char *msg);
 
 /* The options that choose a model and a prompt, shared by every subcommand. */
 typedef struct {
@@ -32,17 +29,19 @@ typedef struct {
     uint64_t seed;
     const char *prompt;      /* text, tokenized by the model's tokenizer */
     const char *prompt_ids;  /* or ids given directly: "1,2,3" */
+    const char *prompt_option; /* which of --prompt, --prompt-ids came last; NULL: neither
+                              * (then the ids when there are default ids, else the text) */
     const char *model_dir;   /* a Hugging Face GPT-2 folder instead of built-in weights */
     const char *cfg_option;  /* the last of --layers/--heads/--dim/--ctx/--vocab given */
     KernDtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
 } ModelArgs;
 
+/* The built-in model (config_default), seed 1, the prompt "The KV cache". */
 void model_args_default(ModelArgs *a);
-/* If argv[*i] is a model option, consume it and its value: returns 1. 0 if it is not
- * a model option. 2 after an error line on a bad value. */
-int model_args_parse(ModelArgs *a, int argc, char **argv, int *i);
-/* Lines of help for the model options. */
-extern const char *const MODEL_ARGS_HELP;
+/* The options of a ModelArgs: "model and prompt" (--prompt, --prompt-ids, then the
+ * model's); MODEL_ONLY_OPTIONS without the prompt, for a command that takes its own. */
+extern const Option MODEL_OPTIONS[];
+extern const Option MODEL_ONLY_OPTIONS[];
 
 typedef struct {
     Model model;
@@ -58,8 +57,6 @@ void loaded_free(Loaded *l);
 
 /* The exit-status rule, for every --help. */
 extern const char *const EXIT_STATUS_HELP;
-/* The --force line of every command that writes a folder. */
-extern const char *const FORCE_HELP;
 
 /* ---- output folders (outdir.h): checked before any work, then begun, then ended ---- */
 
@@ -88,10 +85,5 @@ void cli_outdir_error(const OutDir *od, const char *msg);
 /* The line for a failed generator step (what: "prefill", "decode step 3"): non-finite
  * logits, or out of memory. Returns 2. */
 int cli_step_failed(int rc, const char *what, const float *logits, int V);
-
-/* 1234567 → "1,234,567". Returns buf. */
-const char *group_digits(uint64_t v, char *buf, size_t size);
-/* Human units, binary: "24.0 KiB", "1.00 GiB". Returns buf. */
-const char *human_bytes(double bytes, char *buf, size_t size);
 
 #endif

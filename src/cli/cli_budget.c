@@ -2,50 +2,43 @@
 #include "cli_budget.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
-const char *const BUDGET_OPTS_HELP =
-    "keeping the cache in budget:\n"
-    "  --kv-dtype T         store K and V as fp32 (default), fp16, bf16, int8 (one\n"
-    "                       float32 scale per token and head) or q8_0 (blocks of 32\n"
-    "                       int8 with one fp16 scale, as llama.cpp)\n"
-    "  --window W           keep at most W tokens in the cache (evict the oldest)\n"
-    "  --sink S             ...but always keep the first S positions (0 <= S < W)\n"
-    "  --max-kv-mb X        stop decoding before the cache would exceed X MiB\n"
-    "                       (X * 1048576 bytes)\n"
-    "  --max-tokens N       stop decoding before the cache would hold more than N tokens\n";
+static int parse_dtype(const char *s, void *f) { return kvcache_dtype_parse(s, f); }
+static const char *show_dtype(const void *f) { return kvcache_dtype_name(*(const KVDtype *)f); }
+
+const Option WINDOW_OPTIONS[] = {
+    OPT_INT_AUTO("--window", "W", BudgetOpts, window, 1, 65536, "keep all",
+                 "keep at most W tokens in the cache, evicting the oldest"),
+    {.kind = OPT_KIND_INT, .name = "--sink", .arg = "S", .field = OPT_FIELD(BudgetOpts, sink, int),
+     .lo = 0, .hi = 65535, .help = "...but always keep the first S positions (S < W)",
+     .note = offsetof(BudgetOpts, sink_given), .has_note = 1},
+    OPT_END,
+};
+
+const Option BUDGET_OPTIONS[] = {
+    OPT_GROUP("keeping the cache in budget"),
+    OPT_CHOICE("--kv-dtype", "T", BudgetOpts, dtype, parse_dtype, show_dtype,
+               "fp32, fp16, bf16, int8, q8_0",
+               "store K and V as fp32, fp16, bf16, int8 (one float32 scale per token and head) "
+               "or q8_0 (blocks of 32 int8 with one fp16 scale, as llama.cpp)"),
+    OPT_INCLUDE_HERE(WINDOW_OPTIONS),
+    {.kind = OPT_KIND_DOUBLE, .name = "--max-kv-mb", .arg = "X",
+     .field = OPT_FIELD(BudgetOpts, max_kv_mb, double), .lo = 0, .hi = 1e9,
+     .flags = OPTF_ABOVE_LO, .dflt = "no cap",
+     .help = "stop decoding before the cache would exceed X MiB (X * 1048576 bytes)"},
+    OPT_INT_AUTO("--max-tokens", "N", BudgetOpts, max_tokens, 1, 65536, "no cap",
+                 "stop decoding before the cache would hold more than N tokens"),
+    OPT_END,
+};
 
 void budget_opts_default(BudgetOpts *o) {
     memset(o, 0, sizeof *o);
     o->dtype = KVDT_FP32;
-}
-
-int budget_opts_parse(BudgetOpts *o, int argc, char **argv, int *i) {
-    const char *opt = argv[*i], *v;
-    long x;
-    if (strcmp(opt, "--kv-dtype") == 0) {
-        if (!(v = cli_value(argc, argv, i))) return 2;
-        if (kvcache_dtype_parse(v, &o->dtype))
-            return cli_fail("unknown --kv-dtype (fp32, fp16, bf16, int8, q8_0)", v);
-    } else if (strcmp(opt, "--window") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || cli_long(opt, v, 1, 65536, &x)) return 2;
-        o->window = (int)x;
-    } else if (strcmp(opt, "--sink") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || cli_long(opt, v, 0, 65535, &x)) return 2;
-        o->sink = (int)x;
-        o->sink_given = 1;
-    } else if (strcmp(opt, "--max-kv-mb") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || cli_double(opt, v, 0.0, 1e9, &o->max_kv_mb)) return 2;
-        if (!(o->max_kv_mb > 0.0)) return cli_fail("--max-kv-mb must be > 0", v);
-    } else if (strcmp(opt, "--max-tokens") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || cli_long(opt, v, 1, 65536, &o->max_tokens)) return 2;
-    } else {
-        return 0;
-    }
-    return 1;
 }
 
 int budget_opts_check(const BudgetOpts *o, int T, GenMode mode) {

@@ -8,22 +8,23 @@
 
 #include "generate.h"
 #include "kvcache.h"
+#include "options.h"
 
 typedef struct {
     KVDtype dtype;      /* --kv-dtype, default fp32 */
     int window;         /* --window W: 0 = keep everything */
     int sink;           /* --sink S: first positions kept by the window (default 0) */
-    int sink_given;
+    const char *sink_given; /* "--sink" when it was given */
     double max_kv_mb;   /* --max-kv-mb X: cap in MiB (2^20 bytes); 0 = none */
-    long max_tokens;    /* --max-tokens N: cap in cached tokens; 0 = none */
+    int max_tokens;     /* --max-tokens N: cap in cached tokens; 0 = none */
 } BudgetOpts;
 
-extern const char *const BUDGET_OPTS_HELP;
+/* The options of a BudgetOpts: all of them ("keeping the cache in budget"), or only
+ * --window and --sink (kvscope budget compares every type itself). */
+extern const Option BUDGET_OPTIONS[];
+extern const Option WINDOW_OPTIONS[];
 
 void budget_opts_default(BudgetOpts *o);
-/* If argv[*i] is one of these options, consume it and its value: 1. Not one: 0.
- * A bad value: 2 after the error line. */
-int budget_opts_parse(BudgetOpts *o, int argc, char **argv, int *i);
 /* Check the combination against the prompt length T and the generation mode:
  * 0, or 2 after the error line (sink ≥ window, window < T, window without a cache). */
 int budget_opts_check(const BudgetOpts *o, int T, GenMode mode);

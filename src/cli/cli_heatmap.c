@@ -7,48 +7,28 @@
 
 #include "cli.h"
 
-const char *const HEATMAP_OPTS_HELP =
-    "heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see README):\n"
-    "  --heatmaps           draw them into <out>/heatmaps\n"
-    "  --plots DIR          draw them into DIR instead (implies --heatmaps); DIR is\n"
-    "                       replaced as a whole, like --out, and must be apart from it\n"
-    "  --no-svg             PNG only, no SVG twins\n"
-    "  --no-gif             no animated GIF of the decode steps\n"
-    "  --raw                pixel heatmaps instead: one block of pixels per matrix\n"
-    "                       entry, no text (for image tools); with --cell PX, 1..64\n"
-    "                       (default: about 768 pixels along prompt+steps tokens)\n"
-    "                       and --grid (thin white lines between the cells)\n"
-    "  layers: --layers-shown; heads: --heads-shown (default for heatmaps: head 0)\n";
+const Option HEATMAP_OPTIONS[] = {
+    OPT_GROUP("heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see README)"),
+    OPT_FLAG("--heatmaps", HeatmapOpts, on, "draw them into <out>/heatmaps"),
+    OPT_STRING("--plots", "DIR", HeatmapOpts, plots,
+               "draw them into DIR instead (implies --heatmaps); DIR is replaced as a whole, "
+               "like --out, and must be apart from it"),
+    OPT_SET("--no-svg", HeatmapOpts, svg, 0, "PNG only, no SVG twins"),
+    OPT_SET("--no-gif", HeatmapOpts, gif, 0, "no animated GIF of the decode steps"),
+    OPT_FLAG("--raw", HeatmapOpts, raw,
+             "pixel heatmaps instead: one block of pixels per matrix entry, no text (for image "
+             "tools)"),
+    OPT_INT_AUTO("--cell", "PX", HeatmapOpts, cell, 1, HEATMAP_MAX_CELL,
+                 "about 768 pixels along prompt+steps tokens", "with --raw: pixels per cell"),
+    OPT_FLAG("--grid", HeatmapOpts, grid, "with --raw: thin white lines between the cells"),
+    OPT_TEXT("layers: --layers-shown; heads: --heads-shown (default for heatmaps: head 0)"),
+    OPT_END,
+};
 
 void heatmap_opts_default(HeatmapOpts *o) {
     memset(o, 0, sizeof *o);
     o->gif = 1;
     o->svg = 1;
-}
-
-int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i) {
-    const char *a = argv[*i], *v;
-    long x;
-    if (strcmp(a, "--heatmaps") == 0) {
-        o->on = 1;
-    } else if (strcmp(a, "--plots") == 0) {
-        if (!(o->plots = cli_value(argc, argv, i))) return 2;
-        o->on = 1;
-    } else if (strcmp(a, "--cell") == 0) {
-        if (!(v = cli_value(argc, argv, i)) || cli_long(a, v, 1, HEATMAP_MAX_CELL, &x)) return 2;
-        o->cell = (int)x;
-    } else if (strcmp(a, "--grid") == 0) {
-        o->grid = 1;
-    } else if (strcmp(a, "--no-gif") == 0) {
-        o->gif = 0;
-    } else if (strcmp(a, "--no-svg") == 0) {
-        o->svg = 0;
-    } else if (strcmp(a, "--raw") == 0) {
-        o->raw = 1;
-    } else {
-        return 0;
-    }
-    return 1;
 }
 
 int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const char *model_dir) {
@@ -65,7 +45,7 @@ int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const 
 int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
                        const char *heads_shown, const char *out, const char *out_tmp,
                        Hooks *hooks) {
-    if (!o->on) return 0;
+    if (!o->on && !o->plots) return 0;
     HeatmapConfig hc = {.L = cfg->L, .NH = cfg->NH, .hs = cfg->C / cfg->NH, .T_max = T_max,
                         .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif,
                         .raw = o->raw, .svg = o->svg};

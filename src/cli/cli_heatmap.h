@@ -6,11 +6,12 @@
 
 #include "heatmap.h"
 #include "model.h"
+#include "options.h"
 #include "outdir.h"
 #include "tokenizer.h"
 
 typedef struct {
-    int on;              /* --heatmaps (or --plots) */
+    int on;              /* --heatmaps (--plots implies it) */
     const char *plots;   /* --plots DIR; NULL: <out>/heatmaps */
     int cell, grid, gif; /* --cell PX (0 auto), --grid, --no-gif */
     int raw, svg;        /* --raw (pixel heatmaps), --no-svg */
@@ -23,12 +24,10 @@ typedef struct {
     Heatmap hm;
 } HeatmapOpts;
 
-extern const char *const HEATMAP_OPTS_HELP;
+/* The options of a HeatmapOpts. */
+extern const Option HEATMAP_OPTIONS[];
 
 void heatmap_opts_default(HeatmapOpts *o);
-/* If argv[*i] is one of these options, consume it (and its value): 1. Not one: 0.
- * A bad value: 2 after the error line. */
-int heatmap_opts_parse(HeatmapOpts *o, int argc, char **argv, int *i);
 /* Before any work: check the --plots folder (flags: OUTDIR_FORCE for --force), apart
  * from --out (out) and from the --model folder (model_dir, may be NULL). 0, or 2 after
  * the error line. Nothing to check without --plots. */

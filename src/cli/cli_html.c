@@ -8,18 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const HTML_OPTS_HELP =
-    "explorer page (one self-contained HTML file: step through prefill and decode):\n"
-    "  --html FILE          write it to FILE (its folder must exist; inside --out:\n"
-    "                       directly in it); layers: --layers-shown, heads:\n"
-    "                       --heads-shown (default all); at most 16 MiB\n";
+#include "numfmt.h"
+
+const Option HTML_OPTIONS[] = {
+    OPT_GROUP("explorer page (one self-contained HTML file: step through prefill and decode)"),
+    OPT_STRING("--html", "FILE", HtmlOpts, path,
+               "write it to FILE (its folder must exist; inside --out: directly in it); layers: "
+               "--layers-shown, heads: --heads-shown (default all); at most 16 MiB"),
+    OPT_END,
+};
 
 void html_opts_default(HtmlOpts *o) { memset(o, 0, sizeof *o); }
-
-int html_opts_parse(HtmlOpts *o, int argc, char **argv, int *i) {
-    if (strcmp(argv[*i], "--html") != 0) return 0;
-    return (o->path = cli_value(argc, argv, i)) ? 1 : 2;
-}
 
 /* The rest of path after dir + "/" when path lies inside dir (by spelling), else NULL. */
 static const char *inside(const char *path, const char *dir) {

@@ -17,11 +17,10 @@ typedef struct {
     HtmlOut ho;
 } HtmlOpts;
 
-extern const char *const HTML_OPTS_HELP;
+/* The option of an HtmlOpts: --html FILE. */
+extern const Option HTML_OPTIONS[];
 
 void html_opts_default(HtmlOpts *o);
-/* If argv[*i] is --html, consume it and its value: 1. Not it: 0. No value: 2. */
-int html_opts_parse(HtmlOpts *o, int argc, char **argv, int *i);
 /* When --html was given, before the run: check FILE (its folder exists and is
  * writable; an existing FILE is a page kvscope wrote; inside --out only directly in
  * it, then written into out_tmp to be committed with the folder) and the page's size

@@ -19,6 +19,7 @@
 #include "colormap.h"
 #include "commands.h"
 #include "kvcache.h"
+#include "numfmt.h"
 #include "outdir.h"
 #include "paged.h"
 #include "png_out.h"
@@ -28,28 +29,6 @@
 #define BATCH_MAX_SEQS 256
 #define PREFIX_REPS 3    /* timed repetitions; the fastest counts */
 #define BATCH_PROMPTS_MAX (16u << 20) /* bytes of a --prompts file */
-
-static const char *const BATCH_HELP =
-    "usage: kvscope batch [options]\n"
-    "Run several prompts alone, then decode them together one token per sequence per\n"
-    "step, and compare every sequence's logits with its run alone. Writes into --out:\n"
-    "diff.csv, summary.csv, prefix.csv, timing.csv (measured), and padding.csv (padded\n"
-    "cache) or memory.csv, memory.md, blocks.csv, blocks.png (--paged).\n\n"
-    "batch options:\n"
-    "  --prompts FILE       one prompt per line (blank lines are skipped)\n"
-    "  --prompt TEXT        a prompt; repeat for more (instead of --prompts)\n"
-    "  --steps N|LIST       decode steps, for all or one per prompt, e.g. 40,12,28\n"
-    "                       (default 16)\n"
-    "  --no-mask            pad the caches with zeros and stack them WITHOUT an attention\n"
-    "                       mask, as the article's pad_kv_cache does: the logits change\n"
-    "  --paged              use the paged cache (blocks, free list, block tables) and\n"
-    "                       compare three ways of reserving memory\n"
-    "  --block-size N       tokens per block of the paged cache (default 16, as vLLM)\n"
-    "  --table-step S       the decode step whose block table blocks.csv/png show\n"
-    "                       (default: half the longest run)\n"
-    "  --out DIR            output folder, replaced as a whole (default kvscope_batch)\n"
-    "  --quiet              print only the summary lines\n"
-    "  --force              replace --out even if kvscope did not write it\n";
 
 typedef struct {
     ModelArgs model;
@@ -61,52 +40,63 @@ typedef struct {
     const char *out;
 } BatchArgs;
 
+static int add_prompt(const Option *o, const char *v, void *base) {
+    BatchArgs *a = base;
+    (void)o;
+    if (a->n_texts == BATCH_MAX_SEQS) return cli_fail("too many prompts (at most 256)", v);
+    a->texts[a->n_texts++] = v;
+    return 0;
+}
+
+static int refuse_ids(const Option *o, const char *v, void *base) {
+    (void)v, (void)base;
+    return cli_fail("batch takes --prompt or --prompts", o->name);
+}
+
+static const Option BATCH_OPTIONS[] = {
+    OPT_GROUP("batch options"),
+    OPT_STRING("--prompts", "FILE", BatchArgs, prompts_file,
+               "one prompt per line (blank lines are skipped)"),
+    OPT_CALLBACK("--prompt", "TEXT", add_prompt, "a prompt; repeat for more (instead of --prompts)"),
+    {.kind = OPT_KIND_CALLBACK, .name = "--prompt-ids", .arg = "LIST", .callback = refuse_ids,
+     .flags = OPTF_HIDDEN},
+    OPT_STRING("--steps", "N|LIST", BatchArgs, steps_spec,
+               "decode steps, for all or one per prompt, e.g. 40,12,28"),
+    OPT_FLAG("--no-mask", BatchArgs, no_mask,
+             "pad the caches with zeros and stack them WITHOUT an attention mask, as the "
+             "article's pad_kv_cache does: the logits change"),
+    OPT_FLAG("--paged", BatchArgs, paged,
+             "use the paged cache (blocks, free list, block tables) and compare three ways of "
+             "reserving memory"),
+    OPT_INT("--block-size", "N", BatchArgs, block_size, 1, 65536,
+            "tokens per block of the paged cache (vLLM's default too)"),
+    OPT_INT_AUTO("--table-step", "S", BatchArgs, table_step, 0, 65536, "half the longest run",
+                 "the decode step whose block table blocks.csv/png show"),
+    OPT_STRING("--out", "DIR", BatchArgs, out, "output folder, replaced as a whole"),
+    OPT_FLAG("--quiet", BatchArgs, quiet, "print only the summary lines"),
+    OPT_FORCE(BatchArgs, force),
+    OPT_INCLUDE(BatchArgs, model, MODEL_ONLY_OPTIONS),
+    OPT_END,
+};
+
+static const Command BATCH = {
+    "batch", "[options]",
+    "Run several prompts alone, then decode them together one token per sequence per\n"
+    "step, and compare every sequence's logits with its run alone. Writes into --out:\n"
+    "diff.csv, summary.csv, prefix.csv, timing.csv (measured), and padding.csv (padded\n"
+    "cache) or memory.csv, memory.md, blocks.csv, blocks.png (--paged).\n",
+    BATCH_OPTIONS, NULL,
+};
+
 static int parse_batch(int argc, char **argv, BatchArgs *a) {
+    memset(a, 0, sizeof *a);
     model_args_default(&a->model);
     a->steps_spec = "16";
     a->block_size = 16;
     a->table_step = -1;
     a->out = "kvscope_batch";
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
-        long x;
-        if (strcmp(o, "--prompt") == 0) { /* repeatable here, so before model_args_parse */
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (a->n_texts == BATCH_MAX_SEQS) return cli_fail("too many prompts (at most 256)", v);
-            a->texts[a->n_texts++] = v;
-            continue;
-        }
-        if (strcmp(o, "--prompt-ids") == 0) return cli_fail("batch takes --prompt or --prompts", o);
-        int rc = model_args_parse(&a->model, argc, argv, &i);
-        if (rc == 1) continue;
-        if (rc) return rc;
-        if (strcmp(o, "--prompts") == 0) {
-            if (!(a->prompts_file = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--steps") == 0) {
-            if (!(a->steps_spec = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--no-mask") == 0) {
-            a->no_mask = 1;
-        } else if (strcmp(o, "--paged") == 0) {
-            a->paged = 1;
-        } else if (strcmp(o, "--block-size") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 65536, &x)) return 2;
-            a->block_size = (int)x;
-        } else if (strcmp(o, "--table-step") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
-            a->table_step = (int)x;
-        } else if (strcmp(o, "--out") == 0) {
-            if (!(a->out = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--quiet") == 0) {
-            a->quiet = 1;
-        } else if (strcmp(o, "--force") == 0) {
-            a->force = 1;
-        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s\n%s", BATCH_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
-            return -1;
-        } else {
-            return cli_fail("unknown option", o);
-        }
-    }
+    int rc = opts_parse(&BATCH, argc, argv, a);
+    if (rc) return rc;
     if (a->prompts_file && a->n_texts) return cli_fail("give --prompts or --prompt, not both", a->prompts_file);
     if (a->no_mask && a->paged) return cli_fail("--no-mask is for the padded cache, not with", "--paged");
     return 0;
@@ -351,7 +341,7 @@ int cmd_batch(int argc, char **argv) {
     BatchArgs a;
     memset(&a, 0, sizeof a);
     int rc = parse_batch(argc, argv, &a);
-    if (rc) return rc < 0 ? 0 : rc;
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
     OutDir od;
     if ((rc = cli_outdir_check(&od, a.out, "batch", "--out", a.force ? OUTDIR_FORCE : 0)) ||
         (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
@@ -368,8 +358,8 @@ int cmd_batch(int argc, char **argv) {
     Run r;
     memset(&r, 0, sizeof r);
     char num[64], what[160];
-    int *steps = NULL, nsteps = 0;
-    if (cli_int_list("--steps", a.steps_spec, 0, 65536, &steps, &nsteps)) {
+    int steps[BATCH_MAX_SEQS], nsteps = 0;
+    if (opts_int_list("--steps", a.steps_spec, 0, 65536, steps, BATCH_MAX_SEQS, &nsteps)) {
         free(filebuf);
         return 2;
     }
@@ -377,12 +367,10 @@ int cmd_batch(int argc, char **argv) {
     if (nsteps != 1 && nsteps != B) {
         snprintf(what, sizeof what, "--steps needs one number or one per prompt (%d)", B);
         free(filebuf);
-        free(steps);
         return cli_fail(what, a.steps_spec);
     }
     if ((rc = model_args_load(&a.model, 0, &ld))) {
         free(filebuf);
-        free(steps);
         return rc;
     }
     const Tokenizer *tk = ld.tok;
@@ -422,7 +410,6 @@ int cmd_batch(int argc, char **argv) {
             }
         if (r.steps[b] > r.S) r.S = r.steps[b];
     }
-    free(steps);
     if (status) {
         if (status == 1) fprintf(stderr, "kvscope: out of memory: prompts\n");
         run_free(&r);

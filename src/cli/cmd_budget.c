@@ -17,18 +17,34 @@
 #include "generate.h"
 #include "outdir.h"
 
-static const char *const BUDGET_HELP =
-    "usage: kvscope budget [options]\n"
+typedef struct {
+    ModelArgs model;
+    BudgetOpts budget; /* --window, --sink */
+    int steps;
+    const char *out;
+    int quiet, force;
+} BudgetArgs;
+
+static const Option BUDGET_CMD_OPTIONS[] = {
+    OPT_GROUP("budget options"),
+    OPT_INT("--steps", "N", BudgetArgs, steps, 0, 65536, "decode steps after the prefill"),
+    OPT_INCLUDE(BudgetArgs, budget, WINDOW_OPTIONS),
+    OPT_STRING("--out", "DIR", BudgetArgs, out,
+               "output folder, replaced as a whole: dtypes.csv, dtypes.md, summary.csv, and "
+               "window.csv with --window"),
+    OPT_QUIET(BudgetArgs, quiet),
+    OPT_FORCE(BudgetArgs, force),
+    OPT_INCLUDE(BudgetArgs, model, MODEL_OPTIONS),
+    OPT_END,
+};
+
+static const Command BUDGET = {
+    "budget", "[options]",
     "Compare the KV cache stored as fp32, fp16, bf16, int8 and q8_0 (and, with --window,\n"
     "a sliding window) against the full fp32 cache: bytes per token, max and mean\n"
-    "|delta logit|, and whether the greedy tokens stay the same.\n\n"
-    "budget options:\n"
-    "  --steps N            decode steps after the prefill (default 32)\n"
-    "  --window W           also compare a cache of at most W tokens (evicting the oldest)\n"
-    "  --sink S             ...that always keeps the first S positions (default 0)\n"
-    "  --out DIR            output folder, replaced as a whole (default kvscope_budget):\n"
-    "                       dtypes.csv, dtypes.md, summary.csv, and window.csv with --window\n"
-    "  --quiet              print nothing but errors\n";
+    "|delta logit|, and whether the greedy tokens stay the same.\n",
+    BUDGET_CMD_OPTIONS, NULL,
+};
 
 /* Logit differences accumulated over the steps of one comparison. */
 typedef struct {
@@ -225,35 +241,15 @@ out:
 }
 
 int cmd_budget(int argc, char **argv) {
-    ModelArgs ma;
-    BudgetOpts bo;
-    int steps = 32, quiet = 0, force = 0, rc;
-    const char *out = "kvscope_budget";
-    model_args_default(&ma);
-    budget_opts_default(&bo);
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
-        long x;
-        if ((rc = model_args_parse(&ma, argc, argv, &i)) == 1) continue;
-        if (rc) return rc;
-        if (strcmp(o, "--window") == 0 || strcmp(o, "--sink") == 0) {
-            if ((rc = budget_opts_parse(&bo, argc, argv, &i)) != 1) return rc ? rc : 2;
-        } else if (strcmp(o, "--steps") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
-            steps = (int)x;
-        } else if (strcmp(o, "--out") == 0) {
-            if (!(out = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--quiet") == 0) {
-            quiet = 1;
-        } else if (strcmp(o, "--force") == 0) {
-            force = 1;
-        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s%s\n%s\n%s", BUDGET_HELP, FORCE_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
-            return 0;
-        } else {
-            return cli_fail("unknown option", o);
-        }
-    }
+    BudgetArgs a = {.steps = 32, .out = "kvscope_budget"};
+    model_args_default(&a.model);
+    budget_opts_default(&a.budget);
+    int rc = opts_parse(&BUDGET, argc, argv, &a);
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
+    const ModelArgs ma = a.model;
+    const BudgetOpts bo = a.budget;
+    const int steps = a.steps, quiet = a.quiet, force = a.force;
+    const char *out = a.out;
     OutDir od;
     if ((rc = cli_outdir_check(&od, out, "budget", "--out", force ? OUTDIR_FORCE : 0)) ||
         (rc = cli_outdir_spares(&od, "--model", ma.model_dir)))

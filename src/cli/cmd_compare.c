@@ -28,34 +28,9 @@
 #include "generate.h"
 #include "gnuplot.h"
 #include "infile.h"
+#include "numfmt.h"
 #include "outdir.h"
 #include "sysinfo.h"
-
-static const char *const COMPARE_HELP =
-    "usage: kvscope compare [options]\n"
-    "Run the decode step that brings the sequence to T tokens with the KV cache and\n"
-    "without it (recomputing all T tokens), for every T of --lengths, and write the\n"
-    "counted FLOPs (next to the closed form), the cumulative FLOPs, the attention count\n"
-    "the source articles use, the KV bytes, max |dlogit| and the measured time.\n"
-    "Ctrl-C stops after the current length and keeps the lengths already measured.\n\n"
-    "compare options:\n"
-    "  --lengths LIST       sequence lengths T (default 16,32,64,128,256,512,1024);\n"
-    "                       each must be > the prompt length and <= the context\n"
-    "  --table-lengths LIST lengths of the articles' FLOP table, added to the sweep\n"
-    "                       (default 10,100,1000; \"none\" for none)\n"
-    "  --decode-at T        the decode step shown next to the prefill (default 100)\n"
-    "  --repeat K           timed runs per step (default 3); recompute steps longer than\n"
-    "                       256 tokens are timed K*256/T times, at least once\n"
-    "  --out DIR            output folder, replaced as a whole (default kvscope_compare)\n"
-    "  --charts DIR         also draw the charts into DIR with gnuplot (scripts from\n"
-    "                       --scripts, default plots); DIR is replaced as a whole, like\n"
-    "                       --out, and only when every chart was drawn\n"
-    "  --scripts DIR        where the .gp chart scripts are (default plots)\n"
-    "  --quiet              print nothing but errors\n"
-    "  --force              replace --out (and --charts) even if kvscope did not write it\n"
-    "                       (never /, your home folder, the current folder or one above)\n"
-    "The prompt defaults to the token ids 1,2,3,4 (a 4-token prefill, as in the article).\n"
-    "Exit status 130 after Ctrl-C: --out holds the lengths finished (no charts).\n";
 
 /* Set by the SIGINT handler: a signal handler can only reach file scope. */
 static volatile sig_atomic_t interrupted = 0;
@@ -65,15 +40,53 @@ static void on_sigint(int sig) {
     interrupted = 1;
 }
 
+enum { COMPARE_MAX_LENGTHS = 256 };
+
 typedef struct {
     ModelArgs model;
-    int *lengths, n_lengths;
-    int *table, n_table;
+    int lengths[COMPARE_MAX_LENGTHS], n_lengths;
+    int table[COMPARE_MAX_LENGTHS], n_table;
     int decode_at;
     int repeat;
     const char *out, *charts, *scripts;
     int quiet, force;
 } CompareArgs;
+
+static const Option COMPARE_OPTIONS[] = {
+    OPT_GROUP("compare options"),
+    OPT_INTS("--lengths", "LIST", CompareArgs, lengths, n_lengths, 1, 65536,
+             "sequence lengths T; each must be > the prompt length and <= the context"),
+    {.kind = OPT_KIND_INTS, .name = "--table-lengths", .arg = "LIST",
+     .field = offsetof(CompareArgs, table), .field2 = OPT_FIELD(CompareArgs, n_table, int),
+     .cap = COMPARE_MAX_LENGTHS, .lo = 1, .hi = 65536, .flags = OPTF_NONE,
+     .help = "lengths of the articles' FLOP table, added to the sweep"},
+    OPT_INT("--decode-at", "T", CompareArgs, decode_at, 1, 65536,
+            "the decode step shown next to the prefill"),
+    OPT_INT("--repeat", "K", CompareArgs, repeat, 1, 1000,
+            "timed runs per step; recompute steps longer than 256 tokens are timed K*256/T "
+            "times, at least once"),
+    OPT_STRING("--out", "DIR", CompareArgs, out, "output folder, replaced as a whole"),
+    OPT_STRING("--charts", "DIR", CompareArgs, charts,
+               "also draw the charts into DIR with gnuplot (scripts from --scripts); DIR is "
+               "replaced as a whole, like --out, and only when every chart was drawn"),
+    OPT_STRING("--scripts", "DIR", CompareArgs, scripts, "where the .gp chart scripts are"),
+    OPT_QUIET(CompareArgs, quiet),
+    OPT_FORCE(CompareArgs, force),
+    OPT_INCLUDE(CompareArgs, model, MODEL_OPTIONS),
+    OPT_END,
+};
+
+static const Command COMPARE = {
+    "compare", "[options]",
+    "Run the decode step that brings the sequence to T tokens with the KV cache and\n"
+    "without it (recomputing all T tokens), for every T of --lengths, and write the\n"
+    "counted FLOPs (next to the closed form), the cumulative FLOPs, the attention count\n"
+    "the source articles use, the KV bytes, max |dlogit| and the measured time.\n"
+    "Ctrl-C stops after the current length and keeps the lengths already measured.\n",
+    COMPARE_OPTIONS,
+    "The default prompt, the ids 1,2,3,4, is a 4-token prefill, as in the article.\n"
+    "Exit status 130 after Ctrl-C: --out holds the lengths finished (no charts).\n",
+};
 
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
@@ -90,69 +103,25 @@ static int sort_unique(int *v, int n) {
 }
 
 static int parse_compare(int argc, char **argv, CompareArgs *a) {
+    static const int lengths[] = {16, 32, 64, 128, 256, 512, 1024}, table[] = {10, 100, 1000};
+    memset(a, 0, sizeof *a);
     model_args_default(&a->model);
+    a->model.prompt = NULL;
     a->model.prompt_ids = "1,2,3,4";
+    memcpy(a->lengths, lengths, sizeof lengths);
+    a->n_lengths = 7;
+    memcpy(a->table, table, sizeof table);
+    a->n_table = 3;
     a->decode_at = 100;
     a->repeat = 3;
     a->out = "kvscope_compare";
     a->scripts = "plots";
-    int table_set = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
-        long x;
-        int rc = model_args_parse(&a->model, argc, argv, &i);
-        if (rc == 1) continue;
-        if (rc) return rc;
-        if (strcmp(o, "--lengths") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            free(a->lengths);
-            a->lengths = NULL;
-            if (cli_int_list(o, v, 1, 65536, &a->lengths, &a->n_lengths)) return 2;
-        } else if (strcmp(o, "--table-lengths") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            free(a->table);
-            a->table = NULL;
-            a->n_table = 0;
-            table_set = 1;
-            if (strcmp(v, "none") != 0 && cli_int_list(o, v, 1, 65536, &a->table, &a->n_table)) return 2;
-        } else if (strcmp(o, "--decode-at") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 65536, &x)) return 2;
-            a->decode_at = (int)x;
-        } else if (strcmp(o, "--repeat") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 1000, &x)) return 2;
-            a->repeat = (int)x;
-        } else if (strcmp(o, "--out") == 0) {
-            if (!(a->out = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--charts") == 0) {
-            if (!(a->charts = cli_value(argc, argv, &i))) return 2;
-            if (!gnuplot_quotable(a->charts)) return cli_fail("--charts cannot hold a quote", a->charts);
-        } else if (strcmp(o, "--scripts") == 0) {
-            if (!(a->scripts = cli_value(argc, argv, &i))) return 2;
-            if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
-        } else if (strcmp(o, "--quiet") == 0) {
-            a->quiet = 1;
-        } else if (strcmp(o, "--force") == 0) {
-            a->force = 1;
-        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s\n%s", COMPARE_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
-            return -1;
-        } else {
-            return cli_fail("unknown option", o);
-        }
-    }
-    if (!a->lengths) {
-        static const int def[] = {16, 32, 64, 128, 256, 512, 1024};
-        a->n_lengths = 7;
-        if (!(a->lengths = malloc(sizeof def))) return cli_fail("out of memory", "--lengths");
-        memcpy(a->lengths, def, sizeof def);
-    }
-    if (!table_set) {
-        static const int def[] = {10, 100, 1000};
-        a->n_table = 3;
-        if (!(a->table = malloc(sizeof def))) return cli_fail("out of memory", "--table-lengths");
-        memcpy(a->table, def, sizeof def);
-    }
-    if (a->out && !gnuplot_quotable(a->out) && a->charts) return cli_fail("--out cannot hold a quote", a->out);
+    int rc = opts_parse(&COMPARE, argc, argv, a);
+    if (rc) return rc;
+    if (a->charts && !gnuplot_quotable(a->charts))
+        return cli_fail("--charts cannot hold a quote", a->charts);
+    if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
+    if (a->charts && !gnuplot_quotable(a->out)) return cli_fail("--out cannot hold a quote", a->out);
     return 0;
 }
 
@@ -440,11 +409,7 @@ int cmd_compare(int argc, char **argv) {
     if (rc == 0) rc = cli_outdir_check(&od, a.out, "compare", "--out", fl);
     if (rc == 0) rc = cli_outdir_spares(&od, "--model", a.model.model_dir);
     if (rc == 0 && a.charts) rc = check_charts(&a, &od, &charts, fl);
-    if (rc) {
-        free(a.lengths);
-        free(a.table);
-        return rc < 0 ? 0 : rc;
-    }
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
 
     /* the sweep: --lengths and --table-lengths, sorted */
     int n_sweep = a.n_lengths + a.n_table;
@@ -453,8 +418,6 @@ int cmd_compare(int argc, char **argv) {
     if (!sweep || !rows) {
         free(sweep);
         free(rows);
-        free(a.lengths);
-        free(a.table);
         return cli_fail("out of memory", "sweep");
     }
     memcpy(sweep, a.lengths, (size_t)a.n_lengths * sizeof *sweep);
@@ -667,7 +630,5 @@ out:
     loaded_free(&ld);
     free(sweep);
     free(rows);
-    free(a.lengths);
-    free(a.table);
     return status;
 }

@@ -10,136 +10,120 @@
 #include "cli.h"
 #include "commands.h"
 #include "kvmem.h"
+#include "numfmt.h"
 #include "outdir.h"
 
-static const char *const KVMEM_HELP =
-    "usage: kvscope kvmem [options]\n"
-    "KV-cache size = 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes\n"
-    "per element. Without --preset or a shape, prints every preset.\n\n"
-    "kvmem options:\n"
-    "  --preset NAME     gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b\n"
-    "                    (the shape flags below override the preset's values)\n"
-    "  --layers L        layers\n"
-    "  --heads NH        attention (query) heads\n"
-    "  --kv-heads K      heads that keep K and V (default: = heads; fewer is GQA/MQA)\n"
-    "  --head-dim hs     head size\n"
-    "  --ctx N           context length (default for a custom shape: --tokens)\n"
-    "  --tokens T        length to report (default: the context)\n"
-    "  --batch B         sequences in the batch (default 1)\n"
-    "  --dtype D         fp32, fp16, bf16 or int8 (default fp16)\n"
-    "  --out DIR         write kvmem.csv (bytes per model over --lengths), models.md\n"
-    "                    and values.csv (key,value) into DIR, replaced as a whole\n"
-    "  --lengths LIST    tokens of the sweep (default 0,256,512,...,4096)\n"
-    "  --force           replace --out even if kvscope did not write it (never /, your\n"
-    "                    home folder, the current folder or one above)\n";
+enum { KVMEM_MAX_LENGTHS = 256 };
 
 typedef struct {
-    KvShape shape;
-    int have_model, have_shape; /* a preset was named; a shape flag was given */
-    long tokens;                /* -1: the context */
-    long batch;
+    const KvShape *preset;      /* --preset NAME */
+    int L, NH, kv, hs, N;       /* the shape flags; 0: not given */
+    int tokens;                 /* -1: the context */
+    int batch;
     KvDtype dt;
     const char *out;
     int force;
-    int *lengths;
-    int n_lengths;
-    char label[64]; /* "llama-2-7b, modified" when flags change a preset */
+    int lengths[KVMEM_MAX_LENGTHS], n_lengths;
+    /* from the options: the shape reported, and whether it is one model or the presets */
+    KvShape shape;
+    int have_model, have_shape; /* a preset was named; a shape flag was given */
+    char label[64];             /* "llama-2-7b, modified" when flags change a preset */
 } KvmemArgs;
 
-static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
-    memset(a, 0, sizeof *a);
-    a->tokens = -1;
-    a->batch = 1;
-    a->dt = KV_FP16;
-    const KvShape *preset = NULL;
-    int L = 0, NH = 0, kv = 0, hs = 0, N = 0; /* 0: not given */
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
-        long x;
-        struct { const char *name; int *field; long hi; } ints[] = {
-            {"--layers", &L, 4096}, {"--heads", &NH, 4096}, {"--kv-heads", &kv, 4096},
-            {"--head-dim", &hs, 65536}, {"--ctx", &N, 1L << 24},
-        };
-        int matched = 0;
-        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-            if (strcmp(o, ints[k].name) != 0) continue;
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, ints[k].hi, &x)) return 2;
-            *ints[k].field = (int)x;
-            matched = 1;
-        }
-        if (matched) continue;
-        if (strcmp(o, "--preset") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (!(preset = kvmem_preset(v)))
-                return cli_fail("unknown --preset (gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b)", v);
-        } else if (strcmp(o, "--tokens") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 1L << 24, &a->tokens)) return 2;
-        } else if (strcmp(o, "--batch") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 1, 1L << 20, &a->batch)) return 2;
-        } else if (strcmp(o, "--dtype") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (kvmem_dtype_parse(v, &a->dt)) return cli_fail("unknown --dtype (fp32, fp16, bf16, int8)", v);
-        } else if (strcmp(o, "--out") == 0) {
-            if (!(a->out = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--force") == 0) {
-            a->force = 1;
-        } else if (strcmp(o, "--lengths") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            free(a->lengths);
-            a->lengths = NULL;
-            if (cli_int_list(o, v, 0, 1L << 24, &a->lengths, &a->n_lengths)) return 2;
-        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s", KVMEM_HELP, EXIT_STATUS_HELP);
-            return -1;
-        } else {
-            return cli_fail("unknown option", o);
-        }
-    }
-    a->have_model = preset != NULL;
-    a->have_shape = L || NH || kv || hs; /* a shape that differs from every preset */
-    if (!preset && !a->have_shape) {
-        if (N) return cli_fail("--ctx needs a shape", "--preset or --layers/--heads/--head-dim");
+static int parse_preset(const char *s, void *f) {
+    return (*(const KvShape **)f = kvmem_preset(s)) ? 0 : -1;
+}
+static int parse_kv_dtype(const char *s, void *f) { return kvmem_dtype_parse(s, f); }
+static const char *show_kv_dtype(const void *f) { return kvmem_dtype_name(*(const KvDtype *)f); }
+
+/* A shape flag: 0 means not given, then the preset's value. */
+#define SHAPE(nm, a, m, max, h) OPT_INT_AUTO(nm, a, KvmemArgs, m, 1, max, "the preset's", h)
+
+static const Option KVMEM_OPTIONS[] = {
+    OPT_GROUP("kvmem options"),
+    OPT_CHOICE("--preset", "NAME", KvmemArgs, preset, parse_preset, NULL,
+               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b",
+               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b (the shape flags below "
+               "override the preset's values)"),
+    SHAPE("--layers", "L", L, 4096, "layers"),
+    SHAPE("--heads", "NH", NH, 4096, "attention (query) heads"),
+    OPT_INT_AUTO("--kv-heads", "K", KvmemArgs, kv, 1, 4096, "= heads",
+                 "heads that keep K and V (fewer is GQA/MQA)"),
+    SHAPE("--head-dim", "hs", hs, 65536, "head size"),
+    OPT_INT_AUTO("--ctx", "N", KvmemArgs, N, 1, 1 << 24, "the preset's, or --tokens", "context length"),
+    OPT_INT_AUTO("--tokens", "T", KvmemArgs, tokens, 0, 1 << 24, "the context", "length to report"),
+    OPT_INT("--batch", "B", KvmemArgs, batch, 1, 1 << 20, "sequences in the batch"),
+    OPT_CHOICE("--dtype", "D", KvmemArgs, dt, parse_kv_dtype, show_kv_dtype, "fp32, fp16, bf16, int8",
+               "fp32, fp16, bf16 or int8"),
+    OPT_STRING("--out", "DIR", KvmemArgs, out,
+               "write kvmem.csv (bytes per model over --lengths), models.md and values.csv "
+               "(key,value) into DIR, replaced as a whole"),
+    OPT_INTS("--lengths", "LIST", KvmemArgs, lengths, n_lengths, 0, 1 << 24, "tokens of the sweep"),
+    OPT_FORCE(KvmemArgs, force),
+    OPT_END,
+};
+
+static const Command KVMEM = {
+    "kvmem", "[options]",
+    "KV-cache size = 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes\n"
+    "per element. Without --preset or a shape, prints every preset.\n",
+    KVMEM_OPTIONS, NULL,
+};
+
+/* The shape to report, from the preset and the flags. 0, or 2 after the error line. */
+static int resolve_shape(KvmemArgs *a) {
+    a->have_model = a->preset != NULL;
+    a->have_shape = a->L || a->NH || a->kv || a->hs; /* a shape that differs from every preset */
+    if (!a->preset && !a->have_shape) {
+        if (a->N) return cli_fail("--ctx needs a shape", "--preset or --layers/--heads/--head-dim");
         return 0; /* the table of presets */
     }
-    if (preset) {
-        a->shape = *preset;
+    if (a->preset) {
+        a->shape = *a->preset;
     } else {
         a->shape.name = "custom";
-        if (!L) return cli_fail("a custom shape needs", "--layers");
-        if (!NH) return cli_fail("a custom shape needs", "--heads");
-        if (!hs) return cli_fail("a custom shape needs", "--head-dim");
-        if (!N) {
-            if (a->tokens < 1) return cli_fail("a custom shape needs", "--ctx (or --tokens)");
-            N = (int)a->tokens;
-        }
+        if (!a->L) return cli_fail("a custom shape needs", "--layers");
+        if (!a->NH) return cli_fail("a custom shape needs", "--heads");
+        if (!a->hs) return cli_fail("a custom shape needs", "--head-dim");
+        if (!a->N && a->tokens < 1) return cli_fail("a custom shape needs", "--ctx (or --tokens)");
+        if (!a->N) a->N = a->tokens;
     }
-    if (a->have_shape && preset) {
-        snprintf(a->label, sizeof a->label, "%s, modified", preset->name);
+    if (a->have_shape && a->preset) {
+        snprintf(a->label, sizeof a->label, "%s, modified", a->preset->name);
         a->shape.name = a->label;
     }
-    if (L) a->shape.L = L;
-    if (NH) a->shape.NH = NH;
-    if (hs) a->shape.hs = hs;
-    if (N) a->shape.N = N;
-    a->shape.kv_heads = kv ? kv : a->shape.NH;
+    if (a->L) a->shape.L = a->L;
+    if (a->NH) a->shape.NH = a->NH;
+    if (a->hs) a->shape.hs = a->hs;
+    if (a->N) a->shape.N = a->N;
+    a->shape.kv_heads = a->kv ? a->kv : a->shape.NH;
     char val[64], what[96];
     const char *bad = kvmem_check(&a->shape);
     if (bad) {
         snprintf(val, sizeof val, "heads %d, kv heads %d", a->shape.NH, a->shape.kv_heads);
         return cli_fail(bad, val);
     }
-    if (a->tokens > a->shape.N) {
-        snprintf(val, sizeof val, "%ld", a->tokens);
-        snprintf(what, sizeof what, "--tokens past the context (%d)", a->shape.N);
-        return cli_fail(what, val);
-    }
-    return 0;
+    if (a->tokens <= a->shape.N) return 0;
+    snprintf(val, sizeof val, "%d", a->tokens);
+    snprintf(what, sizeof what, "--tokens past the context (%d)", a->shape.N);
+    return cli_fail(what, val);
+}
+
+static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->tokens = -1;
+    a->batch = 1;
+    a->dt = KV_FP16;
+    for (int i = 0; i <= 16; i++) a->lengths[i] = 256 * i;
+    a->n_lengths = 17;
+    int rc = opts_parse(&KVMEM, argc, argv, a);
+    return rc ? rc : resolve_shape(a);
 }
 
 /* bytes for s; exits the caller's flow with 2 on overflow (checked by the caller). */
 static int bytes_of(const KvShape *s, long tokens, long batch, KvDtype dt, uint64_t *out) {
     if (kvmem_bytes(s, (uint64_t)tokens, (uint64_t)batch, dt, out) == 0) return 0;
-    char v[64];
+    char v[96];
     snprintf(v, sizeof v, "%s at %ld tokens, batch %ld", s->name, tokens, batch);
     return cli_fail("KV size does not fit in 64 bits", v);
 }
@@ -156,9 +140,9 @@ static int print_one(const KvmemArgs *a) {
     if (bytes_of(s, 1, a->batch, a->dt, &per) || bytes_of(s, T, a->batch, a->dt, &at) ||
         bytes_of(s, s->N, a->batch, a->dt, &full))
         return 2;
-    printf("%s: layers %d, heads %d, kv heads %d, head dim %d, context %d; %s, batch %ld\n",
+    printf("%s: layers %d, heads %d, kv heads %d, head dim %d, context %d; %s, batch %d\n",
            s->name, s->L, s->NH, s->kv_heads, s->hs, s->N, kvmem_dtype_name(a->dt), a->batch);
-    printf("  = 2 x %d x %d x %d x tokens x %ld x %d bytes\n", s->L, s->kv_heads, s->hs, a->batch,
+    printf("  = 2 x %d x %d x %d x tokens x %d x %d bytes\n", s->L, s->kv_heads, s->hs, a->batch,
            kvmem_dtype_bytes(a->dt));
     char what[64];
     print_line("per token", per);
@@ -175,10 +159,10 @@ static int print_one(const KvmemArgs *a) {
 static int print_presets(const KvmemArgs *a) {
     int n;
     const KvShape *p = kvmem_presets(&n);
-    printf("KV cache, %s, batch %ld%s\n", kvmem_dtype_name(a->dt), a->batch,
+    printf("KV cache, %s, batch %d%s\n", kvmem_dtype_name(a->dt), a->batch,
            a->tokens >= 0 ? "" : " (at each model's full context)");
     char at[32];
-    if (a->tokens >= 0) snprintf(at, sizeof at, "at %ld tokens", a->tokens);
+    if (a->tokens >= 0) snprintf(at, sizeof at, "at %d tokens", a->tokens);
     else snprintf(at, sizeof at, "at context");
     printf("%-12s %6s %6s %9s %5s %7s %12s %22s %10s\n", "model", "layers", "heads", "kv_heads",
            "hs", "context", "per token", at, "");
@@ -206,12 +190,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
     for (int i = 0; i < n; i++) models[m++] = p[i];
     if (a->have_shape) models[m++] = a->shape; /* the presets are there already */
 
-    int def[17], *len = a->lengths, nl = a->n_lengths;
-    if (!len) {
-        for (int i = 0; i < 17; i++) def[i] = 256 * i;
-        len = def;
-        nl = 17;
-    }
+    const int *len = a->lengths, nl = a->n_lengths;
     char path[4200];
     uint64_t b;
     char d[40], h[32];
@@ -255,7 +234,7 @@ static int write_files(const KvmemArgs *a, const char *dir) {
     /* key,value pairs a lesson quotes: every preset at 1024 tokens and at its
      * context, and the source article's one-head LLaMA figure next to the right one */
     if (path_join(path, sizeof path, dir, "values.csv") || !(f = fopen(path, "w"))) return -1;
-    fprintf(f, "key,value\ndtype,%s\nbatch,%ld\n", kvmem_dtype_name(a->dt), a->batch);
+    fprintf(f, "key,value\ndtype,%s\nbatch,%d\n", kvmem_dtype_name(a->dt), a->batch);
     for (int j = 0; j < m; j++) {
         const KvShape *s = &models[j];
         uint64_t per, full, k1;
@@ -293,15 +272,10 @@ static int write_files(const KvmemArgs *a, const char *dir) {
 int cmd_kvmem(int argc, char **argv) {
     KvmemArgs a;
     int rc = parse_kvmem(argc, argv, &a);
-    if (rc) {
-        free(a.lengths);
-        return rc < 0 ? 0 : rc;
-    }
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
     OutDir od;
-    if (a.out && (rc = cli_outdir_check(&od, a.out, "kvmem", "--out", a.force ? OUTDIR_FORCE : 0))) {
-        free(a.lengths);
+    if (a.out && (rc = cli_outdir_check(&od, a.out, "kvmem", "--out", a.force ? OUTDIR_FORCE : 0)))
         return rc;
-    }
     rc = (a.have_model || a.have_shape) ? print_one(&a) : print_presets(&a);
     if (rc == 0 && a.out && (rc = cli_outdir_begin(&od)) == 0) {
         if (write_files(&a, od.tmp) != 0) {
@@ -312,6 +286,5 @@ int cmd_kvmem(int argc, char **argv) {
         if ((rc = cli_outdir_end(&od, rc, 0)) == 0)
             printf("wrote %s/ (kvmem.csv, models.md, values.csv)\n", a.out);
     }
-    free(a.lengths);
     return rc;
 }

@@ -10,33 +10,10 @@
 #include "generate.h"
 #include "cli_heatmap.h"
 #include "cli_html.h"
+#include "numfmt.h"
 #include "outdir.h"
 #include "record_csv.h"
 #include "sysinfo.h"
-
-static const char *const RUN_HELP =
-    "usage: kvscope run [options]\n"
-    "Prefill the prompt, then decode --steps tokens greedily, printing the Q/K/V shapes\n"
-    "and the KV-cache size of every step and writing CSV files into --out.\n\n"
-    "run options:\n"
-    "  --steps N            decode steps after the prefill (default 8)\n"
-    "  --no-cache           recompute the whole sequence at every step (the baseline)\n"
-    "  --article-bug        keep only the newest step's K/V, as one source article's\n"
-    "                       layer does in eval mode (shows what forgetting history does)\n"
-    "  --out DIR            output folder, replaced as a whole (default kvscope_out)\n"
-    "  --record LIST        files to write: shapes,attention,kv,flops,tokens,timing,logits\n"
-    "                       or all or none. Default: all but logits, attention.csv for\n"
-    "                       the shown layers and heads only (a first run's files);\n"
-    "                       all: every file, attention of every layer and head\n"
-    "  --logits             also write logits.csv\n"
-    "  --layers-shown LIST  layers in attention.csv and --html, e.g. 0,2-3 or all (default:\n"
-    "                       all when L <= 2 or --record all, else the first and the last)\n"
-    "  --heads-shown LIST   heads in attention.csv (default: head 0, as the heatmaps,\n"
-    "                       without --record; all heads with a --record list) and in\n"
-    "                       --html (default all)\n"
-    "  --quiet              print nothing but errors\n"
-    "  --force              replace --out (and --plots) even if kvscope did not write it\n"
-    "                       (never /, your home folder, the current folder or one above)\n";
 
 typedef struct {
     ModelArgs model;
@@ -52,7 +29,60 @@ typedef struct {
     HtmlOpts html;     /* --html FILE */
 } RunArgs;
 
+static int set_record(const Option *o, const char *v, void *base) {
+    RunArgs *a = base;
+    if (record_parse(v, &a->record)) {
+        char what[160];
+        snprintf(what, sizeof what, "unknown %s list (%s, all or none)", o->name, RECORD_KINDS);
+        return cli_fail(what, v);
+    }
+    a->record_given = strcmp(v, "all") == 0 ? 2 : 1;
+    return 0;
+}
+
+static const Option RUN_OPTIONS[] = {
+    OPT_GROUP("run options"),
+    OPT_INT("--steps", "N", RunArgs, steps, 0, 65536, "decode steps after the prefill"),
+    OPT_SET("--no-cache", RunArgs, mode, GEN_RECOMPUTE,
+            "recompute the whole sequence at every step (the baseline)"),
+    OPT_SET("--article-bug", RunArgs, mode, GEN_ARTICLE_BUG,
+            "keep only the newest step's K/V, as one source article's layer does in eval mode "
+            "(shows what forgetting history does)"),
+    OPT_STRING("--out", "DIR", RunArgs, out, "output folder, replaced as a whole"),
+    {.kind = OPT_KIND_CALLBACK, .name = "--record", .arg = "LIST", .callback = set_record,
+     .dflt = "all but logits, with attention.csv for the shown layers and heads only: a first "
+             "run's files",
+     .help = "files to write: any of shapes, attention, kv, flops, tokens, timing and logits, "
+             "separated by commas (shapes,kv), or all (every file, attention of every layer "
+             "and head) or none"},
+    OPT_BIT("--logits", RunArgs, record, REC_LOGITS, "also write logits.csv"),
+    {.kind = OPT_KIND_STRING, .name = "--layers-shown", .arg = "LIST",
+     .field = OPT_FIELD(RunArgs, layers_shown, char *),
+     .dflt = "all when L <= 2 or --record all, else the first and the last",
+     .help = "layers in attention.csv and --html, e.g. 0,2-3 or all"},
+    {.kind = OPT_KIND_STRING, .name = "--heads-shown", .arg = "LIST",
+     .field = OPT_FIELD(RunArgs, heads_shown, char *),
+     .dflt = "in attention.csv head 0, as the heatmaps, without --record and all with a "
+             "--record list; in --html all",
+     .help = "heads in attention.csv and --html"},
+    OPT_QUIET(RunArgs, quiet),
+    OPT_FORCE(RunArgs, force),
+    OPT_INCLUDE(RunArgs, budget, BUDGET_OPTIONS),
+    OPT_INCLUDE(RunArgs, heat, HEATMAP_OPTIONS),
+    OPT_INCLUDE(RunArgs, html, HTML_OPTIONS),
+    OPT_INCLUDE(RunArgs, model, MODEL_OPTIONS),
+    OPT_END,
+};
+
+static const Command RUN = {
+    "run", "[options]",
+    "Prefill the prompt, then decode --steps tokens greedily, printing the Q/K/V shapes\n"
+    "and the KV-cache size of every step and writing CSV files into --out.\n",
+    RUN_OPTIONS, NULL,
+};
+
 static int parse_run(int argc, char **argv, RunArgs *a) {
+    memset(a, 0, sizeof *a);
     model_args_default(&a->model);
     a->steps = 8;
     a->mode = GEN_CACHE;
@@ -61,50 +91,7 @@ static int parse_run(int argc, char **argv, RunArgs *a) {
     budget_opts_default(&a->budget);
     heatmap_opts_default(&a->heat);
     html_opts_default(&a->html);
-    for (int i = 0; i < argc; i++) {
-        const char *o = argv[i], *v;
-        long x;
-        int rc = model_args_parse(&a->model, argc, argv, &i);
-        if (rc == 1) continue;
-        if (rc) return rc;
-        if ((rc = budget_opts_parse(&a->budget, argc, argv, &i)) == 1) continue;
-        if (rc) return rc;
-        if ((rc = heatmap_opts_parse(&a->heat, argc, argv, &i)) == 1) continue;
-        if (rc) return rc;
-        if ((rc = html_opts_parse(&a->html, argc, argv, &i)) == 1) continue;
-        if (rc) return rc;
-        if (strcmp(o, "--steps") == 0) {
-            if (!(v = cli_value(argc, argv, &i)) || cli_long(o, v, 0, 65536, &x)) return 2;
-            a->steps = (int)x;
-        } else if (strcmp(o, "--no-cache") == 0) {
-            a->mode = GEN_RECOMPUTE;
-        } else if (strcmp(o, "--article-bug") == 0) {
-            a->mode = GEN_ARTICLE_BUG;
-        } else if (strcmp(o, "--out") == 0) {
-            if (!(a->out = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--record") == 0) {
-            if (!(v = cli_value(argc, argv, &i))) return 2;
-            if (record_parse(v, &a->record)) return cli_fail("unknown --record list", v);
-            a->record_given = strcmp(v, "all") == 0 ? 2 : 1;
-        } else if (strcmp(o, "--logits") == 0) {
-            a->record |= REC_LOGITS;
-        } else if (strcmp(o, "--layers-shown") == 0) {
-            if (!(a->layers_shown = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--heads-shown") == 0) {
-            if (!(a->heads_shown = cli_value(argc, argv, &i))) return 2;
-        } else if (strcmp(o, "--quiet") == 0) {
-            a->quiet = 1;
-        } else if (strcmp(o, "--force") == 0) {
-            a->force = 1;
-        } else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("%s\n%s\n%s\n%s\n%s\n%s", RUN_HELP, BUDGET_OPTS_HELP, HEATMAP_OPTS_HELP,
-                   HTML_OPTS_HELP, MODEL_ARGS_HELP, EXIT_STATUS_HELP);
-            return -1;
-        } else {
-            return cli_fail("unknown option", o);
-        }
-    }
-    return 0;
+    return opts_parse(&RUN, argc, argv, a);
 }
 
 /* One line per step in the spirit of the articles:
@@ -120,7 +107,6 @@ static void print_step(const Generator *g, Phase ph, int step, int rows) {
 
 int cmd_run(int argc, char **argv) {
     RunArgs a;
-    memset(&a, 0, sizeof a);
     int rc = parse_run(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     /* every output is checked before the model is even loaded */
