@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "outdir.h"
 
 struct Fig {
     cairo_t *cr;
@@ -124,11 +124,6 @@ static int svg_out(FILE *fp, const SvgBuf *b) {
 
 static int write_svg(const char *path, int w, int h, FigDraw draw, void *user, char *err,
                      size_t errsize) {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-        snprintf(err, errsize, "%s: path too long", path);
-        return -1;
-    }
     SvgBuf b = {NULL, 0, 0, 0};
     cairo_surface_t *s = cairo_svg_surface_create_for_stream(svg_collect, &b, w, h);
     cairo_svg_surface_restrict_to_version(s, CAIRO_SVG_VERSION_1_1);
@@ -142,26 +137,14 @@ static int write_svg(const char *path, int w, int h, FigDraw draw, void *user, c
         snprintf(err, errsize, "%s: cannot draw SVG (out of memory?)", path);
         return -1;
     }
-    int fd = mkstemp(tmp), saved = 0;
-    mode_t mask = umask(0);
-    umask(mask);
-    FILE *fp = fd >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
-    if (!fp) {
-        saved = errno;
-        if (fd >= 0) close(fd), unlink(tmp);
-        free(b.p);
-        snprintf(err, errsize, "%s: %s", path, strerror(saved));
-        return -1;
-    }
-    rc = svg_out(fp, &b);
-    saved = errno;
+    AtomicFile af;
+    FILE *fp = atomic_open(&af, path, 0);
+    rc = fp ? svg_out(fp, &b) : -1;
+    int saved = errno;
     free(b.p);
-    if (fclose(fp) != 0 && rc == 0) rc = -1, saved = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, saved = errno;
-    if (rc != 0) {
-        snprintf(err, errsize, "%s: %s", path, saved ? strerror(saved) : "write error");
-        unlink(tmp);
-    }
+    if (fp && rc != 0) atomic_abort(&af, fp);
+    else if (fp && atomic_commit(&af, fp) != 0) rc = -1, saved = errno;
+    if (rc != 0) snprintf(err, errsize, "%s: %s", path, saved ? strerror(saved) : "write error");
     return rc;
 }
 

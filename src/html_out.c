@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "colormap.h"
 #include "explorer_page.h"
@@ -480,33 +478,12 @@ static int write_page(FILE *f, HtmlOut *h, const int *ids, int n, const Tokenize
     return 0;
 }
 
-int html_out_write(HtmlOut *h, const char *path, const int *ids, int n, const Tokenizer *tok,
+int html_out_write(HtmlOut *h, FILE *f, const int *ids, int n, const Tokenizer *tok,
                    size_t *bytes) {
     if (h->failed) return -1;
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp)
-        return fail(h, "%s: path too long", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) return fail(h, "%s: cannot create a file beside it: %s", path, strerror(errno));
-    mode_t mask = umask(0);
-    umask(mask);
-    FILE *f = fdopen(fd, "w");
-    if (!f || fchmod(fd, 0666 & ~mask) != 0) { /* mkstemp makes it 0600 */
-        int e = errno;
-        if (f) fclose(f);
-        else close(fd);
-        unlink(tmp);
-        return fail(h, "%s: %s", path, strerror(e));
-    }
-    int rc = write_page(f, h, ids, n, tok);
+    if (write_page(f, h, ids, n, tok)) return -1;
     long size = ftell(f);
-    int e = ferror(f) ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (rc == 0 && e == 0 && rename(tmp, path) != 0) e = errno;
-    if (rc != 0 || e != 0) {
-        unlink(tmp);
-        return rc ? -1 : fail(h, "%s: %s", path, strerror(e ? e : EIO));
-    }
+    if (ferror(f)) return fail(h, "write error: %s", strerror(errno ? errno : EIO));
     if (bytes) *bytes = size > 0 ? (size_t)size : 0;
     return 0;
 }

@@ -55,6 +55,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hooks.h"
 #include "model.h"
@@ -126,11 +127,11 @@ int html_heads_selected(const HtmlConfig *cfg);
 int html_out_open(HtmlOut *h, const HtmlConfig *cfg);
 /* Subscribe to the hook points. 0 or -1. */
 int html_out_attach(HtmlOut *h, Hooks *hooks);
-/* Write the page to path: into a temporary file beside it, renamed over path only
- * when every byte was written, so path is either the old file or the whole new page.
- * ids: the n tokens of the sequence (prompt, then generated), tok their tokenizer.
- * 0, or -1 with a message in h->err ("<path>: <reason>"). *bytes gets the page size. */
-int html_out_write(HtmlOut *h, const char *path, const int *ids, int n, const Tokenizer *tok,
+/* Write the page to f (the caller makes it atomic: an OutFile, or a file of a temporary
+ * output folder). ids: the n tokens of the sequence (prompt, then generated), tok their
+ * tokenizer. 0, or -1 with a message in h->err. *bytes gets the page size so far (a
+ * write error may still show when f is closed). */
+int html_out_write(HtmlOut *h, FILE *f, const int *ids, int n, const Tokenizer *tok,
                    size_t *bytes);
 void html_out_free(HtmlOut *h);
 

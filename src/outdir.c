@@ -490,6 +490,86 @@ void outdir_abort(OutDir *o) {
     o->slot = -1;
 }
 
+/* ---- the files of a folder, and one file at a time ----------------------------- */
+
+FILE *outdir_fopen(const OutDir *o, const char *name, char *err, size_t errsize) {
+    char path[4400];
+    FILE *f = NULL;
+    if (path_join(path, sizeof path, o->tmp, name) != 0) errno = ENAMETOOLONG;
+    else f = fopen(path, "w");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errsize, "%s: cannot write %s (%s): %s", o->option, name, write_error_text(e),
+                 o->target);
+        errno = e;
+    }
+    return f;
+}
+
+FILE *atomic_open(AtomicFile *a, const char *path, int listed) {
+    memset(a, 0, sizeof *a);
+    a->slot = -1;
+    if (snprintf(a->path, sizeof a->path, "%s", path) >= (int)sizeof a->path ||
+        snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid()) >=
+            (int)sizeof a->tmp) {
+        a->tmp[0] = '\0';
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    if (listed) cleanup_hold(); /* a signal between mkstemp and the list would leave it */
+    int fd = mkstemp(a->tmp), e = errno;
+    if (fd >= 0 && listed && (a->slot = cleanup_add(a->tmp)) < 0) e = EMFILE;
+    if (listed) cleanup_release();
+    if (fd < 0) {
+        a->tmp[0] = '\0';
+        errno = e;
+        return NULL;
+    }
+    mode_t mask = umask(0); /* mkstemp's 0600 is not what the user expects */
+    umask(mask);
+    FILE *fp = (!listed || a->slot >= 0) && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!fp) {
+        if (!listed || a->slot >= 0) e = errno;
+        close(fd);
+        atomic_abort(a, NULL);
+        errno = e;
+    }
+    return fp;
+}
+
+int atomic_close(AtomicFile *a, FILE *fp) {
+    if (file_close(fp) == 0) return 0;
+    int e = errno;
+    atomic_abort(a, NULL);
+    errno = e;
+    return -1;
+}
+
+int atomic_rename(AtomicFile *a) {
+    cleanup_hold();
+    int rc = rename(a->tmp, a->path), e = errno;
+    if (rc == 0) {
+        cleanup_drop(a->slot);
+        a->slot = -1;
+        a->tmp[0] = '\0';
+    }
+    cleanup_release();
+    if (rc == 0) return 0;
+    atomic_abort(a, NULL);
+    errno = e;
+    return -1;
+}
+
+int atomic_commit(AtomicFile *a, FILE *fp) { return atomic_close(a, fp) ? -1 : atomic_rename(a); }
+
+void atomic_abort(AtomicFile *a, FILE *fp) {
+    if (fp) fclose(fp);
+    if (a->tmp[0]) unlink(a->tmp);
+    a->tmp[0] = '\0';
+    cleanup_drop(a->slot);
+    a->slot = -1;
+}
+
 /* ---- one output file --------------------------------------------------------- */
 
 static int check_file(OutFile *f, char *err, size_t errsize) {
@@ -522,7 +602,7 @@ static int check_file(OutFile *f, char *err, size_t errsize) {
 int outfile_check(OutFile *f, const char *target, const char *option, const char *header,
                   unsigned flags, char *err, size_t errsize) {
     memset(f, 0, sizeof *f);
-    f->slot = -1;
+    f->file.slot = -1;
     f->flags = flags;
     snprintf(f->option, sizeof f->option, "%s", option);
     size_t n = strlen(target);
@@ -540,36 +620,19 @@ int outfile_check(OutFile *f, const char *target, const char *option, const char
 }
 
 FILE *outfile_begin(OutFile *f, char *err, size_t errsize) {
-    f->tmp[0] = '\0';
     if (check_file(f, err, errsize) != 0) return NULL;
     clean_stale(f->real, f->header);
-    snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld.XXXXXX", f->real, (long)getpid());
-    cleanup_hold();
-    int fd = mkstemp(f->tmp), e = errno;
-    if (fd >= 0) f->slot = cleanup_add(f->tmp);
-    cleanup_release();
-    if (fd < 0) {
+    FILE *fp = atomic_open(&f->file, f->real, 1);
+    if (!fp)
         snprintf(err, errsize, "%s: cannot create a file beside it (%s): %s", f->option,
-                 strerror(e), f->target);
-        f->tmp[0] = '\0';
-        return NULL;
-    }
-    mode_t mask = umask(0); /* mkstemp's 0600 is not what the user expects */
-    umask(mask);
-    FILE *fp = f->slot >= 0 && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "w") : NULL;
-    if (!fp) {
-        snprintf(err, errsize, "%s: cannot write: %s", f->option, f->target);
-        close(fd);
-        outfile_abort(f, NULL);
-    }
+                 strerror(errno), f->target);
     return fp;
 }
 
 int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
-    if (file_close(fp) != 0) {
+    if (atomic_close(&f->file, fp) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s): %s", f->option, write_error_text(errno),
                  f->target);
-        outfile_abort(f, NULL);
         return -1;
     }
     struct stat st;
@@ -577,28 +640,15 @@ int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
         (!S_ISREG(st.st_mode) || !file_is_ours(f->real, f->header))) {
         snprintf(err, errsize, "%s changed during the run and is no longer a file kvscope wrote; "
                  "nothing written: %s", f->option, f->target);
-        outfile_abort(f, NULL);
+        atomic_abort(&f->file, NULL);
         return -1;
     }
-    cleanup_hold();
-    int rc = rename(f->tmp, f->real), e = errno;
-    if (rc == 0) cleanup_drop(f->slot);
-    cleanup_release();
-    if (rc != 0) {
-        snprintf(err, errsize, "%s: cannot replace the file (%s): %s", f->option, strerror(e),
+    if (atomic_rename(&f->file) != 0) {
+        snprintf(err, errsize, "%s: cannot replace the file (%s): %s", f->option, strerror(errno),
                  f->target);
-        outfile_abort(f, NULL);
         return -1;
     }
-    f->tmp[0] = '\0';
-    f->slot = -1;
     return 0;
 }
 
-void outfile_abort(OutFile *f, FILE *fp) {
-    if (fp) fclose(fp);
-    if (f->tmp[0]) unlink(f->tmp);
-    f->tmp[0] = '\0';
-    cleanup_drop(f->slot);
-    f->slot = -1;
-}
+void outfile_abort(OutFile *f, FILE *fp) { atomic_abort(&f->file, fp); }

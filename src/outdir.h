@@ -77,27 +77,59 @@ void outdir_abort(OutDir *o);
 /* msg with every mention of the temporary folder replaced by the target's name. */
 void outdir_shown(const OutDir *o, const char *msg, char *out, size_t size);
 
-/* One output file (verify --csv), replaced whole the same way: written as
- * TARGET.tmp.<pid>.XXXXXX beside it, then renamed over it. A file kvscope may
- * replace is empty or starts with `header` (the first line kvscope writes). */
+/* The files of an output folder, opened in its temporary folder between begin and
+ * commit (the folder is replaced whole, so a file need not be). NULL with errno set, and
+ * a message naming the file as the user will see it ("<option>: cannot write <name>
+ * (<reason>): <target>") in err. */
+FILE *outdir_fopen(const OutDir *o, const char *name, char *err, size_t errsize);
+
+/* One file written whole or not at all, kvscope's one way of doing it: under a temporary
+ * name beside path (path.tmp.<pid>.XXXXXX, the same file system), renamed over path only
+ * when every byte was written and the file closed; any failure removes the temporary
+ * file and leaves path as it was. Images, GIFs, the explorer page and verify --csv are
+ * written this way. */
+typedef struct {
+    char path[4096];  /* where the file goes */
+    char tmp[4200];   /* the temporary file while one is open, else "" */
+    int slot;         /* in the signal cleanup list, -1 if none */
+} AtomicFile;
+
+/* Open the temporary file for path (mode 0666 less the umask, as fopen makes it).
+ * listed: put it on the signal cleanup list (a file outside any temporary folder);
+ * a full list is then an error (EMFILE). NULL with errno set. */
+FILE *atomic_open(AtomicFile *a, const char *path, int listed);
+/* Close fp, reporting any earlier write error (a full disk). 0, or -1 with errno set
+ * and the temporary file removed. */
+int atomic_close(AtomicFile *a, FILE *fp);
+/* Rename the closed temporary file over path. 0, or -1 with errno (file removed). */
+int atomic_rename(AtomicFile *a);
+/* atomic_close, then atomic_rename. */
+int atomic_commit(AtomicFile *a, FILE *fp);
+/* Close fp (may be NULL) and remove the temporary file. Safe when nothing is open. */
+void atomic_abort(AtomicFile *a, FILE *fp);
+
+/* One output file the user names (verify --csv, run --html), replaced whole through an
+ * AtomicFile beside it, and only when kvscope wrote the file there: a file kvscope may
+ * replace is empty or starts with `header` (the first bytes kvscope writes). */
 typedef struct {
     char option[32];
     char header[128];
     unsigned flags;
-    char target[4096];
-    char real[4096];
-    char tmp[4200];
-    int slot;
+    char target[4096];   /* as the user named it (for messages) */
+    char real[4096];     /* absolute, symlinks resolved: the file that is replaced */
+    AtomicFile file;
 } OutFile;
 
-/* Check target: not a folder, not a FIFO or device, and either missing, empty, or a
- * file that starts with header (else only with OUTDIR_FORCE). 0, or -1 with err. */
+/* Check target: not a folder, not a FIFO or device, its folder exists and is writable,
+ * and it is either missing, empty, or a file that starts with header (else only with
+ * OUTDIR_FORCE). 0, or -1 with err. */
 int outfile_check(OutFile *f, const char *target, const char *option, const char *header,
                   unsigned flags, char *err, size_t errsize);
-/* Remove stale siblings and open the temporary file for writing; NULL with err. */
+/* Check again, remove stale siblings and open the temporary file; NULL with err. */
 FILE *outfile_begin(OutFile *f, char *err, size_t errsize);
-/* Close fp and rename the temporary file over the target. 0, or -1 with err (a write
- * error such as a full disk included; the target is then as it was). */
+/* Close fp and rename the temporary file over the target, unless the target changed
+ * into a file kvscope did not write meanwhile. 0, or -1 with err (a write error such as
+ * a full disk included; the target is then as it was). */
 int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize);
 /* Close fp (may be NULL) and remove the temporary file. */
 void outfile_abort(OutFile *f, FILE *fp);

@@ -141,7 +141,10 @@ static size_t write_run(const Case *c, const char *path, int *tokens, HtmlConfig
     for (int s = 1; s <= STEPS; s++) ck_assert_int_eq(generator_decode(&g, generator_argmax(&g), s, &hooks), 0);
     Tokenizer *tok = tokenizer_bytes();
     size_t bytes = 0;
-    ck_assert_int_eq(html_out_write(&h, path, g.tokens, g.len, tok, &bytes), 0);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(html_out_write(&h, f, g.tokens, g.len, tok, &bytes), 0);
+    ck_assert_int_eq(fclose(f), 0);
     if (tokens) memcpy(tokens, g.tokens, (size_t)g.len * sizeof *tokens);
     if (hc_out) *hc_out = hc;
     tokenizer_free(tok);
@@ -423,8 +426,8 @@ START_TEST(test_cli_page_errors) {
     ck_assert_int_eq(run_kvscope(first, NULL, errf), 0); /* an --out kvscope wrote */
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     const int in_out = count_entries(out);
-    const char *cases[][2] = {{missing, "folder does not exist"}, {foreign, "did not write"},
-                              {dir, "is a folder"}, {slashed, "names a folder"},
+    const char *cases[][2] = {{missing, "folder it goes in does not exist"}, {foreign, "did not write"},
+                              {dir, "not a file kvscope can replace"}, {slashed, "names a folder"},
                               {nested, "directly in it"}, {nested2, "directly in it"}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         ck_assert_int_eq(run_page(out, cases[c][0], errf, NULL), 2);

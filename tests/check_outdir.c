@@ -311,7 +311,7 @@ static void child_signalled(int sig, int hold) {
     if (!fp || mkdir(inner, 0755) != 0) _exit(4);
     FILE *list = fopen(at(p, sizeof p, "paths"), "w");
     if (!list) _exit(5);
-    fprintf(list, "%s\n%s\n", o.tmp, of.tmp);
+    fprintf(list, "%s\n%s\n", o.tmp, of.file.tmp);
     fclose(list);
     if (hold) cleanup_hold();
     raise(sig);

@@ -42,6 +42,8 @@ int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const 
     return 0;
 }
 
+const OutDir *heatmap_opts_plots(const HeatmapOpts *o) { return o->checked ? &o->od : NULL; }
+
 int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selection *layers,
                        const char *heads_shown, const char *out, const char *out_tmp,
                        Hooks *hooks) {

@@ -32,6 +32,8 @@ void heatmap_opts_default(HeatmapOpts *o);
  * from --out (out) and from the --model folder (model_dir, may be NULL). 0, or 2 after
  * the error line. Nothing to check without --plots. */
 int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const char *model_dir);
+/* The --plots folder once checked, else NULL. */
+const OutDir *heatmap_opts_plots(const HeatmapOpts *o);
 /* When on: make the folder (out_tmp/heatmaps, or the --plots folder as a whole),
  * open the observer for T_max = prompt + steps tokens and subscribe it. Heads: the
  * --heads-shown spec, or head 0 when NULL. 0, or 2 after the error line. */

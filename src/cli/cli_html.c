@@ -1,12 +1,10 @@
 /* cli_html.c — see cli_html.h. */
 #include "cli_html.h"
 
-#include <limits.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "numfmt.h"
 
@@ -20,68 +18,30 @@ const Option HTML_OPTIONS[] = {
 
 void html_opts_default(HtmlOpts *o) { memset(o, 0, sizeof *o); }
 
-/* The rest of path after dir + "/" when path lies inside dir (by spelling), else NULL. */
-static const char *inside(const char *path, const char *dir) {
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
-    if (strncmp(path, dir, n) != 0 || (path[n] != '\0' && path[n] != '/')) return NULL;
-    return path[n] ? path + n + 1 : path + n;
-}
-
-/* An existing FILE must be a page kvscope wrote: it starts with HTML_SIGNATURE. */
-static int check_existing(const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0) return 0;
-    if (S_ISDIR(st.st_mode)) return cli_fail("--html is a folder", path);
-    char head[sizeof HTML_SIGNATURE] = "";
-    FILE *f = S_ISREG(st.st_mode) ? fopen(path, "rb") : NULL;
-    size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
-    if (f) fclose(f);
-    if (n != sizeof head - 1 || memcmp(head, HTML_SIGNATURE, n) != 0)
-        return cli_fail("--html names a file kvscope did not write (remove it or choose "
-                        "another name)", path);
-    return 0;
-}
-
-/* 0 if dir is not --out or inside it whatever the spelling (./out, a link): 1 if it is
- * --out itself, 2 if a folder inside it (both resolved with realpath). */
-static int under_out(const char *dir, const char *out) {
-    char rd[PATH_MAX], ro[PATH_MAX];
-    if (!realpath(dir, rd) || !realpath(out, ro)) return 0;
-    size_t n = strlen(ro);
-    if (strcmp(rd, ro) == 0) return 1;
-    return strncmp(rd, ro, n) == 0 && (rd[n] == '/' || n == 1) ? 2 : 0;
-}
-
-/* Where the page goes: FILE itself (its folder must be there), or into out_tmp when it
- * lies directly in --out, which is replaced as a whole. */
-static int choose_path(HtmlOpts *o, const char *out, const char *out_tmp) {
+int html_opts_check(HtmlOpts *o, const OutDir *out, const OutDir *plots, unsigned flags) {
+    if (!o->path) return 0;
     const size_t n = strlen(o->path);
-    if (n == 0 || n >= 4096) return cli_fail("bad --html", o->path);
+    char real[4096], err[8400];
+    if (n == 0 || n >= 4000) return cli_fail("bad --html", o->path);
     if (o->path[n - 1] == '/') return cli_fail("--html names a folder", o->path);
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", o->path);
-    char *slash = strrchr(dir, '/');
-    const char *name = slash ? o->path + (slash - dir) + 1 : o->path;
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    const char *rest = inside(o->path, out);
-    const int under = rest ? 0 : under_out(dir, out);
-    if (under == 1) rest = name;
-    if (rest || under == 2) {
-        if (!rest || !rest[0] || strchr(rest, '/'))
+    if (path_resolve(o->path, real, sizeof real) != 0) return cli_fail("--html: cannot resolve", o->path);
+    if (outdir_holds(out, o->path)) { /* the folder is replaced: the page goes into the new one */
+        const char *rest = real + strlen(out->real);
+        if (rest[0] != '/' || !rest[1] || strchr(rest + 1, '/'))
             return cli_fail("--html inside --out must name a file directly in it", o->path);
-        if (path_join(o->write_path, sizeof o->write_path, out_tmp, rest))
-            return cli_fail("path too long", o->path);
+        snprintf(o->name, sizeof o->name, "%s", rest + 1);
+        o->in_out = 1;
         return 0;
     }
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return cli_fail("--html folder does not exist", dir);
-    if (access(dir, W_OK | X_OK) != 0) return cli_fail("--html folder is not writable", dir);
-    snprintf(o->write_path, sizeof o->write_path, "%s", o->path);
-    return check_existing(o->path);
+    if (plots && outdir_holds(plots, o->path)) {
+        char what[8400];
+        snprintf(what, sizeof what, "--html inside --plots would be lost (%s is replaced after the "
+                 "page is written); put the page in --out or beside %s", plots->target, plots->target);
+        return cli_fail(what, o->path);
+    }
+    if (outfile_check(&o->file, o->path, "--html", HTML_SIGNATURE, flags, err, sizeof err))
+        return cli_error(err);
+    return 0;
 }
 
 static const char *mode_name(GenMode m) {
@@ -105,7 +65,7 @@ static int too_large(const HtmlConfig *hc) {
 
 int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode mode,
                     const BudgetOpts *budget, int steps, const Selection *layers,
-                    const char *heads_shown, const char *out, const char *out_tmp, Hooks *hooks) {
+                    const char *heads_shown, Hooks *hooks) {
     if (!o->path) return 0;
     const Config *cfg = &ld->model.cfg;
     HtmlConfig hc = {.cfg = *cfg, .model_name = o->model_name, .mode = mode_name(mode),
@@ -121,36 +81,44 @@ int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode 
     hc.kv_bytes_per_token = 2 * (size_t)cfg->L *
                             kvcache_row_bytes(budget->dtype, cfg->NH, cfg->C / cfg->NH);
     hc.kv_cap_bytes = budget_cap_bytes(budget, hc.kv_bytes_per_token);
-    int rc = choose_path(o, out, out_tmp);
-    if (rc) return rc;
-    rc = html_out_open(&o->ho, &hc);
+    int rc = html_out_open(&o->ho, &hc);
     o->begun = 1;
     if (rc == HTML_TOO_LARGE) return too_large(&hc);
     if (rc || html_out_attach(&o->ho, hooks)) {
         fprintf(stderr, "kvscope: --html: %s\n", o->ho.err[0] ? o->ho.err : "too many observers");
-        return 1;
+        return 2;
     }
     return 0;
 }
 
-int html_opts_finish(HtmlOpts *o, int status, const Generator *g, const Tokenizer *tok,
-                     int quiet) {
+/* The page into FILE (or its place in out's new folder). 0, or 2 after the error line. */
+static int write_page(HtmlOpts *o, const OutDir *out, const Generator *g, const Tokenizer *tok,
+                      size_t *bytes) {
+    char err[8400];
+    FILE *f = o->in_out ? outdir_fopen(out, o->name, err, sizeof err)
+                        : outfile_begin(&o->file, err, sizeof err);
+    if (!f) return cli_error(err);
+    if (html_out_write(&o->ho, f, g->tokens, g->len, tok, bytes)) {
+        fprintf(stderr, "kvscope: --html: %s: %s\n", o->ho.err, o->path);
+        if (o->in_out) fclose(f);
+        else outfile_abort(&o->file, f);
+        return 2;
+    }
+    if (!o->in_out) return outfile_commit(&o->file, f, err, sizeof err) ? cli_error(err) : 0;
+    if (file_close(f) == 0) return 0;
+    fprintf(stderr, "kvscope: --html: cannot write (%s): %s\n", write_error_text(errno), o->path);
+    return 2;
+}
+
+int html_opts_finish(HtmlOpts *o, int status, const OutDir *out, const Generator *g,
+                     const Tokenizer *tok, int quiet) {
     if (!o->begun) return status;
     o->begun = 0;
     size_t bytes = 0;
-    if (status == 0) {
-        if (html_out_write(&o->ho, o->write_path, g->tokens, g->len, tok, &bytes)) {
-            /* name the file as the user did, not by the temporary folder */
-            const char *e = o->ho.err;
-            size_t n = strlen(o->write_path);
-            if (strncmp(e, o->write_path, n) == 0) fprintf(stderr, "kvscope: %s%s\n", o->path, e + n);
-            else fprintf(stderr, "kvscope: --html: %s\n", e);
-            status = 2;
-        } else if (!quiet) {
-            char size[32];
-            printf("wrote %s (%s, %d heads, %d steps)\n", o->path,
-                   human_bytes((double)bytes, size, sizeof size), o->ho.n_heads, o->ho.n_steps);
-        }
+    if (status == 0 && (status = write_page(o, out, g, tok, &bytes)) == 0 && !quiet) {
+        char size[32];
+        printf("wrote %s (%s, %d heads, %d steps)\n", o->path,
+               human_bytes((double)bytes, size, sizeof size), o->ho.n_heads, o->ho.n_steps);
     }
     html_out_free(&o->ho);
     return status;

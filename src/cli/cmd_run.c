@@ -105,119 +105,128 @@ static void print_step(const Generator *g, Phase ph, int step, int rows) {
     printf("  q=[1,%d,%d] k=[1,%d,%d] v=[1,%d,%d]  kv %s\n", rows, C, T, C, T, C, kv);
 }
 
-int cmd_run(int argc, char **argv) {
-    RunArgs a;
-    int rc = parse_run(argc, argv, &a);
-    if (rc) return rc < 0 ? 0 : rc;
-    /* every output is checked before the model is even loaded */
+/* A run from its checks to its commit: the folder, what it shows, the engine and the
+ * observers that record it. */
+typedef struct {
     OutDir od;
-    const unsigned fl = a.force ? OUTDIR_FORCE : 0;
-    if ((rc = cli_outdir_check(&od, a.out, "run", "--out", fl)) ||
-        (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
-        (rc = heatmap_opts_check(&a.heat, &od, fl, a.model.model_dir)))
-        return rc;
-
-    Loaded ld;
-    if ((rc = model_args_load(&a.model, a.steps, &ld))) return rc;
-    const Config *cfg = &ld.model.cfg;
-    if ((rc = budget_opts_check(&a.budget, ld.T, a.mode))) {
-        loaded_free(&ld);
-        return rc;
-    }
-
-    Selection layers, heads;
-    const char *ls = a.layers_shown;
-    char deflayers[32];
-    if (!ls) {
-        if (cfg->L <= 2 || a.record_given == 2) ls = "all";
-        else snprintf(deflayers, sizeof deflayers, "0,%d", cfg->L - 1), ls = deflayers;
-    }
-    if (select_parse(&layers, ls, cfg->L)) {
-        loaded_free(&ld);
-        return cli_fail("bad --layers-shown (layers are 0..L-1)", ls);
-    }
-    /* the default recording keeps attention.csv to what the heatmaps show: head 0 */
-    const char *hs = a.heads_shown ? a.heads_shown : a.record_given ? "all" : "0";
-    if (select_parse(&heads, hs, cfg->NH)) {
-        loaded_free(&ld);
-        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
-    }
-
-    if ((rc = cli_outdir_begin(&od))) {
-        loaded_free(&ld);
-        return rc;
-    }
-
+    Selection layers, heads; /* in attention.csv (the figures and the page choose heads too) */
     Generator g;
     CsvRecorder rec;
+    int rec_open;
     Hooks hooks;
-    hooks_init(&hooks);
-    int status = 2;
-    if (generator_init(&g, &ld.model, a.mode) || budget_opts_apply(&a.budget, &g)) {
-        fprintf(stderr, "kvscope: out of memory: generator\n");
-        outdir_abort(&od);
-        loaded_free(&ld);
+} Run;
+
+/* 1. Every output, before the model is even loaded. 0, or 2. */
+static int check_outputs(RunArgs *a, Run *r) {
+    const unsigned fl = a->force ? OUTDIR_FORCE : 0;
+    int rc;
+    if ((rc = cli_outdir_check(&r->od, a->out, "run", "--out", fl)) ||
+        (rc = cli_outdir_spares(&r->od, "--model", a->model.model_dir)) ||
+        (rc = heatmap_opts_check(&a->heat, &r->od, fl, a->model.model_dir)))
+        return rc;
+    return html_opts_check(&a->html, &r->od, heatmap_opts_plots(&a->heat), fl);
+}
+
+/* 2. The layers and heads shown, now that the model's are known. 0, or 2. */
+static int choose_shown(const RunArgs *a, const Config *cfg, Run *r) {
+    const char *ls = a->layers_shown;
+    char deflayers[32];
+    if (!ls) {
+        if (cfg->L <= 2 || a->record_given == 2) ls = "all";
+        else snprintf(deflayers, sizeof deflayers, "0,%d", cfg->L - 1), ls = deflayers;
+    }
+    if (select_parse(&r->layers, ls, cfg->L))
+        return cli_fail("bad --layers-shown (layers are 0..L-1)", ls);
+    /* the default recording keeps attention.csv to what the heatmaps show: head 0 */
+    const char *hs = a->heads_shown ? a->heads_shown : a->record_given ? "all" : "0";
+    if (select_parse(&r->heads, hs, cfg->NH))
+        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    return 0;
+}
+
+/* 3. The folder, the engine and every observer subscribed. 0, or 2. */
+static int begin(RunArgs *a, Loaded *ld, Run *r) {
+    int rc;
+    hooks_init(&r->hooks);
+    if ((rc = cli_outdir_begin(&r->od))) return rc;
+    if (generator_init(&r->g, &ld->model, a->mode) || budget_opts_apply(&a->budget, &r->g))
+        return cli_fail("out of memory", "generator");
+    if (csv_recorder_open(&r->rec, r->od.tmp, a->record, &r->layers, &r->heads) ||
+        csv_recorder_attach(&r->rec, &r->hooks)) {
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                a->out);
         return 2;
     }
-    if (csv_recorder_open(&rec, od.tmp, a.record, &layers, &heads) ||
-        csv_recorder_attach(&rec, &hooks)) {
-        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
-                a.out);
-        goto done;
-    }
-    if ((rc = heatmap_opts_begin(&a.heat, cfg, ld.T + a.steps, &layers, a.heads_shown, a.out,
-                                 od.tmp, &hooks))) {
-        status = rc;
-        goto done;
-    }
-    if ((rc = html_opts_begin(&a.html, &a.model, &ld, a.mode, &a.budget, a.steps, &layers,
-                              a.heads_shown, a.out, od.tmp, &hooks))) {
-        status = rc;
-        goto done;
-    }
+    r->rec_open = 1;
+    const Config *cfg = &ld->model.cfg;
+    if ((rc = heatmap_opts_begin(&a->heat, cfg, ld->T + a->steps, &r->layers, a->heads_shown,
+                                 a->out, r->od.tmp, &r->hooks)))
+        return rc;
+    return html_opts_begin(&a->html, &a->model, ld, a->mode, &a->budget, a->steps, &r->layers,
+                           a->heads_shown, &r->hooks);
+}
 
+/* The token at pos, for the CSV and the figures' labels. */
+static void note_token(RunArgs *a, const Loaded *ld, Run *r, int step, int pos, int id) {
     char text[64];
-    for (int i = 0; i < ld.T; i++) {
-        csv_recorder_token(&rec, 0, i, ld.prompt[i], tokenizer_token_text(ld.tok, ld.prompt[i], text, sizeof text));
-        heatmap_opts_token(&a.heat, ld.tok, i, ld.prompt[i]);
-    }
-    double t0 = now_seconds();
-    if (budget_cap_reached(&g, 0, ld.T)) { /* the cap stops a run cleanly: keep what we have */
-        status = 0;
-        goto done;
-    }
-    if ((rc = generator_prefill(&g, ld.prompt, ld.T, &hooks))) {
-        if (!heatmap_opts_failed(&a.heat)) cli_step_failed(rc, "the prefill", g.logits, cfg->V);
-        goto done;
-    }
-    csv_recorder_timing(&rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
-    if (!a.quiet) print_step(&g, PHASE_PREFILL, 0, ld.T);
+    csv_recorder_token(&r->rec, step, pos, id, tokenizer_token_text(ld->tok, id, text, sizeof text));
+    heatmap_opts_token(&a->heat, ld->tok, pos, id);
+}
 
-    for (int s = 1; s <= a.steps; s++) {
-        if (budget_cap_reached(&g, s, ld.T)) break; /* checked before the step allocates */
-        int tok = generator_argmax(&g), rows = generator_next_rows(&g);
-        csv_recorder_token(&rec, s, g.len, tok, tokenizer_token_text(ld.tok, tok, text, sizeof text));
-        heatmap_opts_token(&a.heat, ld.tok, g.len, tok);
+/* 4. The prefill, then the decode steps, a line each; a memory cap ends the run early
+ * and cleanly. 0, or 2 after the error line. */
+static int run_steps(RunArgs *a, Loaded *ld, Run *r) {
+    Generator *g = &r->g;
+    const int V = ld->model.cfg.V;
+    for (int i = 0; i < ld->T; i++) note_token(a, ld, r, 0, i, ld->prompt[i]);
+    if (budget_cap_reached(g, 0, ld->T)) return 0; /* keep what we have */
+    double t0 = now_seconds();
+    int rc = generator_prefill(g, ld->prompt, ld->T, &r->hooks);
+    if (rc) return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, "the prefill", g->logits, V);
+    csv_recorder_timing(&r->rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
+    if (!a->quiet) print_step(g, PHASE_PREFILL, 0, ld->T);
+    for (int s = 1; s <= a->steps; s++) {
+        if (budget_cap_reached(g, s, ld->T)) break; /* checked before the step allocates */
+        int tok = generator_argmax(g), rows = generator_next_rows(g);
+        note_token(a, ld, r, s, g->len, tok);
         t0 = now_seconds();
-        if ((rc = generator_decode(&g, tok, s, &hooks))) {
+        if ((rc = generator_decode(g, tok, s, &r->hooks))) {
             char what[32];
             snprintf(what, sizeof what, "decode step %d", s);
-            if (!heatmap_opts_failed(&a.heat)) cli_step_failed(rc, what, g.logits, cfg->V);
-            goto done;
+            return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, what, g->logits, V);
         }
-        csv_recorder_timing(&rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
-        if (!a.quiet) print_step(&g, PHASE_DECODE, s, rows);
+        csv_recorder_timing(&r->rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
+        if (!a->quiet) print_step(g, PHASE_DECODE, s, rows);
     }
-    status = 0;
+    return 0;
+}
 
-done:
-    status = heatmap_opts_finish(&a.heat, status);
-    status = html_opts_finish(&a.html, status, &g, ld.tok, a.quiet);
-    status = cli_outdir_end(&od, status, csv_recorder_close(&rec) != 0);
-    status = heatmap_opts_commit(&a.heat, status);
-    if (status == 0 && !a.quiet) printf("wrote %s/\n", a.out);
-    if (status == 0 && !a.quiet && a.heat.plots) printf("wrote %s/\n", a.heat.plots);
-    generator_free(&g);
-    loaded_free(&ld);
+/* 5. The observers' files, then the folders: the page and --out, then --plots. */
+static int finish(RunArgs *a, Loaded *ld, Run *r, int status) {
+    status = heatmap_opts_finish(&a->heat, status);
+    status = html_opts_finish(&a->html, status, &r->od, &r->g, ld->tok, a->quiet);
+    int closed = r->rec_open ? csv_recorder_close(&r->rec) : 0;
+    status = cli_outdir_end(&r->od, status, closed != 0);
+    status = heatmap_opts_commit(&a->heat, status);
+    if (status == 0 && !a->quiet) printf("wrote %s/\n", a->out);
+    if (status == 0 && !a->quiet && a->heat.plots) printf("wrote %s/\n", a->heat.plots);
     return status;
+}
+
+int cmd_run(int argc, char **argv) {
+    RunArgs a;
+    Run r;
+    Loaded ld;
+    memset(&r, 0, sizeof r);
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
+    if ((rc = check_outputs(&a, &r)) || (rc = model_args_load(&a.model, a.steps, &ld))) return rc;
+    if ((rc = budget_opts_check(&a.budget, ld.T, a.mode)) == 0 &&
+        (rc = choose_shown(&a, &ld.model.cfg, &r)) == 0) {
+        if ((rc = begin(&a, &ld, &r)) == 0) rc = run_steps(&a, &ld, &r);
+        rc = finish(&a, &ld, &r, rc);
+    }
+    generator_free(&r.g);
+    loaded_free(&ld);
+    return rc;
 }
