@@ -353,34 +353,39 @@ static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
     return 0;
 }
 
-static int emit(const StepLabel *lb, HookPoint pt, int layer, int pos0, int slot0,
-                const int *slot_pos, const float *data, int ndim, int d0, int d1, int d2) {
-    HookEvent ev = {.point = pt, .phase = lb->phase, .step = lb->step, .layer = layer,
-                    .pos0 = pos0, .slot0 = slot0, .slot_pos = slot_pos, .data = data,
-                    .ndim = ndim, .shape = {d0, d1, d2, 0}};
-    return hooks_emit(lb->hooks, &ev);
-}
-
 uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
     uint64_t C = (uint64_t)cfg->C;
     return (uint64_t)cfg->L * (24 * n * C * C + 4 * C * (n * p + n * (n + 1) / 2));
 }
 
-/* Fire hook point pt of layer l if anyone listens; a non-zero answer aborts. */
-#define FIRE(pt, l, data, ndim, d0, d1, d2)                                                  \
-    do {                                                                                    \
-        if (hooks_wants(hk, pt)) {                                                          \
-            const double th_ = clock_start(m);                                              \
-            rc = emit(lb, pt, l, pos0, p, slot_pos, data, ndim, d0, d1, d2);                \
-            clock_add(m, m->times ? &m->times->hooks : NULL, th_);                          \
-            if (rc) return rc;                                                              \
-        }                                                                                   \
-    } while (0)
-
 /* Seconds since t0 added to *acc, when the model keeps times (Model.times). */
 static double clock_start(const Model *m) { return m->times ? now_seconds() : 0.0; }
 static void clock_add(const Model *m, double *acc, double t0) {
     if (m->times) *acc += now_seconds() - t0;
+}
+
+/* Where a forward call is, for the events of its hook points. */
+typedef struct {
+    Model *m;
+    const StepLabel *lb;
+    int pos0;            /* absolute position of the first new token */
+    int slot0;           /* cache slots held before the call */
+    const int *slot_pos; /* the position each cache slot holds; NULL without a cache */
+} At;
+
+/* Hook point pt of layer l (-1: the model's) with its tensor, when anyone listens.
+ * 0, or the observer's non-zero answer, which ends the forward call. */
+static int fire(const At *at, HookPoint pt, int layer, const float *data, int ndim, int d0,
+                int d1, int d2) {
+    const Hooks *hk = at->lb->hooks;
+    if (!hooks_wants(hk, pt)) return 0;
+    HookEvent ev = {.point = pt, .phase = at->lb->phase, .step = at->lb->step, .layer = layer,
+                    .pos0 = at->pos0, .slot0 = at->slot0, .slot_pos = at->slot_pos, .data = data,
+                    .ndim = ndim, .shape = {d0, d1, d2, 0}};
+    const double t0 = clock_start(at->m);
+    const int rc = hooks_emit(hk, &ev);
+    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
+    return rc;
 }
 
 /* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves. */
@@ -398,17 +403,15 @@ static void block_matmul(Model *m, float *out, const float *in, const float *w, 
  * so its result does not depend on which other rows share the call. */
 
 /* ln_1 → c_attn over rows 0..n-1 of s->x, into s->qkv (n, 3C). */
-static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
-    const Config *cfg = &m->cfg;
+static int block_qkv(const At *at, int l, int n, FlopCount *f) {
+    Model *m = at->m;
     const BlockWeights *b = &m->w.h[l];
-    const int C = cfg->C;
+    const int C = m->cfg.C;
     const size_t nC = (size_t)n * C;
-    const Hooks *hk = lb->hooks;
-    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
-    FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
+    if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
     block_matmul(m, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C, 3 * C);
     f->qkv += 6ull * n * C * C;
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
@@ -417,40 +420,37 @@ static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int 
 
 /* attn.c_proj → residual → ln_2 → c_fc → GELU → mlp.c_proj → residual over n rows,
  * from the attention output in s->atty (n, C). */
-static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
-    const Config *cfg = &m->cfg;
+static int block_rest(const At *at, int l, int n, FlopCount *f) {
+    Model *m = at->m;
     const BlockWeights *b = &m->w.h[l];
-    const int C = cfg->C;
+    const int C = m->cfg.C;
     const size_t nC = (size_t)n * C;
-    const Hooks *hk = lb->hooks;
-    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
     block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
                  b->attn_proj_b, n, C, C);
-    FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
+    if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
-    FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
+    if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
-    FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
+    if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
     block_matmul(m, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
-    FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
+    if ((rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
     kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
-    FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
+    if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
     block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
                  4 * C, C);
-    FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
+    if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +
                       KV_FLOPS_ADD * 2 * nC;
-    FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
-    return 0;
+    return fire(at, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
 /* ln_f and the tied lm_head for one row x (C), into logits (V). */
@@ -469,96 +469,96 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     f->lm_head += 2ull * cfg->C * cfg->V;
 }
 
+/* ---- where the KV cache lives ------------------------------------------------
+ * Layer l of n new tokens after p cached ones: the new K and V go into slots p..p+n-1,
+ * then the n queries attend over all p + n slots. */
+static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
+    Model *m = at->m;
+    RunState *s = &m->s;
+    const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = at->slot0, Tt = p + n;
+    const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
+    const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
+    int rc;
+    for (int i = 0; i < n; i++) { /* split q, k, v; the cache stores K and V in its type */
+        const float *row = s->qkv + (size_t)i * 3 * C;
+        memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
+        kvcache_store(cache, l, p + i, row + C, row + 2 * C, at->pos0 + i);
+    }
+    /* read them back as floats: fp32 in place, other types dequantized, so the new
+     * tokens attend to their own K and V exactly as stored */
+    kvcache_layer(cache, l, Tt, &kc, &vc);
+    if ((rc = fire(at, HOOK_Q, l, s->q, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_CACHE_K, l, kc, 3, Tt, NH, hs)) ||
+        (rc = fire(at, HOOK_CACHE_V, l, vc, 3, Tt, NH, hs)))
+        return rc;
+    /* the heart of it: n new queries against all Tt cached keys and values */
+    const double t0 = clock_start(m);
+    kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    clock_add(m, m->times ? &m->times->attention : NULL, t0);
+    f->attn += 4ull * C * pairs;
+    f->elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
+    if ((rc = fire(at, HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt)) ||
+        (rc = fire(at, HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt)))
+        return rc;
+    return fire(at, HOOK_Z, l, s->atty, 3, n, NH, hs);
+}
+
+/* hook_step_end: what the step did, with the evictions the caller reported. */
+static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *f) {
+    if (!hooks_wants(at->lb->hooks, HOOK_STEP_END)) return 0;
+    StepStats st = {.tokens_new = n, .tokens_total = cache->len,
+                    .kv_bytes = kvcache_bytes_used(cache),
+                    .kv_reserved = kvcache_bytes_reserved(cache), .flops = *f,
+                    .slot_pos = cache->pos, .evicted_pos0 = at->lb->evicted_pos0,
+                    .evicted_n = at->lb->evicted_n};
+    HookEvent ev = {.point = HOOK_STEP_END, .phase = at->lb->phase, .step = at->lb->step,
+                    .layer = -1, .pos0 = at->pos0, .slot0 = at->slot0, .stats = &st};
+    const double t0 = clock_start(at->m);
+    const int rc = hooks_emit(at->lb->hooks, &ev);
+    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
+    return rc;
+}
+
 static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                    const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
-    const int C = cfg->C, NH = cfg->NH, hs = C / NH;
-    const int p = cache->len;      /* slots already cached: what the new tokens also attend to */
-    const int pos0 = cache->n_seen; /* absolute position of the first new token */
-    const int Tt = p + n;
-    const StepLabel none = {PHASE_PREFILL, 0, NULL};
-    const StepLabel *lb = label ? label : &none;
-    const Hooks *hk = lb->hooks;
+    const int C = cfg->C;
+    const StepLabel none = {.phase = PHASE_PREFILL};
+    At at = {.m = m, .lb = label ? label : &none, .pos0 = cache->n_seen, .slot0 = cache->len};
     RunState *s = &m->s;
     int rc;
 
-    if (n < 1 || pos0 + n > cfg->N) return -1;
+    if (n < 1 || at.pos0 + n > cfg->N) return -1;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= cfg->V) return -1;
-    if (runstate_reserve(s, cfg, n, Tt) || kvcache_reserve(cache, n)) return -1;
-
-    const int *slot_pos = cache->pos; /* which position each slot holds, for the hooks */
-    const size_t nC = (size_t)n * C;
-    const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
+    if (runstate_reserve(s, cfg, n, at.slot0 + n)) return -1;
+    if ((rc = kvcache_reserve(cache, n))) return rc; /* -1, or KVCACHE_OVER_BUDGET */
+    at.slot_pos = cache->pos; /* after the reservation, which may move it */
     FlopCount f = {0};
 
     /* token + position embeddings */
     for (int i = 0; i < n; i++)
         residual_forward(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                         m->w.wpe + (size_t)(pos0 + i) * C, (size_t)C);
-    f.elementwise += KV_FLOPS_ADD * nC; /* wte + wpe */
+                         m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
+    f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++) {
-        const float *kc, *vc; /* this layer's cached keys and values, (Tt, C), set below */
-        FIRE(HOOK_RESID_PRE, l, s->x, 2, n, C, 0);
-
-        /* attention: ln_1 → c_attn → split q, k, v → append k, v to the cache */
-        if ((rc = block_qkv(m, l, n, lb, pos0, p, &f))) return rc;
-        for (int i = 0; i < n; i++) {
-            const float *row = s->qkv + (size_t)i * 3 * C;
-            memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
-            /* the cache stores K and V in its type (fp32: a plain copy) */
-            kvcache_store(cache, l, p + i, row + C, row + 2 * C, pos0 + i);
-        }
-        /* read them back as floats: fp32 in place, other types dequantized, so the
-         * new tokens attend to their own K and V exactly as stored */
-        kvcache_layer(cache, l, Tt, &kc, &vc);
-        FIRE(HOOK_Q, l, s->q, 3, n, NH, hs);
-        FIRE(HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs);
-        FIRE(HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs);
-        FIRE(HOOK_CACHE_K, l, kc, 3, Tt, NH, hs);
-        FIRE(HOOK_CACHE_V, l, vc, 3, Tt, NH, hs);
-
-        /* the heart of it: n new queries against all Tt cached keys and values */
-        const double ta = clock_start(m);
-        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
-        clock_add(m, m->times ? &m->times->attention : NULL, ta);
-        f.attn += 4ull * C * pairs;
-        f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-        FIRE(HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt);
-        FIRE(HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt);
-        FIRE(HOOK_Z, l, s->atty, 3, n, NH, hs);
-
-        if ((rc = block_rest(m, l, n, lb, pos0, p, &f))) return rc;
+        if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
+            (rc = block_qkv(&at, l, n, &f)) || (rc = attention_layer(&at, cache, l, n, &f)) ||
+            (rc = block_rest(&at, l, n, &f)))
+            return rc;
     }
-    cache->len = Tt;
-    cache->n_seen = pos0 + n;
+    cache->len = at.slot0 + n; /* the new tokens are the cache's only once every layer holds them */
+    cache->n_seen = at.pos0 + n;
 
-    if (logits) {
-        /* ln_f and the tied lm_head, for the last new token only */
-        const int l = -1;
+    if (logits) { /* ln_f and the tied lm_head, for the last new token only */
         final_logits(m, s->x + (size_t)(n - 1) * C, logits, &f);
-        FIRE(HOOK_LOGITS, l, logits, 1, cfg->V, 0, 0);
+        if ((rc = fire(&at, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
     }
-
     if (flops) flops_add(flops, &f);
-    /* evictions since the previous step are reported once, with this step */
-    const int evicted_pos0 = cache->evicted_pos0, evicted_n = cache->evicted_n;
-    cache->evicted_n = 0;
-    if (hooks_wants(hk, HOOK_STEP_END)) {
-        StepStats st = {.tokens_new = n, .tokens_total = Tt,
-                        .kv_bytes = kvcache_bytes_used(cache),
-                        .kv_reserved = kvcache_bytes_reserved(cache), .flops = f,
-                        .slot_pos = cache->pos, .evicted_pos0 = evicted_pos0,
-                        .evicted_n = evicted_n};
-        HookEvent ev = {.point = HOOK_STEP_END, .phase = lb->phase, .step = lb->step,
-                        .layer = -1, .pos0 = pos0, .slot0 = p, .stats = &st};
-        const double th = clock_start(m);
-        rc = hooks_emit(hk, &ev);
-        clock_add(m, m->times ? &m->times->hooks : NULL, th);
-        if (rc) return rc;
-    }
-    return 0;
+    return step_end(&at, cache, n, &f);
 }
 
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
@@ -574,7 +574,8 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
                        void *user, float *const *logits, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH;
-    const StepLabel none = {PHASE_DECODE, 0, NULL}; /* rows of many sequences: no hooks */
+    const StepLabel none = {.phase = PHASE_DECODE}; /* rows of many sequences: no hooks */
+    const At at = {.m = m, .lb = &none};
     RunState *s = &m->s;
     int rc;
 
@@ -591,7 +592,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
 
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
-        if ((rc = block_qkv(m, l, R, &none, 0, 0, &f))) return rc;
+        if ((rc = block_qkv(&at, l, R, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
         for (int r = 0; r < R; r++) {
@@ -601,7 +602,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         }
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-        if ((rc = block_rest(m, l, R, &none, 0, 0, &f))) return rc;
+        if ((rc = block_rest(&at, l, R, &f))) return rc;
     }
     if (logits)
         for (int r = 0; r < R; r++)

@@ -150,13 +150,16 @@ typedef struct {
     Phase phase;
     int step;
     Hooks *hooks;      /* may be NULL: then no event is built */
+    int evicted_pos0, evicted_n; /* positions the caller evicted from the cache since its
+                        * last step (first, count), for HOOK_STEP_END; 0: none */
 } StepLabel;
 
-/* Run n new tokens at positions cache->len .. cache->len+n-1: append their K and V
- * to the cache and attend over every cached token. Writes the logits of the last
- * new token to logits (V) when logits is not NULL. Adds this call's FLOPs to
- * *flops when not NULL. Returns 0; -1 out of memory or past the context;
- * a hook's non-zero return is passed on. */
+/* Run n new tokens at positions cache->n_seen .. n_seen+n-1, in cache slots
+ * cache->len .. len+n-1: append their K and V to the cache and attend over every
+ * cached token. Writes the logits of the last new token to logits (V) when logits is
+ * not NULL. Adds this call's FLOPs to *flops when not NULL. Returns 0; -1 out of
+ * memory or past the context; KVCACHE_OVER_BUDGET when the cache would pass its cap
+ * (kvcache_set_max_bytes; nothing was run); a hook's non-zero return is passed on. */
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                   const StepLabel *label, FlopCount *flops);
 

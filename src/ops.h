@@ -89,6 +89,18 @@ void residual_forward(float *out, const float *a, const float *b, size_t n);
  * 1/sum), and the future cells pos+1..Tt-1 become -INFINITY in sc and 0 in pa. */
 void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 
+/* ---- attention, three ways ---------------------------------------------------------
+ * One computation, three implementations, every one tested to give the others' bytes:
+ *   attention_forward      below: the plain loop the lessons quote — n new queries at
+ *                          positions p..p+n-1 against the contiguous K and V cache;
+ *   kern_attention_forward kernels.h: its fast twin (vectors across keys and heads,
+ *                          blocks of queries), what the engine runs; tests/check_kernels.c
+ *                          compares the two with memcmp on every vector level;
+ *   attention_row_forward  below: one query over cached rows anywhere in memory (a padded
+ *                          batch, the blocks of a paged cache) with an optional mask, for
+ *                          batch.h and paged.h; compared with attention_forward in the same
+ *                          test file. */
+
 /* Causal multi-head attention of n new queries at absolute positions p .. p+n-1.
  *   q       (n, NH, hs)    the new tokens' queries
  *   kc, vc  (p+n, NH, hs)  every cached key and value, the new ones already appended
@@ -99,5 +111,15 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 void attention_forward(float *out, float *scores, float *pattern,
                        const float *q, const float *kc, const float *vc,
                        int n, int p, int NH, int hs);
+
+/* One query row q (C = NH·hs, heads side by side) attending over T cached rows
+ * kr[t], vr[t] (C floats each, anywhere in memory: a padded tensor, blocks of a
+ * pool). keep[t] == 0 masks slot t out (score -inf, weight 0); keep NULL keeps
+ * all. Writes out (C); scores (T) is scratch. For the kept slots the arithmetic
+ * is attention_forward's, in the same order, so the result is bit-identical to
+ * it. Returns the number of slots kept (≥ 1), or -1 if none is. Pure. */
+int attention_row_forward(float *out, float *scores, const float *q,
+                          const float *const *kr, const float *const *vr,
+                          const unsigned char *keep, int T, int NH, int hs);
 
 #endif

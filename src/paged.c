@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
+#include "ops.h"
 
 int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_blocks,
                int max_seqs, int max_len) {

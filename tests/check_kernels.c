@@ -1,4 +1,5 @@
-/* check_kernels.c — the fast kernels (kernels.h) against the plain ones (ops.h).
+/* check_kernels.c — the fast kernels (kernels.h) against the plain ones (ops.h), and
+ * the three attention implementations against each other.
  *
  * Tolerance: none. The fast kernels claim the plain kernels' exact bytes (same
  * operations in the same order per element), so every comparison is memcmp, on
@@ -279,6 +280,46 @@ START_TEST(test_attention_decode_wide) {
 }
 END_TEST
 
+/* The third implementation, for the batched and paged caches (ops.h): the one-row kernel
+ * is attention_forward's arithmetic — equal bytes for the last query of a causal block,
+ * and with a mask equal to attention over the kept rows. */
+START_TEST(test_row_kernel_matches_attention_forward) {
+    enum { NH = 3, hs = 5, C = NH * hs, T = 11 };
+    float q[C], k[T * C], v[T * C], out[C], ref[C], sc[T];
+    float scores[NH * T], pattern[NH * T];
+    const float *kr[T], *vr[T];
+    fill(q, C, 1);
+    fill(k, T * C, 2);
+    fill(v, T * C, 3);
+    for (int t = 0; t < T; t++) kr[t] = k + t * C, vr[t] = v + t * C;
+    attention_forward(ref, scores, pattern, q, k, v, 1, T - 1, NH, hs);
+    ck_assert_int_eq(attention_row_forward(out, sc, q, kr, vr, NULL, T, NH, hs), T);
+    ck_assert_mem_eq(out, ref, sizeof out);
+
+    /* mask slots 2, 3, 7: the same as attention over the 8 rows left, packed */
+    const unsigned char keep[T] = {1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1};
+    float kp[T * C], vp[T * C];
+    int n = 0;
+    for (int t = 0; t < T; t++)
+        if (keep[t]) {
+            memcpy(kp + n * C, k + t * C, sizeof(float) * C);
+            memcpy(vp + n * C, v + t * C, sizeof(float) * C);
+            n++;
+        }
+    attention_forward(ref, scores, pattern, q, kp, vp, 1, n - 1, NH, hs);
+    ck_assert_int_eq(attention_row_forward(out, sc, q, kr, vr, keep, T, NH, hs), n);
+    ck_assert_mem_eq(out, ref, sizeof out);
+    /* and differs from attending to everything */
+    attention_row_forward(ref, sc, q, kr, vr, NULL, T, NH, hs);
+    double d = 0.0;
+    for (int i = 0; i < C; i++) d = fmax(d, fabs((double)out[i] - (double)ref[i]));
+    ck_assert(d > 1e-4);
+    const unsigned char none[2] = {0, 0};
+    ck_assert_int_eq(attention_row_forward(out, sc, q, kr, vr, none, 2, NH, hs), -1);
+}
+END_TEST
+
+
 /* Distance of got from the exact value in units of the exact value's ulp (float). */
 static double ulps_from(float got, double exact) {
     int e;
@@ -455,6 +496,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_matmul_half_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_test(tc, test_row_kernel_matches_attention_forward);
     tcase_add_test(tc, test_tanh_accuracy);
     tcase_add_test(tc, test_exp_accuracy);
     tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);

@@ -255,6 +255,11 @@ int cli_outdir_end(OutDir *od, int status, int close_failed) {
 }
 
 int cli_step_failed(int rc, const char *what, const float *logits, int V) {
+    if (rc == KVCACHE_OVER_BUDGET) {
+        fprintf(stderr, "kvscope: %s failed: the KV cache would pass its cap (--max-kv-mb, "
+                        "--max-tokens)\n", what);
+        return 2;
+    }
     if (rc != GEN_NONFINITE) {
         fprintf(stderr, "kvscope: %s failed (out of memory?)\n", what);
         return 2;

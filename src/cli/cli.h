@@ -83,7 +83,7 @@ void cli_outdir_error(const OutDir *od, const char *msg);
 /* ---- steps of the engine ------------------------------------------------------ */
 
 /* The line for a failed generator step (what: "prefill", "decode step 3"): non-finite
- * logits, or out of memory. Returns 2. */
+ * logits, the cache's cap, or out of memory. Returns 2. */
 int cli_step_failed(int rc, const char *what, const float *logits, int V);
 
 #endif

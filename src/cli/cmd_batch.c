@@ -137,23 +137,6 @@ static int read_prompts(BatchArgs *a, char **buf) {
 }
 
 
-/* max |Δ log p| between two rows of logits (in double): unlike the logits
- * themselves it ignores a shift of all logits, which changes no probability */
-static double max_abs_dlogprob(const float *a, const float *b, int V) {
-    double ma = a[0], mb = b[0], sa = 0.0, sb = 0.0, d = 0.0;
-    for (int i = 1; i < V; i++) {
-        ma = fmax(ma, a[i]);
-        mb = fmax(mb, b[i]);
-    }
-    for (int i = 0; i < V; i++) {
-        sa += exp(a[i] - ma);
-        sb += exp(b[i] - mb);
-    }
-    const double la = ma + log(sa), lb = mb + log(sb);
-    for (int i = 0; i < V; i++) d = diff_max(d, fabs((a[i] - la) - (b[i] - lb)));
-    return d;
-}
-
 /* Everything one run holds: prompts, the reference run alone, the batched logits. */
 typedef struct {
     int B, S;          /* sequences; the longest decode */
@@ -546,7 +529,7 @@ int cmd_batch(int argc, char **argv) {
             step_worst = diff_max(step_worst, d);
             live_tokens += r.T[b] + s;
             dbl += r.ref_res[b][s];
-            double dl = max_abs_dlogprob(lgp[q], ref, V);
+            double dl = logits_max_abs_dlogprob(lgp[q], ref, V);
             worst_lp = diff_max(worst_lp, dl);
             fprintf(fd, "%d,%d,%d,%.9g,%.9g,%d\n", s, b, r.T[b] - 1 + s, d, dl, same);
         }
