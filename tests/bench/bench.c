@@ -127,7 +127,7 @@ static void fill_cache(Bench *b, int p) {
  * *flops gets the engine's count. */
 static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
     FlopCount f = {0};
-    StepLabel lb = {PHASE_PREFILL, 0, hooks};
+    StepLabel lb = {.phase = PHASE_PREFILL, .step = 0, .hooks = hooks};
     kvcache_reset(&b->c);
     double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, b->tokens, T, b->logits, &lb, &f) != 0) die("forward");
@@ -140,7 +140,7 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
 /* Seconds of one decode step with p tokens cached (fill_cache(p) first); the cache
  * is put back to p tokens afterwards so the same step can be timed again. */
 static double time_decode(Bench *b, int p, int with_logits, Hooks *hooks) {
-    StepLabel lb = {PHASE_DECODE, 1, hooks};
+    StepLabel lb = {.phase = PHASE_DECODE, .step = 1, .hooks = hooks};
     double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, &b->tokens[p], 1, with_logits ? b->logits : NULL, &lb, NULL))
         die("forward");
