@@ -118,3 +118,9 @@ const char *human_bytes(double bytes, char *buf, size_t size) {
     else snprintf(buf, size, bytes < 10 ? "%.2f %s" : bytes < 100 ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
     return buf;
 }
+
+const char *human_seconds(double s, char *buf, size_t size) {
+    if (s < 1.0) snprintf(buf, size, "%.3g ms", 1e3 * s);
+    else snprintf(buf, size, "%.3g s", s);
+    return buf;
+}

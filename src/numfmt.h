@@ -32,5 +32,7 @@ int numfmt_int(char *buf, long long v);
 const char *group_digits(uint64_t v, char *buf, size_t size);
 /* Binary units with 3 significant digits: "512 B", "24.0 KiB", "1.00 GiB". Returns buf. */
 const char *human_bytes(double bytes, char *buf, size_t size);
+/* Seconds with 3 significant digits: 0.00291 → "2.91 ms", 2.39 → "2.39 s". Returns buf. */
+const char *human_seconds(double s, char *buf, size_t size);
 
 #endif
