@@ -106,6 +106,20 @@ double logits_max_abs_dlogprob(const float *a, const float *b, int n) {
     return d;
 }
 
+double logit_drift_add(LogitDrift *d, const float *test, const float *ref, int n) {
+    double mx = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double e = fabs((double)test[i] - (double)ref[i]);
+        mx = diff_max(mx, e);
+        d->sum_abs += e;
+    }
+    d->max_abs = diff_max(d->max_abs, mx);
+    d->n += n;
+    d->agree += logits_argmax(test, n) == logits_argmax(ref, n);
+    d->steps++;
+    return mx;
+}
+
 int generator_argmax(const Generator *g) { return logits_argmax(g->logits, g->m->cfg.V); }
 
 int generator_next_rows(const Generator *g) { return g->mode == GEN_RECOMPUTE ? g->len + 1 : 1; }

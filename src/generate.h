@@ -62,6 +62,15 @@ double logits_max_abs_dlogprob(const float *a, const float *b, int n);
 /* The larger of two differences, NaN if either is NaN (fmax would drop it). */
 static inline double diff_max(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 
+/* How far one run's logits drift from a reference run's, step after step. */
+typedef struct {
+    double max_abs, sum_abs;  /* max and sum of |Δlogit| (in double) */
+    long n;                   /* logits compared */
+    int agree, steps;         /* greedy choices that agree; steps compared */
+} LogitDrift;
+/* Add one step of n logits (test against ref) to d; returns that step's max |Δlogit|. */
+double logit_drift_add(LogitDrift *d, const float *test, const float *ref, int n);
+
 /* Rows the next decode step would compute (1 with a cache, len+1 without). */
 int generator_next_rows(const Generator *g);
 /* Cache slots the next decode step evicts before it runs (the window): *first, and

@@ -180,39 +180,43 @@ static int print_presets(const KvmemArgs *a) {
     return 0;
 }
 
-/* The files of --out. The sweep has one column per model; a cell past a model's
- * context is left empty (gnuplot skips it). */
-static int write_files(const KvmemArgs *a, const char *dir) {
-    int n;
+/* The models of the files: every preset, and the shape given when it is none of them. */
+static int models_of(const KvmemArgs *a, KvShape *models) {
+    int n, m = 0;
     const KvShape *p = kvmem_presets(&n);
-    KvShape models[8];
-    int m = 0;
     for (int i = 0; i < n; i++) models[m++] = p[i];
-    if (a->have_shape) models[m++] = a->shape; /* the presets are there already */
+    if (a->have_shape) models[m++] = a->shape;
+    return m;
+}
 
-    const int *len = a->lengths, nl = a->n_lengths;
-    char path[4200];
+/* kvmem.csv: one column per model over the lengths; a cell past a model's context is
+ * left empty (gnuplot skips it). */
+static int write_sweep(const KvmemArgs *a, const OutDir *od, const KvShape *models, int m) {
+    char err[8400];
     uint64_t b;
-    char d[40], h[32];
-
-    FILE *f;
-    if (path_join(path, sizeof path, dir, "kvmem.csv") || !(f = fopen(path, "w"))) return -1;
+    FILE *f = outdir_fopen(od, "kvmem.csv", err, sizeof err);
+    if (!f) return -1;
     fprintf(f, "tokens");
     for (int j = 0; j < m; j++) fprintf(f, ",%s", models[j].name);
     fprintf(f, "\n");
-    for (int i = 0; i < nl; i++) {
-        fprintf(f, "%d", len[i]);
+    for (int i = 0; i < a->n_lengths; i++) {
+        const int T = a->lengths[i];
+        fprintf(f, "%d", T);
         for (int j = 0; j < m; j++) {
-            if (len[i] > models[j].N) fputc(',', f);
-            else if (kvmem_bytes(&models[j], (uint64_t)len[i], (uint64_t)a->batch, a->dt, &b) == 0)
+            if (T <= models[j].N && kvmem_bytes(&models[j], (uint64_t)T, (uint64_t)a->batch, a->dt, &b) == 0)
                 fprintf(f, ",%llu", (unsigned long long)b);
             else fputc(',', f);
         }
         fprintf(f, "\n");
     }
-    if (file_close(f)) return -1;
+    return file_close(f);
+}
 
-    if (path_join(path, sizeof path, dir, "models.md") || !(f = fopen(path, "w"))) return -1;
+/* models.md: the table of the models' shapes and bytes. */
+static int write_models(const KvmemArgs *a, const OutDir *od, const KvShape *models, int m) {
+    char err[8400], d[40], h[32], h2[32];
+    FILE *f = outdir_fopen(od, "models.md", err, sizeof err);
+    if (!f) return -1;
     fprintf(f, "| model | layers | heads | KV heads | head dim | context | KV per token (%s) | KV at full context |\n",
             kvmem_dtype_name(a->dt));
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -224,49 +228,62 @@ static int write_files(const KvmemArgs *a, const char *dir) {
             fclose(f);
             return -1;
         }
-        char h2[32];
         fprintf(f, "| %s | %d | %d | %d | %d | %d | %s | %s B (%s) |\n", s->name, s->L, s->NH,
                 s->kv_heads, s->hs, s->N, human_bytes((double)per, h, sizeof h),
                 group_digits(full, d, sizeof d), human_bytes((double)full, h2, sizeof h2));
     }
-    if (file_close(f)) return -1;
+    return file_close(f);
+}
 
-    /* key,value pairs a lesson quotes: every preset at 1024 tokens and at its
-     * context, and the source article's one-head LLaMA figure next to the right one */
-    if (path_join(path, sizeof path, dir, "values.csv") || !(f = fopen(path, "w"))) return -1;
+/* Bytes as two keys: "<key>_bytes,N" and "<key>,N in KiB/MiB/GiB". */
+static void bytes_pair(FILE *f, const char *model, const char *key, uint64_t b) {
+    char h[32];
+    fprintf(f, "%s%s_bytes,%llu\n", model, key, (unsigned long long)b);
+    fprintf(f, "%s%s,%s\n", model, key, human_bytes((double)b, h, sizeof h));
+}
+
+/* values.csv: key,value pairs a lesson quotes — every model per token, at 1024 tokens
+ * and at its context, and the source article's one-head LLaMA figure next to the right
+ * one. */
+static int write_values(const KvmemArgs *a, const OutDir *od, const KvShape *models, int m) {
+    char err[8400];
+    const uint64_t B = (uint64_t)a->batch;
+    FILE *f = outdir_fopen(od, "values.csv", err, sizeof err);
+    if (!f) return -1;
     fprintf(f, "key,value\ndtype,%s\nbatch,%d\n", kvmem_dtype_name(a->dt), a->batch);
-    for (int j = 0; j < m; j++) {
+    int bad = 0;
+    for (int j = 0; j < m && !bad; j++) {
         const KvShape *s = &models[j];
         uint64_t per, full, k1;
-        if (kvmem_bytes(s, 1, (uint64_t)a->batch, a->dt, &per) ||
-            kvmem_bytes(s, (uint64_t)s->N, (uint64_t)a->batch, a->dt, &full) ||
-            kvmem_bytes(s, 1024, (uint64_t)a->batch, a->dt, &k1)) {
-            fclose(f);
-            return -1;
-        }
-        fprintf(f, "%s_per_token_bytes,%llu\n", s->name, (unsigned long long)per);
-        fprintf(f, "%s_per_token,%s\n", s->name, human_bytes((double)per, h, sizeof h));
-        fprintf(f, "%s_1024_bytes,%llu\n", s->name, (unsigned long long)k1);
-        fprintf(f, "%s_1024,%s\n", s->name, human_bytes((double)k1, h, sizeof h));
-        fprintf(f, "%s_context_bytes,%llu\n", s->name, (unsigned long long)full);
-        fprintf(f, "%s_context,%s\n", s->name, human_bytes((double)full, h, sizeof h));
+        bad = kvmem_bytes(s, 1, B, a->dt, &per) || kvmem_bytes(s, (uint64_t)s->N, B, a->dt, &full) ||
+              kvmem_bytes(s, 1024, B, a->dt, &k1);
+        if (bad) break;
+        bytes_pair(f, s->name, "_per_token", per);
+        bytes_pair(f, s->name, "_1024", k1);
+        bytes_pair(f, s->name, "_context", full);
     }
     const KvShape *ll = kvmem_preset("llama-2-7b");
     KvShape one_head = *ll;
     one_head.NH = one_head.kv_heads = 1;
     uint64_t wrong, right;
-    if (kvmem_bytes(&one_head, 2048, (uint64_t)a->batch, a->dt, &wrong) ||
-        kvmem_bytes(ll, 2048, (uint64_t)a->batch, a->dt, &right)) {
+    if (bad || kvmem_bytes(&one_head, 2048, B, a->dt, &wrong) || kvmem_bytes(ll, 2048, B, a->dt, &right)) {
         fclose(f);
         return -1;
     }
-    fprintf(f, "llama-2-7b_2048_bytes,%llu\n", (unsigned long long)right);
-    fprintf(f, "llama-2-7b_2048,%s\n", human_bytes((double)right, h, sizeof h));
-    fprintf(f, "article_llama_2048_bytes,%llu\n", (unsigned long long)wrong);
-    fprintf(f, "article_llama_2048,%s\n", human_bytes((double)wrong, h, sizeof h));
+    bytes_pair(f, "llama-2-7b", "_2048", right);
+    bytes_pair(f, "article_llama", "_2048", wrong);
     fprintf(f, "article_missing_factor,%llu\n", (unsigned long long)(right / wrong));
-    if (file_close(f)) return -1;
-    return 0;
+    return file_close(f);
+}
+
+/* The three files of --out. 0, or -1 (errno of a failed write). */
+static int write_files(const KvmemArgs *a, const OutDir *od) {
+    KvShape models[8];
+    const int m = models_of(a, models);
+    return write_sweep(a, od, models, m) || write_models(a, od, models, m) ||
+                   write_values(a, od, models, m)
+               ? -1
+               : 0;
 }
 
 int cmd_kvmem(int argc, char **argv) {
@@ -278,7 +295,7 @@ int cmd_kvmem(int argc, char **argv) {
         return rc;
     rc = (a.have_model || a.have_shape) ? print_one(&a) : print_presets(&a);
     if (rc == 0 && a.out && (rc = cli_outdir_begin(&od)) == 0) {
-        if (write_files(&a, od.tmp) != 0) {
+        if (write_files(&a, &od) != 0) {
             fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n", write_error_text(errno),
                     a.out);
             rc = 2;
