@@ -522,20 +522,25 @@ END_TEST
 
 Suite *make_compare_suite(void) {
     Suite *s = suite_create("compare");
-    TCase *t = tcase_create("sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, counted_flops_equal_the_closed_form);
-    tcase_add_test(t, prefill_decode_table_from_hooks);
-    tcase_add_test(t, deterministic_files_repeat_byte_for_byte);
-    tcase_add_test(t, bad_input_exits_2_and_writes_nothing);
-    tcase_add_test(t, ctrl_c_keeps_the_rows_measured);
-    suite_add_tcase(s, t);
-    TCase *g = tcase_create("charts");
-    tcase_set_timeout(g, 120);
-    tcase_add_test(g, every_script_draws_png_and_svg);
-    tcase_add_test(g, scripts_name_the_missing_column);
-    tcase_add_test(g, charts_option_and_missing_gnuplot);
-    tcase_add_test(g, charts_checked_and_failing);
-    suite_add_tcase(s, g);
+    TCase *tc = tcase_create("sweep");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, counted_flops_equal_the_closed_form);
+    tcase_add_test(tc, prefill_decode_table_from_hooks);
+    tcase_add_test(tc, deterministic_files_repeat_byte_for_byte);
+    tcase_add_test(tc, bad_input_exits_2_and_writes_nothing);
+    tcase_add_test(tc, ctrl_c_keeps_the_rows_measured);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("charts");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, scripts_name_the_missing_column);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("charts_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, every_script_draws_png_and_svg);
+    tcase_add_test(tc, charts_option_and_missing_gnuplot);
+    tcase_add_test(tc, charts_checked_and_failing);
+    suite_add_tcase(s, tc);
     return s;
 }

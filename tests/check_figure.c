@@ -345,14 +345,18 @@ END_TEST
 
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
-    TCase *t = tcase_create("figure");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, test_labels_bytes);
-    tcase_add_test(t, test_square_cells);
-    tcase_add_test(t, test_step_cells);
-    tcase_add_test(t, test_cli_figures);
-    tcase_add_test(t, test_cli_gif_frames);
-    tcase_add_test(t, test_cli_too_long);
-    suite_add_tcase(s, t);
+    TCase *tc = tcase_create("figure");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_labels_bytes);
+    tcase_add_test(tc, test_square_cells);
+    tcase_add_test(tc, test_step_cells);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("figure_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_cli_figures);
+    tcase_add_test(tc, test_cli_gif_frames);
+    tcase_add_test(tc, test_cli_too_long);
+    suite_add_tcase(s, tc);
     return s;
 }

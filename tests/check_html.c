@@ -458,7 +458,7 @@ START_TEST(test_cli_page_disk_full) {
     ck_assert_int_eq(mkdir(small, 0755), 0);
     snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=160k tmpfs '%s' 2>/dev/null", small);
     if (system(cmd) != 0) {
-        fprintf(stderr, "check_html: skipped: disk-full case (no tmpfs mount here: needs root)\n");
+        TEST_SKIPPED("cannot mount a small tmpfs here (needs root): the disk-full case");
         remove_tree(dir);
         return;
     }
@@ -491,6 +491,10 @@ Suite *make_html_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_page_data, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(tc, test_page_size_and_bytes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("page_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cli_page);
     tcase_add_test(tc, test_cli_page_errors);
     tcase_add_test(tc, test_cli_page_disk_full);

@@ -242,8 +242,7 @@ START_TEST(test_disk_full) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=8k tmpfs '%s' 2>/dev/null", small);
         if (system(cmd) != 0) {
-            fprintf(stderr, "check_outputs: skipped: cannot mount a small tmpfs here (needs root): "
-                            "disk-full cases not run\n");
+            TEST_SKIPPED("cannot mount a small tmpfs here (needs root): the disk-full cases");
             return;
         }
         if (i == 6) { /* one page for the CSV, which needs two */
@@ -408,17 +407,18 @@ END_TEST
 
 Suite *make_outputs_suite(void) {
     Suite *s = suite_create("outputs");
-    TCase *t = tcase_create("outputs");
-    tcase_add_checked_fixture(t, setup, teardown);
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, test_refused_up_front);
-    tcase_add_test(t, test_force);
-    tcase_add_test(t, test_symlinked_out);
-    tcase_add_test(t, test_odd_input_files);
-    tcase_add_test(t, test_disk_full);
-    tcase_add_test(t, test_signal_keeps_old_out);
-    tcase_add_test(t, test_stale_siblings_removed);
-    tcase_add_test(t, test_exit_rule);
-    suite_add_tcase(s, t);
+    TCase *tc = tcase_create("outputs");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_refused_up_front);
+    tcase_add_test(tc, test_force);
+    tcase_add_test(tc, test_symlinked_out);
+    tcase_add_test(tc, test_odd_input_files);
+    tcase_add_test(tc, test_disk_full);
+    tcase_add_test(tc, test_signal_keeps_old_out);
+    tcase_add_test(tc, test_stale_siblings_removed);
+    tcase_add_test(tc, test_exit_rule);
+    suite_add_tcase(s, tc);
     return s;
 }

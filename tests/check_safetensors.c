@@ -496,10 +496,14 @@ Suite *make_safetensors_suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("folders");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_nonfinite_weights);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("folders_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_export_load_identical);
     tcase_add_test(tc, test_folder_variants);
     tcase_add_test(tc, test_folder_rejections);
-    tcase_add_test(tc, test_nonfinite_weights);
     tcase_add_test(tc, test_nonfinite_logits);
     suite_add_tcase(s, tc);
     return s;

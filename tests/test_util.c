@@ -11,6 +11,13 @@
 
 #include "testutil.h"
 
+void test_skipped(const char *file, const char *test, const char *why) {
+    const char *base = strrchr(file, '/');
+    size_t n = strlen(test);
+    if (n > 3 && strcmp(test + n - 3, "_fn") == 0) n -= 3; /* Check's START_TEST adds it */
+    fprintf(stderr, "%s: %.*s: skipped: %s\n", base ? base + 1 : file, (int)n, test, why);
+}
+
 Config tiny_config(int L, int NH, int C, int N, int V) {
     Config c = config_default();
     c.L = L;

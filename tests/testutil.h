@@ -9,16 +9,12 @@
 /* Path of the kvscope binary under test (set by the Makefile). */
 #ifndef KVSCOPE_BIN
 #define KVSCOPE_BIN "bin/kvscope"
-/* A PNG read back: 8-bit RGB pixels and its text chunks. */
-typedef struct {
-    int w, h;
-    unsigned char *px; /* RGB, malloc'ed */
-    char title[256], software[64], desc[1024];
-} Png;
-/* 0, or -1 if path is not an 8-bit RGB PNG. */
-int png_load(const char *path, Png *p);
-
 #endif
+
+/* A test that could not run a case says so, on stderr, in one form for every suite:
+ * "check_kernels.c: test_matmul_exact: skipped: avx512 (CPU lacks it)". */
+void test_skipped(const char *file, const char *test, const char *why);
+#define TEST_SKIPPED(why) test_skipped(__FILE__, __func__, (why))
 
 /* A small config: L layers, NH heads, C width, context N, vocabulary V. */
 Config tiny_config(int L, int NH, int C, int N, int V);
