@@ -148,6 +148,55 @@ START_TEST(test_verify) {
 }
 END_TEST
 
+/* The help of every command and the parser agree: each whole-number option the help
+ * lists takes its stated default and the ends of its stated range, and refuses one past
+ * either end (the parser reads the same table the help was printed from). */
+START_TEST(test_help_matches_parser) {
+    static const char *const cmds[] = {"run", "verify", "export", "budget", "compare", "batch", "kvmem"};
+    char dir[64], so[128], se[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    int checked = 0;
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        const char *help[] = {cmds[c], "--help", NULL};
+        ck_assert_int_eq(run_kvscope(help, so, NULL), 0);
+        char *h = read_file(so, NULL);
+        ck_assert_ptr_nonnull(h);
+        for (char *p = strstr(h, "\n  --"); p; p = strstr(p + 1, "\n  --")) {
+            char name[64], flat[2048];
+            size_t k = 0;
+            /* the option's lines, joined: up to the next option or heading */
+            for (const char *q = p + 1; *q && k + 1 < sizeof flat; q++) {
+                if (q > p + 1 && q[-1] == '\n' && (q[0] != ' ' || strncmp(q, "  --", 4) == 0)) break;
+                flat[k++] = *q == '\n' ? ' ' : *q;
+            }
+            flat[k] = '\0';
+            long lo, hi, def;
+            const char *r = strrchr(flat, '(');
+            if (sscanf(flat, " %63s", name) != 1 || !r || sscanf(r, "(%ld..%ld", &lo, &hi) != 2) continue;
+            char v[4][32];
+            int n = 0, want[4];
+            snprintf(v[n], 32, "%ld", lo), want[n++] = 0;
+            snprintf(v[n], 32, "%ld", hi), want[n++] = 0;
+            snprintf(v[n], 32, "%ld", lo - 1), want[n++] = 2;
+            snprintf(v[n], 32, "%ld", hi + 1), want[n++] = 2;
+            const char *d = strstr(r, "default ");
+            if (d && sscanf(d, "default %ld", &def) == 1) snprintf(v[0], 32, "%ld", def);
+            for (int i = 0; i < n; i++) {
+                const char *args[] = {cmds[c], name, v[i], "--help", NULL};
+                int rc = run_kvscope(args, NULL, se);
+                ck_assert_msg(rc == want[i], "%s %s %s: exit %d, want %d", cmds[c], name, v[i], rc, want[i]);
+                checked++;
+            }
+        }
+        free(h);
+    }
+    ck_assert_int_ge(checked, 4 * 30); /* every command's numbers, not a handful */
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -158,6 +207,7 @@ Suite *make_cli_suite(void) {
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_run_output);
     tcase_add_test(tc, test_verify);
+    tcase_add_test(tc, test_help_matches_parser);
     suite_add_tcase(s, tc);
     return s;
 }

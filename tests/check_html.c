@@ -438,6 +438,22 @@ START_TEST(test_cli_page_errors) {
     char *notes = read_file(foreign, NULL);
     ck_assert_str_eq(notes, "<!DOCTYPE html>\n<p>my notes</p>\n");
     free(notes);
+    /* checked with the other outputs, before the model loads: a bad --model is not what
+     * is said */
+    const char *early[] = {"run", "--model", "/nonexistent/gpt2", "--out", out, "--html", foreign,
+                           "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(early, NULL, errf), 2);
+    assert_one_line(errf, "--html is a file kvscope did not write");
+    /* a page inside --plots would go when the figures' folder is swapped in after it */
+    char plots[160], in_plots[200];
+    snprintf(plots, sizeof plots, "%s/figs", dir);
+    snprintf(in_plots, sizeof in_plots, "%s/./figs/page.html", dir);
+    const char *pl[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "64",
+                        "--prompt-ids", "1,2,3", "--steps", "1", "--out", out, "--plots", plots,
+                        "--html", in_plots, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(pl, NULL, errf), 2);
+    assert_one_line(errf, "--html inside --plots would be lost");
+    ck_assert_int_eq(count_entries(dir), 3);
     snprintf(big, sizeof big, "%s/big.html", dir); /* refused before the run starts */
     const char *args[] = {"run", "--ctx", "4096", "--prompt-ids", "1", "--steps", "3000",
                           "--out", out, "--html", big, "--quiet", NULL};

@@ -1,6 +1,7 @@
 /* check_outdir.c — output folders and input files as a library: resolved paths, the
  * folders kvscope may not replace, the marker, both commits, what killed runs left,
- * signal cleanup, and files that are not regular. */
+ * signal cleanup, the files of a folder and the one atomic-file writer, and input files
+ * that are not regular. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -416,6 +417,108 @@ START_TEST(test_infile_limit) {
 }
 END_TEST
 
+/* ---- the files of a folder, one file at a time ------------------------------------ */
+
+START_TEST(test_outdir_fopen) {
+    char d[PATH_MAX], p[sizeof ((OutDir *)0)->tmp + 16];
+    OutDir o;
+    ck_assert_int_eq(outdir_check(&o, at(d, sizeof d, "out"), "run", "--out", 0, err, sizeof err), 0);
+    ck_assert_int_eq(outdir_begin(&o, err, sizeof err), 0);
+    FILE *f = outdir_fopen(&o, "a.csv", err, sizeof err);
+    ck_assert_ptr_nonnull(f);
+    fputs("x\n", f);
+    ck_assert_int_eq(file_close(f), 0);
+    snprintf(p, sizeof p, "%s/a.csv", o.tmp);
+    ck_assert(exists(p)); /* in the temporary folder until the commit */
+    /* a name that cannot be opened: the message names the file and the folder as the
+     * user spelled it, never the temporary one */
+    ck_assert_ptr_null(outdir_fopen(&o, "no/such/sub.csv", err, sizeof err));
+    ck_assert_msg(strstr(err, "--out: cannot write no/such/sub.csv (") && strstr(err, d) &&
+                      !strstr(err, ".tmp."), "%s", err);
+    ck_assert_int_eq(outdir_commit(&o, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s/a.csv", d);
+    char *t = read_file(p, NULL);
+    ck_assert_str_eq(t, "x\n");
+    free(t);
+}
+END_TEST
+
+/* The atomic writer: the target changes only at the commit, and any failure leaves it
+ * as it was, with nothing beside it. */
+START_TEST(test_atomic_file) {
+    char p[PATH_MAX];
+    at(p, sizeof p, "f.txt");
+    ck_assert_int_eq(write_text_file(p, "old\n"), 0);
+    AtomicFile af;
+    FILE *f = atomic_open(&af, p, 0);
+    ck_assert_ptr_nonnull(f);
+    fputs("new\n", f);
+    ck_assert_int_eq(count_entries(dir), 2); /* the old file and the temporary one */
+    char *t = read_file(p, NULL);
+    ck_assert_str_eq(t, "old\n");
+    free(t);
+    ck_assert_int_eq(atomic_commit(&af, f), 0);
+    t = read_file(p, NULL);
+    ck_assert_str_eq(t, "new\n");
+    free(t);
+    ck_assert_int_eq(count_entries(dir), 1);
+    struct stat st;
+    mode_t mask = umask(022);
+    umask(mask);
+    ck_assert_int_eq(stat(p, &st), 0);
+    ck_assert_int_eq(st.st_mode & 0777, 0666 & ~mask); /* as fopen would make it */
+    /* abort: the old file stays, the temporary one goes */
+    f = atomic_open(&af, p, 0);
+    ck_assert_ptr_nonnull(f);
+    fputs("lost\n", f);
+    atomic_abort(&af, f);
+    atomic_abort(&af, NULL); /* twice is fine */
+    t = read_file(p, NULL);
+    ck_assert_str_eq(t, "new\n");
+    free(t);
+    ck_assert_int_eq(count_entries(dir), 1);
+    /* a folder that is not there */
+    char q[PATH_MAX + 16];
+    snprintf(q, sizeof q, "%s/none/f.txt", dir);
+    errno = 0;
+    ck_assert_ptr_null(atomic_open(&af, q, 0));
+    ck_assert_int_eq(errno, ENOENT);
+    /* listed for the signal cleanup while it is open; a full list is an error */
+    f = atomic_open(&af, p, 1);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_ge(af.slot, 0);
+    atomic_abort(&af, f);
+    ck_assert_int_eq(af.slot, -1);
+    int slots[CLEANUP_SLOTS], n = 0;
+    while (n < CLEANUP_SLOTS && (slots[n] = cleanup_add("/nonexistent/kvscope-test")) >= 0) n++;
+    errno = 0;
+    ck_assert_ptr_null(atomic_open(&af, p, 1));
+    ck_assert_int_eq(errno, EMFILE);
+    while (n > 0) cleanup_drop(slots[--n]);
+    ck_assert_int_eq(count_entries(dir), 1);
+    /* a write that fails at the close (a full device) is reported, nothing renamed */
+    f = atomic_open(&af, p, 0);
+    ck_assert_ptr_nonnull(f);
+    FILE *full = fopen("/dev/full", "w");
+    if (!full) {
+        atomic_abort(&af, f);
+        TEST_SKIPPED("no /dev/full here: the failed-write case");
+        return;
+    }
+    char tmp[sizeof af.tmp];
+    memcpy(tmp, af.tmp, sizeof tmp);
+    fclose(f); /* write into /dev/full through the same AtomicFile instead */
+    fputs("x", full);
+    errno = 0;
+    ck_assert_int_eq(atomic_commit(&af, full), -1);
+    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert(!exists(tmp)); /* removed */
+    t = read_file(p, NULL);
+    ck_assert_str_eq(t, "new\n");
+    free(t);
+}
+END_TEST
+
 Suite *make_outdir_suite(void) {
     Suite *s = suite_create("outdir");
     TCase *t = tcase_create("outdir");
@@ -430,6 +533,8 @@ Suite *make_outdir_suite(void) {
     tcase_add_test(t, test_stale_siblings);
     tcase_add_test(t, test_signal_cleanup);
     tcase_add_test(t, test_outfile);
+    tcase_add_test(t, test_outdir_fopen);
+    tcase_add_test(t, test_atomic_file);
     tcase_add_test(t, test_infile_not_regular);
     tcase_add_test(t, test_infile_limit);
     suite_add_tcase(s, t);

@@ -115,7 +115,9 @@ static int set_int(const Option *o, const char *v, int *f) {
 static int set_double(const Option *o, const char *v, double *f) {
     double x;
     char r[96];
-    if (opts_number(v, &x)) return bad_value(o->name, "expects a number", v);
+    const int rc = opts_number(v, &x);
+    if (rc == -1) return bad_value(o->name, "expects a number", v);
+    if (rc) x = v[0] == '-' ? -INFINITY : INFINITY; /* "1e999": past any range */
     if ((o->flags & OPTF_ABOVE_LO) && !(x > o->lo)) {
         snprintf(r, sizeof r, "must be > %g", o->lo);
         return bad_value(o->name, r, v);
@@ -129,12 +131,18 @@ static int set_double(const Option *o, const char *v, double *f) {
     return 0;
 }
 
+/* A list replaces the one before only when all of it is good. */
 static int set_ints(const Option *o, const char *v, char *base) {
     int *n = (int *)(base + o->field2), k;
     if ((o->flags & OPTF_NONE) && strcmp(v, "none") == 0) return *n = 0, 0;
-    int rc = opts_int_list(o->name, v, (long long)o->lo, (long long)o->hi,
-                           (int *)(base + o->field), (int)o->cap, &k);
-    if (rc == 0) *n = k;
+    int *ids = malloc(o->cap * sizeof *ids);
+    if (!ids) return cli_fail("out of memory parsing", o->name);
+    int rc = opts_int_list(o->name, v, (long long)o->lo, (long long)o->hi, ids, (int)o->cap, &k);
+    if (rc == 0) {
+        memcpy(base + o->field, ids, (size_t)k * sizeof *ids);
+        *n = k;
+    }
+    free(ids);
     return rc;
 }
 
