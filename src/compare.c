@@ -32,6 +32,14 @@ static int recompute_repeats(int K, int T) {
     return r < 1 ? 1 : r;
 }
 
+/* The FLOPs counted in now since `then`, by operation. */
+static FlopCount flops_since(const FlopCount *now, const FlopCount *then) {
+    FlopCount d = {now->qkv - then->qkv,             now->attn - then->attn,
+                   now->attn_proj - then->attn_proj, now->mlp - then->mlp,
+                   now->lm_head - then->lm_head,     now->elementwise - then->elementwise};
+    return d;
+}
+
 /* Both ways of one sweep, and what they share. */
 typedef struct {
     Model shared;           /* the recompute run's: the same weights, its own activations */
@@ -92,8 +100,9 @@ static int measure(Sweep *w, const CompareSpec *spec, int t, int step, int tok, 
             return rc;
         }
         w->times[k] = now_seconds() - s0;
-        r->f_rec = flops_layers(&w->gr.total) - flops_layers(&rb);
-        r->tot_rec = flops_total(&w->gr.total) - flops_total(&rb);
+        r->ops_rec = flops_since(&w->gr.total, &rb);
+        r->f_rec = flops_layers(&r->ops_rec);
+        r->tot_rec = flops_total(&r->ops_rec);
     }
     r->t_rec = summarize(w->times, reps);
     r->dlogit = logits_max_abs_diff(w->gc.logits, w->gr.logits, w->gc.m->cfg.V);
@@ -106,6 +115,7 @@ int compare_run(Model *m, const int *prompt, int P, const CompareSpec *spec,
     Sweep w;
     memset(res, 0, sizeof *res);
     res->cfg = *cfg;
+    res->weights = m->w.dtype;
     res->P = P;
     res->decode_at = spec->decode_at;
     int rc = -1;
@@ -130,14 +140,15 @@ int compare_run(Model *m, const int *prompt, int P, const CompareSpec *spec,
             goto done;
         }
         const double s1 = now_seconds();
-        const uint64_t f_step = flops_layers(&w.gc.total) - flops_layers(&before);
+        const FlopCount ops = flops_since(&w.gc.total, &before);
+        const uint64_t f_step = flops_layers(&ops);
         cum_cache += f_step;
         cum_rec += flops_layers_formula(cfg, (uint64_t)t, 0);
         if (res->n == spec->n || spec->lengths[res->n] != t) continue;
 
         CompareRow *r = &res->rows[res->n];
         *r = (CompareRow){.T = t, .f_cache = f_step, .cum_cache = cum_cache, .cum_rec_formula = cum_rec,
-                          .tot_cache = flops_total(&w.gc.total) - flops_total(&before),
+                          .tot_cache = flops_total(&ops), .ops_cache = ops,
                           .kv_bytes = kvcache_bytes_used(&w.gc.cache),
                           .kv_reserved = kvcache_bytes_reserved(&w.gc.cache)};
         if (progress->measuring) progress->measuring(t, res->n, progress->user);
@@ -166,7 +177,11 @@ static const char *const CSV_HEADER =
     "T,flops_cache,flops_recompute,formula_cache,formula_recompute,flops_total_cache,"
     "flops_total_recompute,cum_flops_cache,cum_formula_cache,cum_formula_recompute,"
     "attn_pairs_cache,attn_pairs_recompute,article_attn_cache,article_attn_recompute,"
-    "ratio,kv_bytes,kv_reserved_bytes,max_abs_dlogit,L,C,prompt_tokens\n";
+    "ratio,kv_bytes,kv_reserved_bytes,max_abs_dlogit,L,C,prompt_tokens,"
+    "flops_qkv_cache,flops_attn_cache,flops_attn_proj_cache,flops_mlp_cache,flops_lm_head_cache,"
+    "flops_elementwise_cache,flops_qkv_recompute,flops_attn_recompute,flops_attn_proj_recompute,"
+    "flops_mlp_recompute,flops_lm_head_recompute,flops_elementwise_recompute,weight_bytes_cache,"
+    "weight_bytes_recompute,flops_per_byte_cache,flops_per_byte_recompute\n";
 
 static const char *const TIMING_HEADER =
     "T,cache_median_s,cache_min_s,cache_max_s,cache_runs,recompute_median_s,recompute_min_s,"
@@ -177,9 +192,16 @@ static FILE *open_in(const OutDir *o, const char *name) {
     return outdir_fopen(o, name, err, sizeof err);
 }
 
-static void write_row(FILE *f, const Config *cfg, int P, const CompareRow *r) {
+static void write_ops(FILE *f, const FlopCount *o) {
+    const uint64_t v[6] = {o->qkv, o->attn, o->attn_proj, o->mlp, o->lm_head, o->elementwise};
+    for (int i = 0; i < 6; i++) fprintf(f, ",%llu", (unsigned long long)v[i]);
+}
+
+static void write_row(FILE *f, const Config *cfg, KernDtype dt, int P, const CompareRow *r) {
     const uint64_t T = (uint64_t)r->T;
-    fprintf(f, "%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%zu,%zu,%.9g,%d,%d,%d\n",
+    /* the bytes a step reads: the weights once (and each new token's rows), K and V */
+    const uint64_t w_cache = model_weight_bytes_read(cfg, dt, 1), w_rec = model_weight_bytes_read(cfg, dt, T);
+    fprintf(f, "%d,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.6f,%zu,%zu,%.9g,%d,%d,%d",
             r->T, (unsigned long long)r->f_cache, (unsigned long long)r->f_rec,
             (unsigned long long)flops_layers_formula(cfg, 1, T - 1),
             (unsigned long long)flops_layers_formula(cfg, T, 0),
@@ -189,6 +211,11 @@ static void write_row(FILE *f, const Config *cfg, int P, const CompareRow *r) {
             (unsigned long long)(T * (T + 1) / 2), (unsigned long long)T, (unsigned long long)(T * T),
             (double)r->f_rec / (double)r->f_cache, r->kv_bytes, r->kv_reserved, r->dlogit, cfg->L,
             cfg->C, P);
+    write_ops(f, &r->ops_cache);
+    write_ops(f, &r->ops_rec);
+    fprintf(f, ",%llu,%llu,%.9g,%.9g\n", (unsigned long long)w_cache, (unsigned long long)w_rec,
+            (double)r->tot_cache / (double)(w_cache + r->kv_bytes),
+            (double)r->tot_rec / (double)(w_rec + r->kv_bytes));
 }
 
 static void write_timing(FILE *f, const CompareRow *r) {
@@ -207,7 +234,7 @@ static int write_rows(const OutDir *o, const CompareResult *res) {
     fputs(CSV_HEADER, f);
     fputs(TIMING_HEADER, t);
     for (int i = 0; i < res->n; i++) {
-        write_row(f, &res->cfg, res->P, &res->rows[i]);
+        write_row(f, &res->cfg, res->weights, res->P, &res->rows[i]);
         write_timing(t, &res->rows[i]);
     }
     return file_close(f) | file_close(t);

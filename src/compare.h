@@ -11,7 +11,9 @@
  * attention-only count the source articles use, the KV bytes and max |Δlogit|.
  *
  * Files (compare_write, into an output folder):
- *   compare.csv         counts, KV bytes, max |Δlogit|: a pure function of the options
+ *   compare.csv         counts (in all and by operation), KV bytes, max |Δlogit|, the
+ *                       weight bytes each step reads (model_weight_bytes_read) and the
+ *                       FLOPs per byte read: a pure function of the options
  *   prefill_decode.csv  the prefill and one decode step side by side (from hook events)
  *   flops.md, prefill_decode.md, values.csv   for the lessons to embed
  *   timing.csv, timing.md   measured seconds per step: differ run to run
@@ -40,6 +42,7 @@ typedef struct {
     uint64_t tot_cache, tot_rec;     /* counted FLOPs of everything, one step */
     uint64_t cum_cache;              /* counted, prefill + every decode step up to T */
     uint64_t cum_rec_formula;        /* closed form: Σ over t = P..T of a pass over t tokens */
+    FlopCount ops_cache, ops_rec;    /* the same steps by operation */
     size_t kv_bytes, kv_reserved;
     double dlogit;                   /* max |Δlogit| between the two */
     Timing t_cache, t_rec;
@@ -64,6 +67,7 @@ typedef struct {
 
 typedef struct {
     Config cfg;
+    KernDtype weights;     /* the type the weights are read in */
     int P;                 /* prompt tokens */
     CompareRow *rows;      /* the lengths measured, in order (fewer when stopped) */
     int n;

@@ -73,6 +73,12 @@ size_t model_num_params(const Config *cfg) {
            (size_t)cfg->L * (12 * C * C + 13 * C);
 }
 
+uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens) {
+    const uint64_t C = (uint64_t)cfg->C, L = (uint64_t)cfg->L, V = (uint64_t)cfg->V;
+    const uint64_t matrices = L * 12 * C * C + V * C, vectors = L * 13 * C + 2 * C;
+    return matrices * (dt == KERN_FP32 ? 4 : 2) + 4 * (vectors + 2 * C * tokens);
+}
+
 /* ---- built-in weights ---------------------------------------------------
  * PRNG: splitmix64 (Steele, Lea, Flood 2014). Tensor i of the table draws from
  * its own stream, seeded with seed ^ (0xD1B54A32D192ED03 · (i+1)), so adding a

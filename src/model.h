@@ -54,6 +54,12 @@ typedef struct {
  * mlp.c_fc.bias, mlp.c_proj.weight, mlp.c_proj.bias}, ln_f.weight, ln_f.bias. */
 int model_tensor_specs(const Config *cfg, TensorSpec *specs);
 size_t model_num_params(const Config *cfg);
+/* The weight bytes a forward pass over `tokens` new tokens reads, by the closed form:
+ * every block matrix and wte (the lm_head) once, at 4 bytes a value (2 when dt is a half
+ * type), every bias and layernorm once, and each new token's rows of wte and wpe, at 4
+ * bytes: M·w + 4·(L·13C + 2C + 2C·tokens) with M = L·12C² + V·C. (wpe's other rows are
+ * not read: that is why a decode step reads fewer bytes than the parameters hold.) */
+uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens);
 
 typedef struct {
     const float *ln_1_w, *ln_1_b;         /* (C) */

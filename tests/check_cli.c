@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model.h"
 #include "outdir.h"
 #include "testutil.h"
 
@@ -197,6 +198,71 @@ START_TEST(test_help_matches_parser) {
 }
 END_TEST
 
+/* kvscope info: the closed forms of a model and a prompt, against the library's own
+ * counts (no weight is built, so a large model is instant). */
+START_TEST(test_info) {
+    char dir[64], so[128], se[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    const char *args[] = {"info", "--layers", "12", "--heads", "16", "--dim", "1024", "--vocab", "50257",
+                          "--prompt", "abcd", "--weights", "fp16", NULL};
+    ck_assert_int_eq(run_kvscope(args, so, NULL), 0);
+    char *t = read_file(so, NULL);
+    ck_assert_ptr_nonnull(t);
+    const Config cfg = tiny_config(12, 16, 1024, 1024, 50257);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "key,value\nL,12\nNH,16\nC,1024\nhs,64\nN,1024\nV,50257\nqkv_width,3072\nmlp_width,4096\n"
+             "params,%zu\nweights,fp16\nweight_bytes_decode,%llu\nkv_bytes_per_token,%d\n"
+             "kv_flops_share,0.166666667\nprompt_tokens,4\nattention_square,16\nattention_causal,10\n"
+             "attention_causal_heads,160\n",
+             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, KERN_FP16, 1),
+             2 * 12 * 1024 * 4);
+    ck_assert_str_eq(t, want);
+    free(t);
+    const char *bad[] = {"info", "--model", "/nonexistent/gpt2", NULL};
+    ck_assert_int_eq(run_kvscope(bad, NULL, se), 2);
+    remove_tree(dir);
+}
+END_TEST
+
+/* kvscope format: the marked numbers, the way kvscope writes every number for people. */
+START_TEST(test_format) {
+    char dir[64], in[128], so[128], se[128], f[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(f, sizeof f, "%s/t.md", dir);
+    const char *text = "| {{digits 1234567}} | {{bytes 1536}} | {{bytes 1073741824}} | {{kib 98304}} |\n"
+                       "{{digits 0}} {{bytes 999}} {{kib 1536}} {{other 5}} {{digits\n";
+    const char *want = "| 1,234,567 | 1.50 KiB | 1.00 GiB | 96 |\n0 999 B 1.5 {{other 5}} {{digits\n";
+    ck_assert_int_eq(write_text_file(f, text), 0);
+    const char *inplace[] = {"format", f, NULL};
+    ck_assert_int_eq(run_kvscope(inplace, NULL, NULL), 0);
+    char *t = read_file(f, NULL);
+    ck_assert_str_eq(t, want);
+    free(t);
+    ck_assert_int_eq(count_entries(dir), 1); /* rewritten in place: nothing beside it */
+    /* a bad value: refused with its line, the file left as it was */
+    ck_assert_int_eq(write_text_file(f, "a\nb\n{{digits 1e3}}\n"), 0);
+    ck_assert_int_eq(run_kvscope(inplace, NULL, se), 2);
+    t = read_file(se, NULL);
+    ck_assert_msg(strstr(t, f) && strstr(t, ":3\n") && strchr(t, '\n') == t + strlen(t) - 1, "%s", t);
+    free(t);
+    t = read_file(f, NULL);
+    ck_assert_str_eq(t, "a\nb\n{{digits 1e3}}\n");
+    free(t);
+    const char *bad[] = {"{{digits -1}}", "{{bytes 18446744073709551616}}", "{{kib x}}"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(write_text_file(f, bad[i]), 0);
+        ck_assert_msg(run_kvscope(inplace, NULL, NULL) == 2, "%s passed", bad[i]);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -208,6 +274,8 @@ Suite *make_cli_suite(void) {
     tcase_add_test(tc, test_run_output);
     tcase_add_test(tc, test_verify);
     tcase_add_test(tc, test_help_matches_parser);
+    tcase_add_test(tc, test_info);
+    tcase_add_test(tc, test_format);
     suite_add_tcase(s, tc);
     return s;
 }

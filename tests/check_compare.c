@@ -20,7 +20,7 @@
 
 /* ---- a small CSV reader: header names → column index ---------------------- */
 
-#define MAXCOL 32
+#define MAXCOL 48
 #define MAXROW 64
 
 typedef struct {
@@ -135,6 +135,34 @@ START_TEST(counted_flops_equal_the_closed_form) {
         /* the cache gives the logits of recomputing: bit-identical kernels, tolerance as verify */
         ck_assert_double_le(dbl(c, r, "max_abs_dlogit"), 1e-5);
         ck_assert_int_eq((int)u64(c, r, "prompt_tokens"), TP);
+        /* by operation: the parts add up to the totals, and each is its own closed form */
+        static const char *const op[6] = {"qkv", "attn", "attn_proj", "mlp", "lm_head", "elementwise"};
+        for (int w = 0; w < 2; w++) {
+            const char *way = w ? "recompute" : "cache";
+            const uint64_t n = w ? T : 1, p = w ? 0 : T - 1;
+            char name[64];
+            uint64_t v[6], sum_layers = 0, sum = 0;
+            for (int k = 0; k < 6; k++) {
+                snprintf(name, sizeof name, "flops_%s_%s", op[k], way);
+                v[k] = u64(c, r, name);
+                sum += v[k];
+                if (k < 4) sum_layers += v[k];
+            }
+            ck_assert_uint_eq(sum_layers, w ? step_rec : step_cache);
+            snprintf(name, sizeof name, "flops_total_%s", way);
+            ck_assert_uint_eq(sum, u64(c, r, name));
+            ck_assert_uint_eq(v[0], 6ull * n * TC * TC * TL);
+            ck_assert_uint_eq(v[1], 4ull * TC * (n * p + n * (n + 1) / 2) * TL);
+            ck_assert_uint_eq(v[4], 2ull * TC * TV); /* the last position's logits only */
+            /* the weight bytes read: every matrix and vector once, the new tokens' rows */
+            const uint64_t wb = 4ull * ((uint64_t)TL * (12 * TC * TC + 13 * TC) + 2 * TC + (uint64_t)TV * TC +
+                                        2ull * TC * n);
+            snprintf(name, sizeof name, "weight_bytes_%s", way);
+            ck_assert_uint_eq(u64(c, r, name), wb);
+            snprintf(name, sizeof name, "flops_per_byte_%s", way);
+            const double fpb = (double)sum / (double)(wb + u64(c, r, "kv_bytes"));
+            ck_assert_double_eq_tol(dbl(c, r, name), fpb, 1e-8 * fpb); /* written with 9 digits */
+        }
     }
     generator_free(&g);
     model_free(&m);

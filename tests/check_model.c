@@ -531,6 +531,35 @@ START_TEST(test_seeded_weights) {
 }
 END_TEST
 
+/* The weight bytes a pass reads, by a second path: every tensor of the table, the five
+ * big matrices at the weights' width, everything else at 4 bytes, and of wpe (and of wte
+ * as an embedding) only the rows of the tokens the pass runs. */
+START_TEST(test_weight_bytes_read) {
+    static const int cfgs[][5] = {{1, 12, 768, 1024, 256}, {3, 2, 16, 64, 30}, {12, 12, 768, 1024, 50257}};
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        Config cfg = tiny_config(cfgs[i][0], cfgs[i][1], cfgs[i][2], cfgs[i][3], cfgs[i][4]);
+        int n = model_tensor_specs(&cfg, NULL);
+        TensorSpec *sp = malloc((size_t)n * sizeof *sp);
+        ck_assert_ptr_nonnull(sp);
+        model_tensor_specs(&cfg, sp);
+        for (int half = 0; half <= 1; half++)
+            for (uint64_t tokens = 1; tokens <= 7; tokens += 6) {
+                uint64_t want = 0, w = half ? 2 : 4;
+                for (int k = 0; k < n; k++) {
+                    const char *nm = sp[k].name;
+                    int big = strstr(nm, "c_attn.weight") || strstr(nm, "attn.c_proj.weight") ||
+                              strstr(nm, "c_fc.weight") || strstr(nm, "mlp.c_proj.weight");
+                    if (strcmp(nm, "wte.weight") == 0) want += sp[k].numel * w + 4 * tokens * (uint64_t)cfg.C;
+                    else if (strcmp(nm, "wpe.weight") == 0) want += 4 * tokens * (uint64_t)cfg.C;
+                    else want += sp[k].numel * (big ? w : 4);
+                }
+                ck_assert_uint_eq(model_weight_bytes_read(&cfg, half ? KERN_BF16 : KERN_FP32, tokens), want);
+            }
+        free(sp);
+    }
+}
+END_TEST
+
 Suite *make_model_suite(void) {
     Suite *s = suite_create("model");
     TCase *t = tcase_create("reference");
@@ -548,6 +577,7 @@ Suite *make_model_suite(void) {
     tcase_set_timeout(t, 30);
     tcase_add_test(t, test_kv_bytes);
     tcase_add_loop_test(t, test_flops_formula, 0, (int)(sizeof flop_cfgs / sizeof flop_cfgs[0]));
+    tcase_add_test(t, test_weight_bytes_read);
     suite_add_tcase(s, t);
     t = tcase_create("attention");
     tcase_add_test(t, test_mask_never_read);

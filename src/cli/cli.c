@@ -180,14 +180,19 @@ static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
     return 0;
 }
 
+int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out) {
+    memset(out, 0, sizeof *out);
+    int rc = load_config(a, cfg);
+    if (rc == 0) rc = read_prompt(a, cfg, out);
+    if (rc == 0) rc = check_length(cfg, out->T, steps);
+    if (rc) loaded_free(out);
+    return rc;
+}
+
 int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
     Config cfg;
-    memset(out, 0, sizeof *out);
-    int rc = load_config(a, &cfg);
-    if (rc == 0) rc = read_prompt(a, &cfg, out);
-    if (rc == 0) rc = check_length(&cfg, out->T, steps);
-    if (rc == 0) rc = load_weights(a, &cfg, &out->model);
-    if (rc) loaded_free(out);
+    int rc = model_args_prompt(a, steps, &cfg, out);
+    if (rc == 0 && (rc = load_weights(a, &cfg, &out->model))) loaded_free(out);
     return rc;
 }
 

@@ -53,6 +53,9 @@ typedef struct {
 /* Build (or load) the model, its tokenizer, and the prompt's ids; check that
  * `steps` decode steps fit the context. 0, or 2 (bad input, out of memory) with the error printed. */
 int model_args_load(const ModelArgs *a, int steps, Loaded *out);
+/* The same without the weights: the model's shape into *cfg, the tokenizer and the
+ * prompt into out (out->model stays empty). 0, or 2 with the error printed. */
+int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out);
 void loaded_free(Loaded *l);
 
 /* The exit-status rule, for every --help. */

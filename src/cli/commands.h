@@ -11,5 +11,7 @@ int cmd_budget(int argc, char **argv);
 int cmd_kvmem(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_format(int argc, char **argv);
 
 #endif

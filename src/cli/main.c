@@ -18,6 +18,8 @@ static const struct {
     {"compare", cmd_compare, "FLOPs and time per decode step with and without the cache"},
     {"batch", cmd_batch, "many sequences at once: padded cache + mask, paged cache, prefix reuse"},
     {"kvmem", cmd_kvmem, "KV-cache size of real models (GPT-2, LLaMA-2-7B, custom, GQA)"},
+    {"info", cmd_info, "the closed forms of a model and a prompt: sizes, bytes, FLOP shares"},
+    {"format", cmd_format, "write the numbers marked in a lesson's files for people"},
 };
 
 static void usage(FILE *f) {
