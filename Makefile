@@ -143,7 +143,7 @@ ifneq ($(SAN),1)
 check: check-lessons check-figures
 endif
 
-# Each lessons/lessonN.mk adds its target to LESSONS; plots/*.mk add chart targets;
+# lessons/lessons.mk adds a target per lesson to LESSONS; plots/*.mk add chart targets;
 # tests/*/*.mk add bench and fuzz.
 LESSONS :=
 -include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard plots/*.mk)) $(sort $(wildcard tests/*/*.mk))

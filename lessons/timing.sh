@@ -38,6 +38,37 @@ if [ "${2:-}" = charts ]; then
     echo "timing: redrew plots/measured/ from $OUT/"
     exit 0
 fi
+# The tables and values.csv of the measured CSVs in folder $1 (decode_time.csv,
+# weights_time.csv, rss.csv): lessons 4 and 5 include them.
+tables() {
+    awk -F, -v out="$1/values.csv" -v repeat=$REPEAT "$AWKLIB"'
+    FNR == 1 { header()
+               print "| T | with cache: median (min–max) | without cache: median (min–max) | speed-up |"
+               print "|---:|---:|---:|---:|"; next }
+    { c = col("cache_median_s"); r = col("recompute_median_s")
+      printf "| %d | %.2f ms (%.2f–%.2f) | %.1f ms (%.1f–%.1f) | %.0f× |\n", col("T"), 1e3 * c, 1e3 * col("cache_min_s"),
+             1e3 * col("cache_max_s"), 1e3 * r, 1e3 * col("recompute_min_s"), 1e3 * col("recompute_max_s"), r / c
+      T = col("T"); s = r / c; cm = c; rm = r }
+    END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,%d\n", T, s, 1e3 * cm,
+                 1e3 * rm, repeat > out }' "$1/decode_time.csv" > "$1/decode_time.md"
+    awk -F, -v out="$1/values.csv" "$AWKLIB"'
+    FNR == 1 { header()
+               print "| weights | bytes read per step | step time: median (min–max) | read speed | time against fp32 |"
+               print "|---|---:|---:|---:|---:|"; next }
+    { w = col("weights"); b = col("bytes"); t = col("median_s"); if (!t0) t0 = t
+      printf "| %s | %s | %.1f ms (%.1f–%.1f) | %.1f GB/s | %.2f× |\n", w, bytes(b), 1e3 * t, 1e3 * col("min_s"),
+             1e3 * col("max_s"), b / t / 1e9, t / t0
+      printf "weights_%s_ms,%.1f\n", w, 1e3 * t >> out
+      if (w == "fp16") printf "weights_fp16_speedup,%.2f\n", t0 / t >> out }' "$1/weights_time.csv" > "$1/weights_time.md"
+    awk -F, -v out="$1/values.csv" "$AWKLIB"'
+    FNR == 1 { header(); print "| tokens T | KV bytes used | KV bytes reserved | process RSS |"; print "|---:|---:|---:|---:|"; next }
+    { T = col("tokens") + 0; k = col("kv_bytes"); rss = col("rss_bytes") }
+    T == 1 || T == 256 || T == 512 || T == 1001 { printf "| %d | %s | %s | %s |\n", T, bytes(k), bytes(col("kv_reserved_bytes")), bytes(rss) }
+    FNR == 2 { r0 = rss; k0 = k }
+    END { printf "rss_growth,%s\nkv_growth,%s\n", bytes(rss - r0), bytes(k - k0) >> out }' "$1/rss.csv" > "$1/rss.md"
+    "$KV" format "$1"/*.md "$1/values.csv"
+}
+
 W=$OUT.tmp.$$
 trap 'rm -rf "$W"' EXIT
 rm -rf "$W"; mkdir -p "$W"
@@ -56,21 +87,13 @@ for T in 16 64 256 1024; do
         i=0
         while [ $i -lt $REPEAT ]; do
             "$KV" run $flag --prompt-ids "$p" --steps 1 --record timing --out "$W/run" --quiet
-            awk -F, '$1 == "decode" && $2 == 1 { print $3 }' "$W/run/timing.csv"
+            awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "decode" && col("step") == 1 { print col("seconds") }' "$W/run/timing.csv"
             i=$((i + 1))
         done | median_min_max > "$W/$mode"
     done
     echo "$T,$(cat "$W/cache"),$(cat "$W/recompute")" >> "$W/decode_time.csv"
 done
 rm -f "$W/cache" "$W/recompute"
-awk -F, "$AWKLIB"'
-NR == 1 { print "| T | with cache: median (min–max) | without cache: median (min–max) | speed-up |"
-          print "|---:|---:|---:|---:|"; next }
-{ printf "| %d | %.2f ms (%.2f–%.2f) | %.1f ms (%.1f–%.1f) | %.0f× |\n", $1, 1e3 * $2, 1e3 * $3, 1e3 * $4,
-         1e3 * $5, 1e3 * $6, 1e3 * $7, $5 / $2
-  T = $1; s = $5 / $2; c = $2; r = $5 }
-END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,'$REPEAT'\n", T, s, 1e3 * c, 1e3 * r > "'"$W/values.csv"'" }' \
-    "$W/decode_time.csv" > "$W/decode_time.md"
 { uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'
   grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -xE 'avx2|fma|avx512f|avx512_fp16|avx512_bf16' | paste -sd/ -; } |
     paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
@@ -86,38 +109,27 @@ while [ $i -lt $REPEAT ]; do
     for w in fp32 fp16 bf16; do
         "$KV" run $GPT2_ARGS --weights $w --prompt-ids "$(ids 16)" --steps 8 --record timing \
             --out "$W/run" --quiet
-        awk -F, '$1 == "decode" { print $3 }' "$W/run/timing.csv" | median_min_max | cut -d, -f1 >> "$W/w_$w"
+        awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "decode" { print col("seconds") }' "$W/run/timing.csv" |
+            median_min_max | cut -d, -f1 >> "$W/w_$w"
     done
     i=$((i + 1))
 done
 echo "weights,bytes,median_s,min_s,max_s" > "$W/weights_time.csv"
 for w in fp32 fp16 bf16; do
-    # the step's weight bytes: the five matrices at 4 or 2 bytes, the vectors at 4
-    b=$(awk -v w=$w 'BEGIN { L = 12; C = 768; V = 50257; m = L * 12 * C * C + V * C
-        printf "%.0f", (w == "fp32" ? 4 : 2) * m + 4 * (L * 13 * C + 4 * C) }')
+    # the step's weight bytes, as kvscope states them for these shapes and weights
+    b=$("$KV" info $GPT2_ARGS --weights $w | awk -F, '$1 == "weight_bytes_decode" { print $2 }')
     echo "$w,$b,$(median_min_max < "$W/w_$w")" >> "$W/weights_time.csv"
     rm -f "$W/w_$w"
 done
-awk -F, "$AWKLIB"'
-NR == 1 { print "| weights | bytes read per step | step time: median (min–max) | read speed | time against fp32 |"
-          print "|---|---:|---:|---:|---:|"; next }
-NR == 2 { t0 = $3 }
-{ printf "| %s | %s | %.1f ms (%.1f–%.1f) | %.1f GB/s | %.2f× |\n", $1, kib($2), 1e3 * $3, 1e3 * $4, 1e3 * $5,
-         $2 / $3 / 1e9, $3 / t0
-  printf "weights_%s_ms,%.1f\n", $1, 1e3 * $3 >> "'"$W/values.csv"'"
-  if ($1 == "fp16") printf "weights_fp16_speedup,%.2f\n", t0 / $3 >> "'"$W/values.csv"'" }' \
-    "$W/weights_time.csv" > "$W/weights_time.md"
 
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet
-awk -F, 'FNR == 1 { f++; next } f == 1 { kv[$1, $2] = $3 "," $4 "," $5 } f == 2 { print $1 "," $2 "," kv[$1, $2] "," $4 }' \
+awk -F, "$AWKLIB"'FNR == 1 { header(); f++; next }
+    f == 1 { kv[col("phase"), col("step")] = col("tokens") "," col("kv_bytes") "," col("kv_reserved_bytes") }
+    f == 2 { print col("phase") "," col("step") "," kv[col("phase"), col("step")] "," col("rss_bytes") }' \
     "$W/run/kv_memory.csv" "$W/run/timing.csv" | sed '1i phase,step,tokens,kv_bytes,kv_reserved_bytes,rss_bytes' > "$W/rss.csv"
-awk -F, "$AWKLIB"'
-NR == 1 { print "| tokens T | KV bytes used | KV bytes reserved | process RSS |"; print "|---:|---:|---:|---:|"; next }
-$3 == 1 || $3 == 256 || $3 == 512 || $3 == 1001 { printf "| %d | %s | %s | %s |\n", $3, kib($4), kib($5), kib($6) }
-NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
-END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
 rm -rf "$W/run"
+tables "$W"
 charts "$W" "$W/plots"
 
 captions "$W"
