@@ -1,6 +1,8 @@
 # kvscope — see README.md. Targets:
 #   make             build bin/kvscope
-#   make check       build and run the test suite (tests/check_*.c, Check)
+#   make check       build and run every test: the suites (tests/check_*.c, Check), the
+#                    lessons, the figures and the explorer page in a browser
+#   make test        the unit suites only: no bin/kvscope, no lessons (quick)
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
@@ -9,15 +11,18 @@
 #                    (lessons/model.mk; `make lessons` uses the committed one, never retrains)
 #   make heads       what the trained model's heads do: data/heads/, plots/heads/
 #   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
-#   make fuzz        libFuzzer on the safetensors reader and the pre-tokenizer (clang)
+#   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
 #   make clean
-# Missing Debian packages are installed first when run as root (see .ci/deps.sh).
+# The set-up targets (check, test, lessons, timing, charts, bench, model, fuzz) install
+# missing Debian packages first when run as root (see .ci/deps.sh); a plain `make` only
+# builds, so a machine that has the libraries builds without dpkg.
 
 CC      ?= cc
 # Debian packages the build, the tests and the charts need.
 DEB_PACKAGES := gcc make pkg-config libpng-dev check gnuplot-nox libjansson-dev \
-                libutf8proc-dev libgif-dev fonts-wqy-zenhei
-PKGS    := libpng jansson libutf8proc
+                libutf8proc-dev libgif-dev fonts-wqy-zenhei libcairo2-dev poppler-utils \
+                librsvg2-bin
+PKGS    := libpng jansson libutf8proc cairo fontconfig
 # MODEL=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json,
 # merges.txt) that the lesson targets pass to kvscope instead of the built-in model.
 MODEL   ?=
@@ -50,9 +55,18 @@ LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 
 # B (build folder) and BIN can be overridden, e.g. to build twice side by side.
 B        ?= build/$(VARIANT)
-SRC      := $(filter-out src/main.c,$(wildcard src/*.c))
-OBJ      := $(SRC:src/%.c=$(B)/obj/%.o)
+# The library (src/*.c) and the command-line program (src/cli/*.c): only the program
+# prints and exits (check-quiet below); the library is also what the tests link.
+MAIN_SRC := src/cli/main.c
+CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
+LIB_SRC  := $(wildcard src/*.c)
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/explorer_page.o
+CLI_OBJ  := $(CLI_SRC:src/%.c=$(B)/obj/%.o)
+MAIN_OBJ := $(MAIN_SRC:src/%.c=$(B)/obj/%.o)
+# The explorer page's source (src/explorer/), embedded as C strings at build time.
+PAGE_SRC := src/explorer/explorer.html src/explorer/explorer.css src/explorer/explorer.js
 LIB      := $(B)/libkvscope.a
+CLI_LIB  := $(B)/libkvscope_cli.a
 TEST_SRC := $(filter-out tests/check_main.c,$(wildcard tests/check_*.c)) $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:tests/%.c=$(B)/tests/%.o) $(B)/tests/check_main.o
 ifeq ($(SAN),1)
@@ -62,47 +76,78 @@ BIN      ?= bin/kvscope
 endif
 TEST_BIN := $(B)/check_kvscope
 
-.PHONY: all deps check clean lessons bench
+.PHONY: all deps check test clean lessons bench
 all: $(BIN)
 
+# Set-up targets install what they need first; every compile then waits for it.
+SETUP_GOALS := check% test lesson% timing% charts% bench% model% heads corpus
+ifneq ($(filter $(SETUP_GOALS),$(MAKECMDGOALS)),)
+NEED_DEPS := deps
+endif
 deps:
 	@sh .ci/deps.sh $(DEB_PACKAGES)
 
-$(B)/obj/%.o: src/%.c $(wildcard src/*.h) | deps
+# -MMD -MP: each object lists the headers it included (build/…/*.d), read back below.
+DEPFLAGS = -MMD -MP
+$(B)/obj/%.o: src/%.c | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -c $< -o $@
 
-$(LIB): $(OBJ)
+$(B)/gen/explorer_page.c: $(PAGE_SRC) src/explorer/embed.sh
+	@mkdir -p $(dir $@)
+	sh src/explorer/embed.sh $(PAGE_SRC) > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/explorer_page.o: $(B)/gen/explorer_page.c | $(NEED_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(B)/obj/main.o $(LIB)
+$(CLI_LIB): $(CLI_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(MAIN_OBJ) $(CLI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Each tests/check_<name>.c exports make_<name>_suite(); the list is generated.
-$(B)/tests/suites.h: $(TEST_SRC) | deps
+$(B)/tests/suites.h: $(TEST_SRC) | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
 	@for f in $(filter tests/check_%.c,$(TEST_SRC)); do \
 	    n=$$(basename $$f .c); echo "SUITE(make_$${n#check_}_suite)"; done > $@.tmp && mv $@.tmp $@
 
-$(B)/tests/%.o: tests/%.c $(wildcard tests/*.h) $(wildcard src/*.h) $(B)/tests/suites.h | deps
+$(B)/tests/%.o: tests/%.c $(B)/tests/suites.h | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Isrc -I$(B)/tests -DKVSCOPE_BIN='"$(BIN)"' -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -Isrc/cli -I$(B)/tests -DKVSCOPE_BIN='"$(BIN)"' -c $< -o $@
 
-$(TEST_BIN): $(TEST_OBJ) $(LIB)
+$(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)
 
-check: $(BIN) $(TEST_BIN)
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/tests/*.d)
+
+check: check-quiet $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
+# The library never prints or exits (tests/quiet.sh proves it can tell).
+.PHONY: check-quiet
+check-quiet:
+	@sh tests/quiet.sh
+
+# The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
+test: $(TEST_BIN)
+	CK_EXCLUDE_TAGS=bin $(TEST_BIN)
+
 # The committed lessons, tables and figures must be what the code generates now
-# (lessons/check.sh). Skipped under SAN=1: the same code, only slower.
+# (lessons/check.sh), and they must look right (tests/figcheck/). Skipped under SAN=1:
+# the same code, only slower.
 ifneq ($(SAN),1)
-check: check-lessons
+check: check-lessons check-figures
 endif
 
-# Each lessons/lessonN.mk adds its target to LESSONS; plots/*.mk add chart targets;
+# lessons/lessons.mk adds a target per lesson to LESSONS; plots/*.mk add chart targets;
 # tests/*/*.mk add bench and fuzz.
 LESSONS :=
 -include $(sort $(wildcard lessons/*.mk)) $(sort $(wildcard plots/*.mk)) $(sort $(wildcard tests/*/*.mk))

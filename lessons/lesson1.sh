@@ -7,18 +7,19 @@
 lesson_begin 1 "$@"
 
 PROMPT="人工智能是"
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --quiet
-mv "$P/hm/prefill_qkv_L0_H00.png" "$P/prefill_qkv_L0_H00.png"
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 1 --record shapes,tokens,kv --out "$D/run" --plots "$P/hm" --html "$P/explorer.html" --quiet
+mv "$P/hm/prefill_qkv_L0_H00.png" "$P/hm/prefill_qkv_L0_H00.svg" "$P/"
 rm -rf "$P/hm"
-T0=$(awk -F, '$1 == "prefill" { print $3 }' "$D/run/kv_memory.csv")
-figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT (${T0}×64, 64×${T0}, ${T0}×64); red positive, blue negative"
+T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
+figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT: look at the shapes — Q and V have one row per token, Kᵀ one column per token"
 
 # The prompt's tokens: the built-in model reads UTF-8 bytes, so each character is
 # several tokens. A byte >= 0xC0 (or < 0x80) starts a character.
-awk -F, '
+awk -F, "$AWKLIB"'
 function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i]); row[first] = ch; ch = ""; n = 0 } }
-NR > 1 && $1 == 0 {
-    id = $3 + 0; pos[++T] = $2; tok[T] = id; txt[T] = $4
+FNR == 1 { header(); next }
+col("step") == 0 {
+    id = col("token_id") + 0; pos[++T] = col("pos"); tok[T] = id; txt[T] = col("text")
     if (id < 128 || id >= 192) { flush(); first = T }
     b[++n] = id
 }
@@ -30,7 +31,7 @@ END {
 }' "$D/run/tokens.csv" > "$D/tokens.md"
 
 # Every hook point of the block, prefill and first decode step side by side.
-awk -F, '
+awk -F, "$AWKLIB"'
 BEGIN {
     d["hook_resid_pre"] = "the residual stream entering the block: token embedding + position embedding"
     d["ln1.hook_normalized"] = "ln_1: every row normalised (mean 0, variance 1), then scaled and shifted"
@@ -51,8 +52,9 @@ BEGIN {
     d["hook_resid_post"] = "residual + MLP output: the block’s output (the next block’s input)"
     d["hook_logits"] = "ln_f, then lm_head (the embedding matrix reused): one score per vocabulary entry, last position only"
 }
-NR > 1 && $1 == "prefill" { if (!($4 in pre)) order[++n] = $4; pre[$4] = $5 }
-NR > 1 && $1 == "decode" && $2 == 1 { dec[$4] = $5 }
+FNR == 1 { header(); next }
+col("phase") == "prefill" { k = col("name"); if (!(k in pre)) order[++n] = k; pre[k] = col("shape") }
+col("phase") == "decode" && col("step") == 1 { dec[col("name")] = col("shape") }
 END {
     print "| hook point | prefill (whole prompt) | decode step 1 (one new token) | what it holds |"
     print "|---|---|---|---|"
@@ -62,30 +64,30 @@ END {
     }
 }' "$D/run/shapes.csv" > "$D/shapes.md"
 
-# The dimension letters, read back from the shapes the engine reported.
-awk -F, -v prompt="$PROMPT" '
-NR > 1 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ { split($5, s, "x"); T = s[2]; NH = s[3]; hs = s[4] }
-NR > 1 && $1 == "prefill" && $4 ~ /hook_resid_pre$/ { split($5, s, "x"); C = s[3] }
-NR > 1 && $1 == "prefill" && $4 ~ /mlp\.hook_pre$/ { split($5, s, "x"); C4 = s[3] }
-NR > 1 && $4 == "hook_logits" { split($5, s, "x"); V = s[2] }
-NR > 1 && $3 ~ /^[0-9]+$/ && $3 + 1 > L { L = $3 + 1 }
-END {
-    print "key,value"
-    print "prompt," prompt; print "T," T; print "C," C; print "NH," NH; print "hs," hs
-    print "C3," 3 * C; print "C4," C4; print "V," V; print "L," L
-    print "T1," T + 1
-}' "$D/run/shapes.csv" > "$D/values.csv"
-kv "$D/values.csv" chars "$(printf '%s' "$PROMPT" | od -An -tu1 | awk '{ for (i = 1; i <= NF; i++) if ($i < 128 || $i >= 192) n++ } END { print n }')"
-kv "$D/values.csv" bytes "$(printf '%s' "$PROMPT" | wc -c | tr -d ' ')"
-awk -F, 'FNR == 1 { f++ } f == 1 && $1 == "chars" { c = $2 } f == 1 && $1 == "bytes" { b = $2 }
-    f == 2 && $1 == "prefill" && $4 ~ /attn\.hook_q$/ { q = $5 }
-    END { print "bytes_per_char," b / c; print "q_shape," q }' "$D/values.csv" "$D/run/shapes.csv" >> "$D/values.csv.add"
-cat "$D/values.csv.add" >> "$D/values.csv"; rm -f "$D/values.csv.add"
+# The dimension letters and the widths of the model, as kvscope states them.
+"$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
+I="$D/info.csv"
+V="$D/values.csv"
+kv "$V" prompt "$PROMPT"
+T=$(value "$I" prompt_tokens)
+kv "$V" T "$T"
+for k in C NH hs; do kv "$V" $k "$(value "$I" $k)"; done
+kv "$V" C3 "$(value "$I" qkv_width)"
+kv "$V" C4 "$(value "$I" mlp_width)"
+for k in V L; do kv "$V" $k "$(value "$I" $k)"; done
+kv "$V" T1 $((T + 1))
+rm -f "$I"
+kv "$V" chars "$(printf '%s' "$PROMPT" | od -An -tu1 | awk '{ for (i = 1; i <= NF; i++) if ($i < 128 || $i >= 192) n++ } END { print n }')"
+kv "$V" bytes "$(printf '%s' "$PROMPT" | wc -c | tr -d ' ')"
+kv "$V" bytes_per_char "$(awk -v b="$(value "$V" bytes)" -v c="$(value "$V" chars)" 'BEGIN { print b / c }')"
+kv "$V" q_shape "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+    col("phase") == "prefill" && col("name") ~ /attn\.hook_q$/ { print col("shape"); exit }' "$D/run/shapes.csv")"
 
 # The words that depend on the model: the built-in one (random weights, byte tokens)
 # or a Hugging Face checkpoint given with --model (its own tokenizer, if it has one).
 bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
-    awk -F, 'FNR == NR { b[++n] = $1; next } FNR > 1 && $1 == 0 { t++; if ($3 != b[t]) bad = 1 }
+    awk -F, "$AWKLIB"'FNR == NR { b[++n] = $1; next } FNR == 1 { header(); next }
+             col("step") == 0 { t++; if (col("token_id") != b[t]) bad = 1 }
              END { print (t == n && !bad) ? 1 : 0 }' - "$D/run/tokens.csv")
 if [ -z "$MODEL_ARGS" ]; then
     echo "kvscope's built-in model is one GPT-2 layer with the sizes of GPT-2 small:" > "$D/model_intro.md"
@@ -101,8 +103,8 @@ fi
 if [ "$bytes_ok" = 1 ]; then
     {
         echo "This model reads the UTF-8 bytes of the text, one token per byte. Each of these"
-        awk -F, '$1 == "bytes_per_char" { b = $2 } $1 == "chars" { c = $2 } $1 == "bytes" { n = $2 } $1 == "T" { T = $2 }
-            END { printf "Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and **T = %s tokens**:\n", b, c, n, T }' "$D/values.csv"
+        printf 'Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and **T = %s tokens**:\n' \
+            "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
         echo
         cat "$D/tokens.md"
         echo
@@ -111,12 +113,12 @@ if [ "$bytes_ok" = 1 ]; then
     } > "$D/prompt.md"
 else
     {
-        awk -F, '$1 == "chars" { c = $2 } $1 == "T" { T = $2 }
-            END { printf "This model'"'"'s tokenizer turns its %s characters into **T = %s tokens**:\n", c, T }' "$D/values.csv"
+        printf "This model's tokenizer turns its %s characters into **T = %s tokens**:\n" "$(value "$V" chars)" "$T"
         echo
         echo "| position | token id | text |"
         echo "|---|---|---|"
-        awk -F, 'NR > 1 && $1 == 0 { printf "| %d | %d | `%s` |\n", $2, $3, $4 }' "$D/run/tokens.csv"
+        awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+            col("step") == 0 { printf "| %d | %d | `%s` |\n", col("pos"), col("token_id"), col("text") }' "$D/run/tokens.csv"
     } > "$D/prompt.md"
 fi
 

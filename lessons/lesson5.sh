@@ -12,39 +12,37 @@ STEPS=200
 kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,kv --out "$D/run" --html "$P/explorer.html" --heads-shown 0,1 --quiet
 
 # Bytes of the built-in model's cache, step by step: the prefill, each step where the
 # reservation doubles (with the step just before it, when the reservation was full),
 # and the last step.
-awk -F, -v V="$V" "$AWKLIB"'
-function row(l,    a) { split(l, a, ","); printf "| %s | %d | %d | %s | %s | %s |\n", a[1], a[2], a[3], c3(a[4]), c3(a[5]), c3(a[5] - a[4]) }
-NR == 1 { print "| phase | step | tokens T | KV bytes used | KV bytes reserved | reserved but empty |"
+"$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
+PER=$(value "$D/info.csv" kv_bytes_per_token)
+awk -F, -v V="$V" -v per="$PER" "$AWKLIB"'
+function row(i) { printf "| %s | %d | %d | %s | %s | %s |\n", ph[i], st[i], T[i], digits(u[i]), digits(r[i]), digits(r[i] - u[i]) }
+FNR == 1 { header()
+          print "| phase | step | tokens T | KV bytes used | KV bytes reserved | reserved but empty |"
           print "|---|---:|---:|---:|---:|---:|"; next }
-{ if (NR == 2) row($0)
-  else if ($5 != prev) { if (lastshown != NR - 1) row(last); row($0); lastshown = NR }
-  prev = $5; last = $0; lastnr = NR
-  if ($1 == "prefill") { print "T0," $3 >> V; print "kv0," c3($4) >> V; print "per_token," c3($4 / $3) >> V; print "per_token_b," $4 / $3 >> V }
-  if ($2 == 50) { print "kv50," c3($4) >> V; print "T50," $3 >> V }
-  T = $3; u = $4; r = $5 }
-END { if (lastshown != lastnr) row(last)
-      print "T_end," T >> V; print "kv_end," c3(u) >> V; print "kv_end_kib," kib(u) >> V
-      print "reserved_end," c3(r) >> V; print "reserved_end_kib," kib(r) >> V
-      printf "used_share_end,%.1f\n", 100 * u / r >> V }' "$D/run/kv_memory.csv" > "$D/kv_steps.md"
+{ n++; ph[n] = col("phase"); st[n] = col("step"); T[n] = col("tokens"); u[n] = col("kv_bytes"); r[n] = col("kv_reserved_bytes")
+  if (n == 1) row(n)
+  else if (r[n] != r[n - 1]) { if (shown != n - 1) row(n - 1); row(n); shown = n }
+  if (ph[n] == "prefill") { print "T0," T[n] >> V; print "kv0," digits(u[n]) >> V; print "per_token," digits(per) >> V; print "per_token_b," per >> V }
+  if (st[n] == 50) { print "kv50," digits(u[n]) >> V; print "T50," T[n] >> V } }
+END { if (shown != n) row(n)
+      print "T_end," T[n] >> V; print "kv_end," digits(u[n]) >> V; print "kv_end_kib," bytes(u[n]) >> V
+      print "reserved_end," digits(r[n]) >> V; print "reserved_end_kib," bytes(r[n]) >> V
+      printf "used_share_end,%.1f\n", 100 * u[n] / r[n] >> V }' "$D/run/kv_memory.csv" > "$D/kv_steps.md"
 
-# The formula, with the built-in model's dimensions read back from its shapes.
-awk -F, -v V="$V" '
-$4 ~ /attn\.cache_k$/ && $1 == "prefill" { split($5, s, "x"); NH = s[3]; hs = s[4] }
-$3 ~ /^[0-9]+$/ && $3 + 1 > L { L = $3 + 1 }
-END { print "L," L >> V; print "NH," NH >> V; print "hs," hs >> V
-      print "formula_per_token," 2 * L * NH * hs * 4 >> V }' "$D/run/shapes.csv"
-rm -f "$D/run/shapes.csv"
-# The engine's bytes must be the formula's: 2 · L · NH · hs · T · 4 (float32).
-awk -F, '
-FNR == 1 { f++; next }
-f == 1 && $1 == "formula_per_token" { b = $2 }
-f == 2 && $4 != b * $3 { print "lesson5: kv_bytes " $4 " at T=" $3 " is not " b " x T" > "/dev/stderr"; bad = 1 }
-END { exit bad }' "$V" "$D/run/kv_memory.csv"
+# The formula, with the built-in model's dimensions (kvscope info) ...
+for k in L NH hs; do kv "$V" $k "$(value "$D/info.csv" $k)"; done
+kv "$V" formula_per_token "$PER"
+rm -f "$D/info.csv" "$D/run/shapes.csv"
+# ... and the engine's bytes must be the formula's: 2 · L · NH · hs · T · 4 (float32).
+awk -F, -v b="$PER" "$AWKLIB"'
+FNR == 1 { header(); next }
+col("kv_bytes") != b * col("tokens") { print "lesson5: kv_bytes " col("kv_bytes") " at T=" col("tokens") " is not " b " x T" > "/dev/stderr"; bad = 1 }
+END { exit bad }' "$D/run/kv_memory.csv"
 
 # Real models, by the same formula (kvscope kvmem), and the article's LLaMA-7B figure.
 "$KV" kvmem --out "$D/kvmem" > /dev/null
@@ -55,13 +53,15 @@ END { exit bad }' "$V" "$D/run/kv_memory.csv"
 for T in 4 100; do
     "$KV" kvmem --layers 1 --heads 12 --head-dim 64 --tokens $T --dtype fp32 > "$D/article_layer_T$T.txt"
 done
-awk -v V="$V" "$AWKLIB"'/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); printf "%s,%s\n%s_c3,%s\n%s_h,%s\n", key, b, key, c3(b), key, kib(b) >> V }
+# The bytes as kvmem printed them: "  at 2048 tokens   1,073,741,824 B  (1.00 GiB)".
+awk -v V="$V" '/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); h = $6 " " $7; gsub(/[()]/, "", h)
+                                       printf "%s,%s\n%s_c3,%s\n%s_h,%s\n", key, b, key, $4, key, h >> V }
     FNR == 1 { key = FILENAME; sub(/.*\//, "", key); sub(/\.txt$/, "", key); key = key "_bytes" }' \
     "$D/llama_2048.txt" "$D/article_llama.txt" "$D/llama_gqa8.txt" "$D/article_layer_T4.txt" "$D/article_layer_T100.txt"
 
 chart kv_memory "$P/kv_memory" -e "in='$D/run/kv_memory.csv'"
-figure kv_memory.png "KV bytes of the built-in model while it generates: used (one row per token), reserved (doubling), and the formula"
+figure kv_memory.png "KV bytes of the built-in model while it generates: the used bytes lie on the formula's line, the reservation jumps at every doubling"
 chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'"
-figure kvmem_models.png "KV cache of real models in fp16 vs tokens, GPT-2 small to LLaMA-2-7B, with the article's LLaMA-7B figure marked"
+figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads"
 
 lesson_end 5

@@ -12,7 +12,6 @@ PROMPTS=lessons/lesson7.prompts
 STEPS=40,12,28,20
 V="$D/values.csv"
 kv "$V" steps "$STEPS"
-get() { awk -F, -v k="$2" '$1 == k { v = $2 } END { if (v == "") exit 1; print v }' "$1"; }
 
 # One batch, three ways: padded + mask, padded without mask (the article), paged.
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/mask" --quiet > "$D/mask_console.txt"
@@ -24,12 +23,13 @@ get() { awk -F, -v k="$2" '$1 == k { v = $2 } END { if (v == "") exit 1; print v
 rm -f "$D"/*/timing.csv   # measured: not part of the lesson
 
 # The prompts: length, steps, padding slots after pad_kv_cache.
-awk -F, -v steps="$STEPS" '
+awk -F, -v steps="$STEPS" "$AWKLIB"'
 FNR == NR { text[FNR] = $0; next }
-FNR > 1 && $1 == 0 { T[$2 + 1] = $3 + 1; if ($3 + 1 > W) W = $3 + 1; n++ }
+FNR == 1 { header(); next }
+col("step") == 0 { t = col("pos") + 1; T[col("seq") + 1] = t; if (t > W) W = t; n++ }
 END {
     split(steps, s, ",")
-    print "| prompt | text | tokens T | decode steps | padding slots (W₀ − T) |"
+    print "| prompt | text | tokens T | decode steps | padding slots (T_max − T) |"
     print "|---:|---|---:|---:|---:|"
     for (i = 1; i <= n; i++) {
         t = text[i]; gsub(/\|/, "\\|", t)
@@ -46,39 +46,44 @@ rm -f "$D/w0.tmp"
 
 # Padding of the stacked cache, in KiB, and per-sequence damage without the mask.
 awk -F, -v V="$V" "$AWKLIB"'
-FNR == 1 { f++; next }
-f == 1 && $1 == 0 { print "pad_stacked0," kib($6) >> V; print "pad_used0," kib($5) >> V; print "pad_pct0," $8 >> V }
-f == 1 { last6 = $6; last5 = $5; last8 = $8 }
-END { print "pad_stacked_end," kib(last6) >> V; print "pad_used_end," kib(last5) >> V; print "pad_pct_end," last8 >> V }
+FNR == 1 { header(); next }
+col("step") == 0 { print "pad_stacked0," bytes(col("bytes_stacked")) >> V; print "pad_used0," bytes(col("bytes_used")) >> V
+                   print "pad_pct0," col("padding_pct") >> V }
+{ stacked = col("bytes_stacked"); used = col("bytes_used"); pct = col("padding_pct") }
+END { print "pad_stacked_end," bytes(stacked) >> V; print "pad_used_end," bytes(used) >> V; print "pad_pct_end," pct >> V }
 ' "$D/mask/padding.csv"
-awk -F, '
-NR == 1 { next }
-{ if ($5 + 0 > m[$2]) m[$2] = $5 + 0; if ($4 + 0 > d[$2]) d[$2] = $4 + 0; seen[$2] = 1 }
+awk -F, "$AWKLIB"'
+FNR == 1 { header(); next }
+{ b = col("seq"); lp = col("max_abs_dlogprob") + 0; dl = col("max_abs_diff") + 0
+  if (lp > m[b]) m[b] = lp; if (dl > d[b]) d[b] = dl; seen[b] = 1 }
 END {
     print "| prompt | max abs(Δlogit), no mask | max abs(Δ log p), no mask | with the mask |"
     print "|---:|---:|---:|---:|"
     for (b = 0; b in seen; b++) printf "| %d | %.3g | %.3g | 0 |\n", b + 1, d[b], m[b]
 }' "$D/nomask/diff.csv" > "$D/nomask.md"
 
-kv "$V" bs_minus1 $(($(get "$D/paged/summary.csv" block_size) - 1))
-kv "$V" bpt_kib "$(awk -v b="$(get "$D/paged/summary.csv" bytes_per_token)" "BEGIN { print b / 1024 }")"
-kv "$V" block_kib "$(awk -v b="$(get "$D/paged/summary.csv" block_bytes)" "BEGIN { print b / 1024 }")"
-kv "$V" prefix_flops_fresh "$(awk "$AWKLIB"' BEGIN { print c3('"$(get "$D/paged/summary.csv" prefix_flops_fresh)"') }')"
-kv "$V" prefix_flops_reuse "$(awk "$AWKLIB"' BEGIN { print c3('"$(get "$D/paged/summary.csv" prefix_flops_reuse)"') }')"
+kv "$V" bs_minus1 $(($(value "$D/paged/summary.csv" block_size) - 1))
+kv "$V" bpt_kib "{{kib $(value "$D/paged/summary.csv" bytes_per_token)}}"
+kv "$V" block_kib "{{kib $(value "$D/paged/summary.csv" block_bytes)}}"
+kv "$V" prefix_flops_fresh "{{digits $(value "$D/paged/summary.csv" prefix_flops_fresh)}}"
+kv "$V" prefix_flops_reuse "{{digits $(value "$D/paged/summary.csv" prefix_flops_reuse)}}"
 
 chart lesson7_padding "$P/padding" -e "in='$D/mask/padding.csv'"
-chart lesson7_nomask "$P/nomask" -e "in='$D/nomask/diff.csv'; ok='$D/mask/diff.csv'; n=$(get "$D/mask/summary.csv" sequences)"
-chart lesson7_memory "$P/memory" -e "in='$D/paged/memory.csv'; pre='$(get "$D/paged/summary.csv" used_pct_prealloc)'; dbl='$(get "$D/paged/summary.csv" used_pct_doubling)'; pag='$(get "$D/paged/summary.csv" used_pct_paged)'; bs='$(get "$D/paged/summary.csv" block_size)'"
-chart lesson7_blocks "$P/blocks" -e "in='$D/paged/blocks.csv'; bs=$(get "$D/paged/summary.csv" block_size); n=$(get "$D/paged/summary.csv" sequences); step=$(get "$D/paged/summary.csv" table_step)"
-cp "$D/paged/blocks.png" "$P/block_pool.png"
+LONGEST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+    col("step") == 0 && col("pos") + 1 > m { m = col("pos") + 1; s = col("seq") + 1 } END { print s }' "$D/mask/diff.csv")
+kv "$V" longest "$LONGEST"
+chart lesson7_nomask "$P/nomask" -e "in='$D/nomask/diff.csv'; ok='$D/mask/diff.csv'; n=$(value "$D/mask/summary.csv" sequences); longest=$LONGEST"
+chart lesson7_memory "$P/memory" -e "in='$D/paged/memory.csv'; pre='$(value "$D/paged/summary.csv" used_pct_prealloc)'; dbl='$(value "$D/paged/summary.csv" used_pct_doubling)'; pag='$(value "$D/paged/summary.csv" used_pct_paged)'; bs='$(value "$D/paged/summary.csv" block_size)'"
+chart lesson7_blocks "$P/blocks" -e "in='$D/paged/blocks.csv'; bs=$(value "$D/paged/summary.csv" block_size); n=$(value "$D/paged/summary.csv" sequences); step=$(value "$D/paged/summary.csv" table_step)"
+chart lesson7_prefix "$P/prefix" -e "in='$D/paged/prefix.csv'"
 
 T=$(printf '\t')
 cat > "$D/figures.tsv" <<TSV
-padding.png${T}Padded batch: bytes of the stacked KV tensor vs bytes holding tokens, per decode step
-nomask.png${T}Padding without an attention mask (the article's pad_kv_cache): how far each prompt's log-probabilities move
-memory.png${T}Bytes reserved by three strategies (preallocate, doubling, paged) vs bytes holding tokens, per step
-blocks.png${T}The paged cache's block pool at one step: owner and fill of every block
-block_pool.png${T}The same pool as drawn by kvscope batch --paged (blocks.png in its output folder)
+padding.png${T}Padded batch: the shaded gap between the stacked tensor and the bytes holding tokens is padding, memory that holds nothing
+nomask.png${T}Padding without an attention mask (the article's pad_kv_cache): every padded prompt's log-probabilities move, the unpadded one and every masked run stay at 0
+memory.png${T}Three ways of reserving KV memory for one batch: paging follows the bytes holding tokens most closely (left), and holds tokens in the largest share of what it reserves (right)
+blocks.png${T}The paged cache's block pool at one step: blocks of one prompt need not be neighbours, and a finished prompt's blocks go back to the pool
+prefix.png${T}Prefix reuse: the second turn skips the prefix tokens' share of its prefill, because their K and V are already cached
 TSV
 
 lesson_end 7

@@ -8,12 +8,20 @@
 #
 #   lesson_begin N BIN [ARGS]  check BIN, empty data/lessonN and plots/lessonN; sets KV, D,
 #                        P and MODEL_ARGS (ARGS, passed to every kvscope run and verify)
-#   lesson_end N         render lessons/lessonN.md
+#   lesson_end N         write the numbers marked for people (kvscope format) in
+#                        data/lessonN's files, then render lessons/lessonN.md
 #   kv FILE KEY VALUE    append "KEY,VALUE" to FILE (created with a header when missing)
-#   csv_md FILE [COLS]   print a CSV as a markdown table (COLS: "1,3,4", default all)
+#   value FILE KEY       print KEY's value in a key,value FILE (fails if it has none)
 #   chart SCRIPT OUT ARGS...   run plots/SCRIPT.gp writing OUT.png and OUT.svg
 #   figure FILE CAPTION  list plots/lessonN/FILE (a .png) with its caption for the
 #                        gallery (data/lessonN/figures.tsv), if it was made
+#
+# Arithmetic in C, orchestration in shell: the numbers a lesson shows come from kvscope —
+# what it counted and recorded (run, compare, batch, budget, kvmem: CSV files and
+# values.csv), and its closed forms (kvscope info: widths, parameters, bytes, shares).
+# The scripts run the commands, read columns by their header's names (AWKLIB's col) and
+# lay the tables out; a number written for people is marked (digits, bytes, kib) and
+# kvscope writes it (kvscope format), the one way kvscope writes every number.
 set -eu
 # One thread unless the caller asks for more: the lessons' steps are small (a decode step
 # is a few matrix-vector products), where threads cost more than they save, and the
@@ -41,6 +49,8 @@ lesson_begin() {
 }
 
 lesson_end() {
+    files=$(ls "data/lesson$1"/*.md "data/lesson$1"/*.csv 2> /dev/null || true)
+    [ -z "$files" ] || "$KV" format $files
     sh lessons/render.sh "lessons/lesson$1.md.in" "lessons/lesson$1.md"
     echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md"
 }
@@ -50,30 +60,27 @@ kv() {
     printf '%s,%s\n' "$2" "$3" >> "$1"
 }
 
-csv_md() {
-    awk -F, -v cols="${2:-}" '
-    NR == 1 { if (cols == "") for (i = 1; i <= NF; i++) c[++n] = i
-              else n = split(cols, c, ",") }
-    { s = "|"; for (i = 1; i <= n; i++) s = s " " $(c[i]) " |"; print s
-      if (NR == 1) { s = "|"; for (i = 1; i <= n; i++) s = s "---|"; print s } }' "$1"
+value() {
+    awk -F, -v k="$2" '$1 == k { v = substr($0, length(k) + 2); found = 1 }
+        END { if (!found) { printf "lessons: no key %s in %s\n", k, FILENAME > "/dev/stderr"; exit 1 }
+              print v }' "$1"
 }
 
-# awk functions for tables a learner reads; use as: awk "$AWKLIB"' ... '
-#   c3(n)       integer with thousands separators: 212705280 -> 212,705,280
-#   kib(b)      bytes in KiB/MiB/GiB (binary), 3 significant digits
+# awk functions for the scripts; use as: awk -F, "$AWKLIB"' ... '
+#   header()    at a file's first line (FNR == 1): learn its columns by name
+#   col(name)   this line's field in the column called name (unknown: the script stops)
+#   digits(n), bytes(n), kib(n)   n marked for kvscope format: 212,705,280 / 72.0 KiB / 6
 AWKLIB='
-function c3(s,    neg, n, i, o) {
-    s = sprintf("%.0f", s); neg = ""; if (s ~ /^-/) { neg = "-"; s = substr(s, 2) }
-    n = length(s); o = ""
-    for (i = 1; i <= n; i++) { o = o substr(s, i, 1); if ((n - i) % 3 == 0 && i < n) o = o "," }
-    return neg o
+function header(   i) { for (i = 1; i <= NF; i++) COL[FILENAME, $i] = i }
+function col(name) {
+    if (!((FILENAME, name) in COL)) {
+        printf "lessons: no column %s in %s\n", name, FILENAME > "/dev/stderr"; exit 2
+    }
+    return $(COL[FILENAME, name])
 }
-function kib(b,    u, i) {
-    split("bytes KiB MiB GiB TiB", u, " "); i = 1
-    while (b >= 1024 && i < 5) { b /= 1024; i++ }
-    if (i == 1) return b " bytes"
-    return (b >= 100 ? sprintf("%.0f", b) : b >= 10 ? sprintf("%.1f", b) : sprintf("%.2f", b)) " " u[i]
-}
+function digits(n) { return "{{digits " sprintf("%.0f", n) "}}" }
+function bytes(n) { return "{{bytes " sprintf("%.0f", n) "}}" }
+function kib(n) { return "{{kib " sprintf("%.0f", n) "}}" }
 '
 
 figure() {

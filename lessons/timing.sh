@@ -1,16 +1,74 @@
 #!/bin/sh
 # timing.sh — measured numbers for lessons 4 and 5 (time per decode step, process RSS).
 #   sh lessons/timing.sh BIN      (what `make timing` runs; `make lessons` never does)
+#   sh lessons/timing.sh BIN charts   redraw plots/measured/ from data/measured/ without
+#                                      measuring again (`make timing-charts`)
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
-# Writes data/measured/{decode_time.csv,decode_time.md,rss.csv,rss.md,values.csv,machine.txt}
+# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt
 # and plots/measured/{decode_time,kv_memory_rss}.{png,svg}.
 set -eu
 . lessons/lib.sh
 KV=$1
 [ -x "$KV" ] || { echo "timing: no kvscope binary at $KV (run make first)" >&2; exit 2; }
 OUT=data/measured
+MODEL_NOTE="the built-in model: L = 1, C = 768, V = 256, one thread"
+
+# The two charts, from the measured CSVs in folder $1 into folder $2.
+charts() {
+    mkdir -p "$2"
+    gnuplot -e "in='$1/decode_time.csv'; model='$MODEL_NOTE'; machine='$(cat "$1/machine.txt")'; out='$2/decode_time'" plots/time.gp
+    gnuplot -e "in='$1/rss.csv'; rss='$1/rss.csv'; out='$2/kv_memory_rss'" plots/kv_memory.gp
+}
+# The gallery's captions of the two charts, into folder $1.
+captions() {
+    printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache: the gap between the lines is the speed-up, far below the FLOP ratio (median, min–max bars) — lesson 4" \
+    kv_memory_rss.png "The process's measured RSS grows with the cache's used bytes, not with its reserved ones, over 1000 decode steps — lesson 5" > "$1/figures.tsv"
+}
+if [ "${2:-}" = charts ]; then
+    rm -rf plots/measured.tmp
+    charts "$OUT" plots/measured.tmp
+    captions "$OUT"
+    rm -rf plots/measured
+    mv plots/measured.tmp plots/measured
+    lesson_end 4
+    lesson_end 5
+    sh lessons/gallery.sh
+    echo "timing: redrew plots/measured/ from $OUT/"
+    exit 0
+fi
+# The tables and values.csv of the measured CSVs in folder $1 (decode_time.csv,
+# weights_time.csv, rss.csv): lessons 4 and 5 include them.
+tables() {
+    awk -F, -v out="$1/values.csv" -v repeat=$REPEAT "$AWKLIB"'
+    FNR == 1 { header()
+               print "| T | with cache: median (min–max) | without cache: median (min–max) | speed-up |"
+               print "|---:|---:|---:|---:|"; next }
+    { c = col("cache_median_s"); r = col("recompute_median_s")
+      printf "| %d | %.2f ms (%.2f–%.2f) | %.1f ms (%.1f–%.1f) | %.0f× |\n", col("T"), 1e3 * c, 1e3 * col("cache_min_s"),
+             1e3 * col("cache_max_s"), 1e3 * r, 1e3 * col("recompute_min_s"), 1e3 * col("recompute_max_s"), r / c
+      T = col("T"); s = r / c; cm = c; rm = r }
+    END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,%d\n", T, s, 1e3 * cm,
+                 1e3 * rm, repeat > out }' "$1/decode_time.csv" > "$1/decode_time.md"
+    awk -F, -v out="$1/values.csv" "$AWKLIB"'
+    FNR == 1 { header()
+               print "| weights | bytes read per step | step time: median (min–max) | read speed | time against fp32 |"
+               print "|---|---:|---:|---:|---:|"; next }
+    { w = col("weights"); b = col("bytes"); t = col("median_s"); if (!t0) t0 = t
+      printf "| %s | %s | %.1f ms (%.1f–%.1f) | %.1f GB/s | %.2f× |\n", w, bytes(b), 1e3 * t, 1e3 * col("min_s"),
+             1e3 * col("max_s"), b / t / 1e9, t / t0
+      printf "weights_%s_ms,%.1f\n", w, 1e3 * t >> out
+      if (w == "fp16") printf "weights_fp16_speedup,%.2f\n", t0 / t >> out }' "$1/weights_time.csv" > "$1/weights_time.md"
+    awk -F, -v out="$1/values.csv" "$AWKLIB"'
+    FNR == 1 { header(); print "| tokens T | KV bytes used | KV bytes reserved | process RSS |"; print "|---:|---:|---:|---:|"; next }
+    { T = col("tokens") + 0; k = col("kv_bytes"); rss = col("rss_bytes") }
+    T == 1 || T == 256 || T == 512 || T == 1001 { printf "| %d | %s | %s | %s |\n", T, bytes(k), bytes(col("kv_reserved_bytes")), bytes(rss) }
+    FNR == 2 { r0 = rss; k0 = k }
+    END { printf "rss_growth,%s\nkv_growth,%s\n", bytes(rss - r0), bytes(k - k0) >> out }' "$1/rss.csv" > "$1/rss.md"
+    "$KV" format "$1"/*.md "$1/values.csv"
+}
+
 W=$OUT.tmp.$$
 trap 'rm -rf "$W"' EXIT
 rm -rf "$W"; mkdir -p "$W"
@@ -29,39 +87,52 @@ for T in 16 64 256 1024; do
         i=0
         while [ $i -lt $REPEAT ]; do
             "$KV" run $flag --prompt-ids "$p" --steps 1 --record timing --out "$W/run" --quiet
-            awk -F, '$1 == "decode" && $2 == 1 { print $3 }' "$W/run/timing.csv"
+            awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "decode" && col("step") == 1 { print col("seconds") }' "$W/run/timing.csv"
             i=$((i + 1))
         done | median_min_max > "$W/$mode"
     done
     echo "$T,$(cat "$W/cache"),$(cat "$W/recompute")" >> "$W/decode_time.csv"
 done
 rm -f "$W/cache" "$W/recompute"
-awk -F, "$AWKLIB"'
-NR == 1 { print "| T | with cache: median (min–max) | without cache: median (min–max) | speed-up |"
-          print "|---:|---:|---:|---:|"; next }
-{ printf "| %d | %.2f ms (%.2f–%.2f) | %.1f ms (%.1f–%.1f) | %.0f× |\n", $1, 1e3 * $2, 1e3 * $3, 1e3 * $4,
-         1e3 * $5, 1e3 * $6, 1e3 * $7, $5 / $2
-  T = $1; s = $5 / $2; c = $2; r = $5 }
-END { printf "key,value\nspeedup_T,%d\nspeedup,%.0f\ncache_ms,%.2f\nrecompute_ms,%.1f\nrepeat,'$REPEAT'\n", T, s, 1e3 * c, 1e3 * r > "'"$W/values.csv"'" }' \
-    "$W/decode_time.csv" > "$W/decode_time.md"
-mkdir -p "$W/plots"
-gnuplot -e "in='$W/decode_time.csv'; out='$W/plots/decode_time'" plots/time.gp
+{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'
+  grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | tr ' ' '\n' | grep -xE 'avx2|fma|avx512f|avx512_fp16|avx512_bf16' | paste -sd/ -; } |
+    paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+
+# Half the bytes, half the time: a decode step of GPT-2 small's shapes (12 layers, the
+# 50257-token vocabulary: 0.5 GB of float32 weights, more than any cache) with float32,
+# fp16 and bf16 weights, REPEAT fresh runs each, the three interleaved; per run the median
+# of its 8 steps, then the median (min–max) over the runs.
+GPT2_ARGS="--layers 12 --vocab 50257"
+for w in fp32 fp16 bf16; do : > "$W/w_$w"; done
+i=0
+while [ $i -lt $REPEAT ]; do
+    for w in fp32 fp16 bf16; do
+        "$KV" run $GPT2_ARGS --weights $w --prompt-ids "$(ids 16)" --steps 8 --record timing \
+            --out "$W/run" --quiet
+        awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "decode" { print col("seconds") }' "$W/run/timing.csv" |
+            median_min_max | cut -d, -f1 >> "$W/w_$w"
+    done
+    i=$((i + 1))
+done
+echo "weights,bytes,median_s,min_s,max_s" > "$W/weights_time.csv"
+for w in fp32 fp16 bf16; do
+    # the step's weight bytes, as kvscope states them for these shapes and weights
+    b=$("$KV" info $GPT2_ARGS --weights $w | awk -F, '$1 == "weight_bytes_decode" { print $2 }')
+    echo "$w,$b,$(median_min_max < "$W/w_$w")" >> "$W/weights_time.csv"
+    rm -f "$W/w_$w"
+done
 
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet
-awk -F, 'FNR == 1 { f++; next } f == 1 { kv[$1, $2] = $3 "," $4 "," $5 } f == 2 { print $1 "," $2 "," kv[$1, $2] "," $4 }' \
+awk -F, "$AWKLIB"'FNR == 1 { header(); f++; next }
+    f == 1 { kv[col("phase"), col("step")] = col("tokens") "," col("kv_bytes") "," col("kv_reserved_bytes") }
+    f == 2 { print col("phase") "," col("step") "," kv[col("phase"), col("step")] "," col("rss_bytes") }' \
     "$W/run/kv_memory.csv" "$W/run/timing.csv" | sed '1i phase,step,tokens,kv_bytes,kv_reserved_bytes,rss_bytes' > "$W/rss.csv"
-awk -F, "$AWKLIB"'
-NR == 1 { print "| tokens T | KV bytes used | KV bytes reserved | process RSS |"; print "|---:|---:|---:|---:|"; next }
-$3 == 1 || $3 == 256 || $3 == 512 || $3 == 1001 { printf "| %d | %s | %s | %s |\n", $3, kib($4), kib($5), kib($6) }
-NR == 2 { r0 = $6 } { r1 = $6; k1 = $4; k0 = (NR == 2 ? $4 : k0) }
-END { printf "rss_growth,%s\nkv_growth,%s\n", kib(r1 - r0), kib(k1 - k0) >> "'"$W/values.csv"'" }' "$W/rss.csv" > "$W/rss.md"
-gnuplot -e "in='$W/run/kv_memory.csv'; rss='$W/run/timing.csv'; out='$W/plots/kv_memory_rss'" plots/kv_memory.gp
 rm -rf "$W/run"
-{ uname -sm; getconf _NPROCESSORS_ONLN | sed 's/$/ CPUs/'; grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //'; } | paste -sd, - | sed 's/,/, /g' > "$W/machine.txt"
+tables "$W"
+charts "$W" "$W/plots"
 
-printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache (median, min–max bars) — lesson 4" \
-    kv_memory_rss.png "KV bytes used and reserved, and the measured growth of the process RSS, over 1000 decode steps — lesson 5" > "$W/figures.tsv"
+captions "$W"
 rm -rf plots/measured
 mv "$W/plots" plots/measured
 rm -rf "$OUT"

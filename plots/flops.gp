@@ -54,7 +54,7 @@ do for [fmt in FORMATS] {
     unset label
     unset arrow
     set arrow 1 from Tmax * 1.15, step_cache(Tmax) to Tmax * 1.15, step_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f×\nat T = %d", ratio, Tmax) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
+    set label 1 sprintf("%.0f× in the blocks\nat T = %d", ratio, Tmax) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
     plot step_rec(x) ls 2 notitle, \
          in using 'T':'flops_recompute' with points ls 2 title 'without cache (recompute T tokens)', \
          step_cache(x) ls 1 notitle, \
@@ -75,3 +75,4 @@ do for [fmt in FORMATS] {
     unset multiplot
     set output
 }
+evaluate publish(out)

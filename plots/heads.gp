@@ -55,3 +55,4 @@ do for [fmt in FORMATS] {
     unset multiplot
     set output
 }
+evaluate publish(out)

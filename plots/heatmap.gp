@@ -103,3 +103,4 @@ do for [fmt in FORMATS] {
          tok using (NaN):(column('pos')):yticlabels(label(strcol('text'))) notitle @evicted_key
     set output
 }
+evaluate publish(out)

@@ -31,7 +31,11 @@ if (exists('rss')) {
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title sprintf("KV-cache memory while generating  (L = %d, C = %d, float32)", L, C)
+    if (exists('rss')) {
+        set title sprintf("Process memory (RSS, measured) next to the KV cache  (L = %d, C = %d, float32)", L, C)
+    } else {
+        set title sprintf("KV-cache memory while generating  (L = %d, C = %d, float32)", L, C)
+    }
     set xlabel 'tokens in the cache (prompt + generated)'
     set ylabel 'memory (MiB)'
     set xrange [0 : Tmax * 1.02]
@@ -50,3 +54,4 @@ do for [fmt in FORMATS] {
     }
     set output
 }
+evaluate publish(out)

@@ -51,3 +51,4 @@ do for [fmt in FORMATS] {
          (dtype eq 'fp16' && Tmax >= 2048 ? '+' : NaN) using (2048):(33554432 / GiB) every ::0::0 with points ls 7 pointsize 2.2 notitle
     set output
 }
+evaluate publish(out)

@@ -30,3 +30,4 @@ do for [fmt in FORMATS] {
          in using 'T':'flops_attn' with linespoints ls 2 title 'attention: q·k^T and weights·V (counted)'
     set output
 }
+evaluate publish(out)

@@ -12,7 +12,6 @@ load 'plots/style.gp'
 evaluate need_vars('in ok out')
 evaluate need_columns(in, 'step max_abs_diff same_token')
 evaluate need_columns(ok, 'step max_abs_diff same_token')
-FONT = 'WenQuanYi Zen Hei,20'
 ptitle = exists('prompt') ? sprintf(' (prompt "%s")', prompt) : ''
 
 do for [fmt in FORMATS] {
@@ -29,3 +28,4 @@ do for [fmt in FORMATS] {
          in using 'step':(column('same_token') == 0 ? column('max_abs_diff') : 1/0) with points ls 7 pointsize 3.5 title 'greedy next token differs'
     set output
 }
+evaluate publish(out)

@@ -40,3 +40,4 @@ do for [fmt in FORMATS] {
             with labels font ',16' notitle
     set output
 }
+evaluate publish(out)

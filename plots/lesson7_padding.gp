@@ -24,3 +24,4 @@ do for [fmt in FORMATS] {
          in using 'step':(column('bytes_used') / KiB) with lines ls 1 title 'bytes holding tokens'
     set output
 }
+evaluate publish(out)

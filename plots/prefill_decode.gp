@@ -47,3 +47,4 @@ do for [fmt in FORMATS] {
          '' every ::1 using ($0 + 1.0 / 6):(column('decode')):(label(column('decode'), strcol('quantity'))) with labels offset 0,1 font ',20' notitle
     set output
 }
+evaluate publish(out)

@@ -1,7 +1,7 @@
 # style.gp — the shared look of kvscope's charts, loaded by every plots/*.gp after `reset`:
 #     load 'plots/style.gp'
 # Grey L-shaped border, tics outside, light grid, Okabe-Ito colours (colour-blind safe),
-# 16:9 PNG (pngcairo, 1600x900) and SVG terminals, and helpers that check a script's inputs.
+# 16:9 PNG (1600x900) and SVG from one PDF, and helpers that check a script's inputs.
 #
 # Line styles (defined here, after any palette, so nothing overwrites them):
 #   1 blue   #0072B2  "with the KV cache"      2 vermillion #D55E00  "without the cache"
@@ -32,13 +32,17 @@ set style line 7 linecolor rgb '#000000' linewidth 3 pointtype 6 pointsize 1.6
 set style line 8 linecolor rgb '#999999' linewidth 2 dashtype 2
 set style increment user
 
-# The two outputs of every chart: out.'.png' and out.'.svg'. A script draws in a loop:
+# The two outputs of every chart: out.'.png' (1600x900) and out.'.svg'. A script draws
+# one PDF (pdfcairo, 800x450 pt: fonts and lines at the sizes a 1600x900 PNG shows them)
+# and plots/publish.sh renders both files from it, so the SVG is the PNG's twin, its
+# glyphs outlined. A script draws in a loop, then publishes:
 #     do for [fmt in FORMATS] { evaluate terminal(fmt); ...set and plot...; set output }
-FORMATS = 'png svg'
-FONT = 'DejaVu Sans,20'
-terminal(fmt) = fmt eq 'png' \
-    ? sprintf("set terminal pngcairo size 1600,900 enhanced font '%s' linewidth 1.5 background rgb 'white'; set output '%s.png'", FONT, out) \
-    : sprintf("set terminal svg size 1600,900 enhanced font '%s' linewidth 1.5 background rgb 'white'; set output '%s.svg'", FONT, out)
+#     evaluate publish(out)
+# One font for Latin and CJK text: WenQuanYi Zen Hei (Debian fonts-wqy-zenhei).
+FORMATS = 'pdf'
+FONT = 'WenQuanYi Zen Hei,20'
+terminal(fmt) = sprintf("set terminal pdfcairo size 800/72.0,450/72.0 enhanced font '%s' linewidth 1.5 pointscale 0.5 background rgb 'white'; set output '%s.pdf'", FONT, out)
+publish(o) = sprintf("system \"sh plots/publish.sh '%s'\"; if (GPVAL_SYSTEM_ERRNO != 0) { exit error 'plots/publish.sh failed for %s' }", o, o)
 
 # Input checks. A script calls
 #     evaluate need_vars('in out')

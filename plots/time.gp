@@ -8,6 +8,7 @@ reset
 # cache_max_s, recompute_median_s, recompute_min_s, recompute_max_s).
 # By hand:
 #     gnuplot -e "in='data/compare/timing.csv'; out='plots/compare_time_measured'" plots/time.gp
+# Optional: model='...' and machine='...' (what was measured on what; in the title).
 load 'plots/style.gp'
 evaluate need_vars('in out')
 evaluate need_columns(in, 'T cache_median_s cache_min_s cache_max_s recompute_median_s recompute_min_s recompute_max_s')
@@ -27,8 +28,14 @@ yhi = STATS_max_y
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Measured time of one decode step, with and without the KV cache'
+    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '').(exists('machine') ? ', '.machine : '') noenhanced
     set logscale xy
+    set xtics ()
+    do for [i = 0 : nrows - 1] {
+        stats in every ::i::i using 'T' nooutput
+        set xtics add (sprintf('%d', STATS_max) STATS_max)
+    }
+    set mxtics 1
     set xrange [Tmin / 1.4 : Tmax * 1.4]
     set yrange [ylo / 3 : yhi * 20]
     set format x '%g'
@@ -46,3 +53,4 @@ do for [fmt in FORMATS] {
             with yerrorbars ls 1 title 'with KV cache (1 new token)'
     set output
 }
+evaluate publish(out)

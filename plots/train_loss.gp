@@ -39,3 +39,4 @@ do for [fmt in FORMATS] {
          log using 'step':(strlen(strcol('val_loss')) ? bits(column('val_loss')) : 1/0) smooth unique with linespoints ls 1 title 'validation split'
     set output
 }
+evaluate publish(out)

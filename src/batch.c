@@ -1,52 +1,11 @@
-/* batch.c — the padded batch and the one-row attention kernel both caches share. */
+/* batch.c — the padded batch: prefill alone, decode together, with or without the mask. */
 #include "batch.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-int attention_row_forward(float *out, float *scores, const float *q,
-                          const float *const *kr, const float *const *vr,
-                          const unsigned char *keep, int T, int NH, int hs) {
-    const float div = (float)sqrt((double)hs); /* as attention_forward */
-    int kept = 0;
-    for (int t = 0; t < T; t++) kept += !keep || keep[t];
-    if (kept == 0) return -1;
-    for (int h = 0; h < NH; h++) {
-        const size_t o = (size_t)h * hs;
-        const float *qh = q + o;
-        float maxv = -INFINITY;
-        for (int t = 0; t < T; t++) {
-            if (keep && !keep[t]) {
-                scores[t] = -INFINITY; /* the mask */
-                continue;
-            }
-            float dot = 0.0f;
-            for (int d = 0; d < hs; d++) dot += qh[d] * kr[t][o + d];
-            scores[t] = dot / div;
-            if (scores[t] > maxv) maxv = scores[t];
-        }
-        /* softmax in place; a masked slot's weight is exp(-inf) = 0: it is skipped */
-        float sum = 0.0f;
-        for (int t = 0; t < T; t++) {
-            if (keep && !keep[t]) {
-                scores[t] = 0.0f;
-                continue;
-            }
-            scores[t] = expf(scores[t] - maxv);
-            sum += scores[t];
-        }
-        const float inv = 1.0f / sum;
-        float *oh = out + o;
-        for (int d = 0; d < hs; d++) oh[d] = 0.0f;
-        for (int t = 0; t < T; t++) {
-            if (keep && !keep[t]) continue;
-            const float w = scores[t] * inv;
-            for (int d = 0; d < hs; d++) oh[d] += w * vr[t][o + d];
-        }
-    }
-    return kept;
-}
+#include "ops.h"
 
 int padded_init(PaddedBatch *pb, int L, int NH, int hs, int B, int W, int masked) {
     memset(pb, 0, sizeof *pb);

@@ -27,16 +27,6 @@
 
 #include "model.h"
 
-/* One query row q (C = NH·hs, heads side by side) attending over T cached rows
- * kr[t], vr[t] (C floats each, anywhere in memory: a padded tensor, blocks of a
- * pool). keep[t] == 0 masks slot t out (score -inf, weight 0); keep NULL keeps
- * all. Writes out (C); scores (T) is scratch. For the kept slots the arithmetic
- * is attention_forward's, in the same order, so the result is bit-identical to
- * it. Returns the number of slots kept (≥ 1), or -1 if none is. Pure. */
-int attention_row_forward(float *out, float *scores, const float *q,
-                          const float *const *kr, const float *const *vr,
-                          const unsigned char *keep, int T, int NH, int hs);
-
 typedef struct {
     int L, NH, hs, B;
     int W;               /* slots reserved per sequence */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "infile.h"
+
 /* Merges live in an open-addressing table keyed by the pair of token ids. */
 typedef struct {
     uint64_t key;  /* (a << 32) | b, or EMPTY */
@@ -81,29 +83,6 @@ void bpe_free(Bpe *b) {
 
 int bpe_vocab_size(const Bpe *b) { return b->V; }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0, r;
-    char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += r;
-        if (n == cap) {
-            char *nb = realloc(buf, 2 * cap + 1);
-            if (!nb) free(buf);
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0', *len = n;
-    return buf;
-}
-
 /* vocab.json → b->V, b->bytes, b->off. */
 static int load_vocab(Bpe *b, json_t *vocab, const char *path, char *err, size_t errsize) {
     size_t V = json_object_size(vocab), total = 0;
@@ -170,14 +149,9 @@ static int vocab_id(json_t *vocab, const char *s) {
     return v ? (int)json_integer_value(v) : -1;
 }
 
-static int load_merges(Bpe *b, json_t *vocab, const char *path, char *err, size_t errsize) {
-    size_t len;
-    errno = 0;
-    char *text = slurp(path, &len);
-    if (!text) {
-        snprintf(err, errsize, "%s: cannot read: %s", path, errno ? strerror(errno) : "out of memory");
-        return BPE_BAD;
-    }
+/* merges.txt's text (len bytes; changed in place: lines are cut at their '\n'). */
+static int load_merges(Bpe *b, json_t *vocab, char *text, size_t len, const char *path, char *err,
+                       size_t errsize) {
     size_t lines = 1;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
     b->cap = 16;
@@ -232,17 +206,38 @@ static int load_merges(Bpe *b, json_t *vocab, const char *path, char *err, size_
         m->result = ir;
     }
 done:
-    free(text);
     free(joined);
     return rc;
 }
 
 int bpe_load(Bpe **out, const char *vocab_path, const char *merges_path, char *err, size_t errsize) {
+    char *vt = NULL, *mt = NULL;
+    size_t vl, ml;
+    *out = NULL;
+    int rc = infile_read(vocab_path, BPE_FILE_MAX, &vt, &vl, err, errsize);
+    if (rc == 0) rc = infile_read(merges_path, BPE_FILE_MAX, &mt, &ml, err, errsize);
+    if (rc == 0) rc = bpe_parse(out, vt, vl, vocab_path, mt, ml, merges_path, err, errsize);
+    else rc = rc == INFILE_NOMEM ? BPE_NOMEM : BPE_BAD;
+    free(vt);
+    free(mt);
+    return rc;
+}
+
+int bpe_parse(Bpe **out, const char *vocab_text, size_t vocab_len, const char *vocab_path,
+              const char *merges_text, size_t merges_len, const char *merges_path, char *err,
+              size_t errsize) {
     *out = NULL;
     Bpe *b = calloc(1, sizeof *b);
-    if (!b) return BPE_NOMEM;
+    char *merges = malloc(merges_len + 1);
+    if (!b || !merges) {
+        free(b);
+        free(merges);
+        return BPE_NOMEM;
+    }
+    memcpy(merges, merges_text, merges_len);
+    merges[merges_len] = '\0';
     json_error_t je;
-    json_t *vocab = json_load_file(vocab_path, JSON_REJECT_DUPLICATES, &je);
+    json_t *vocab = json_loadb(vocab_text, vocab_len, JSON_REJECT_DUPLICATES, &je);
     int rc = 0;
     if (!vocab) {
         snprintf(err, errsize, "%s: invalid JSON at line %d: %s", vocab_path, je.line, je.text);
@@ -262,8 +257,10 @@ int bpe_load(Bpe **out, const char *vocab_path, const char *merges_path, char *e
             rc = BPE_BAD;
         }
     }
-    if (!rc) rc = load_merges(b, vocab, merges_path, err, errsize);
+    if (!rc) rc = load_merges(b, vocab, merges, merges_len, merges_path, err, errsize);
     json_decref(vocab);
+    free(merges);
+    if (rc == BPE_BAD) message_one_line(err); /* a token or a JSON error may hold a newline */
     if (rc) bpe_free(b);
     else *out = b;
     return rc;

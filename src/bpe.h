@@ -24,9 +24,17 @@ typedef struct Bpe Bpe;
 /* Results: 0; BPE_BAD (message "<file>: <problem>" in err); BPE_NOMEM. */
 enum { BPE_BAD = -1, BPE_NOMEM = -2 };
 
+/* The largest vocab.json or merges.txt read (GPT-2's are 1.0 MB and 0.5 MB). */
+#define BPE_FILE_MAX (64u << 20)
+
 /* Load and check: ids are 0..V-1 each once, every byte has its token, every
- * merge's two parts and its result are tokens, no merge twice. */
+ * merge's two parts and its result are tokens, no merge twice. Both files are read
+ * as regular files of at most BPE_FILE_MAX bytes (infile.h): a FIFO is refused. */
 int bpe_load(Bpe **out, const char *vocab_path, const char *merges_path, char *err, size_t errsize);
+/* The same from the two files' texts (the paths only name them in messages). */
+int bpe_parse(Bpe **out, const char *vocab_text, size_t vocab_len, const char *vocab_path,
+              const char *merges_text, size_t merges_len, const char *merges_path, char *err,
+              size_t errsize);
 void bpe_free(Bpe *b);
 int bpe_vocab_size(const Bpe *b);
 

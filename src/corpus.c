@@ -6,42 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
+#include "infile.h"
 #include "rng.h"
 
 int corpus_load(Corpus *c, const char *path, char *err, size_t errsize) {
     memset(c, 0, sizeof *c);
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        return CORPUS_BAD;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errsize, "%s: not a regular file", path);
-        return CORPUS_BAD;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        return CORPUS_BAD;
-    }
-    const size_t n = (size_t)st.st_size;
-    unsigned char *buf = malloc(n ? n : 1), *split = malloc(n ? n : 1);
-    if (!buf || !split) {
+    char *buf;
+    size_t n;
+    int rc = infile_read(path, CORPUS_MAX_BYTES, &buf, &n, err, errsize);
+    if (rc) return rc == INFILE_NOMEM ? CORPUS_NOMEM : CORPUS_BAD;
+    unsigned char *split = n ? malloc(n) : NULL;
+    if (n == 0 || !split) {
+        if (n == 0) snprintf(err, errsize, "%s: empty file", path);
         free(buf);
-        free(split);
-        fclose(f);
-        return CORPUS_NOMEM;
-    }
-    const size_t got = fread(buf, 1, n, f);
-    const int bad = ferror(f) || got != n;
-    fclose(f);
-    if (bad || n == 0) {
-        snprintf(err, errsize, "%s: %s", path, bad ? "read error" : "empty file");
-        free(buf);
-        free(split);
-        return CORPUS_BAD;
+        return n == 0 ? CORPUS_BAD : CORPUS_NOMEM;
     }
     /* training chunks first, validation chunks after them, each in file order */
     size_t nt = 0, nv = 0;

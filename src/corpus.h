@@ -31,7 +31,10 @@ typedef struct {
 /* Results: 0; CORPUS_BAD (message in err: missing, unreadable, empty); CORPUS_NOMEM. */
 enum { CORPUS_BAD = -1, CORPUS_NOMEM = -2 };
 
-/* Read path and split it. */
+/* The largest corpus read: 1 GiB (the file and its split are both held in memory). */
+#define CORPUS_MAX_BYTES ((size_t)1 << 30)
+
+/* Read path (a regular file, infile.h) and split it. */
 int corpus_load(Corpus *c, const char *path, char *err, size_t errsize);
 void corpus_free(Corpus *c);
 

@@ -27,9 +27,30 @@ void generator_free(Generator *g) {
     memset(g, 0, sizeof *g);
 }
 
+/* Evict cache slots first .. first+count-1 and note their positions for the next
+ * step's report (contiguous in every use: the oldest after the sinks, or all but the
+ * newest step's). 0, or -1. */
+static int evict(Generator *g, int first, int count) {
+    if (count <= 0) return 0;
+    const int p0 = g->cache.pos[first];
+    if (kvcache_drop(&g->cache, first, count)) return -1;
+    if (g->evicted_n == 0 || p0 < g->evicted_pos0) g->evicted_pos0 = p0;
+    g->evicted_n += count;
+    return 0;
+}
+
 /* The article's eval-mode cache: after a step, keep only that step's own K and V. */
 static void forget_history(Generator *g, int n) {
-    if (g->mode == GEN_ARTICLE_BUG && g->cache.len > n) kvcache_drop(&g->cache, 0, g->cache.len - n);
+    if (g->mode == GEN_ARTICLE_BUG && g->cache.len > n) evict(g, 0, g->cache.len - n);
+}
+
+/* One model_forward of step `step`, reporting the evictions since the last one. */
+static int forward(Generator *g, const int *tokens, int n, Phase ph, int step, Hooks *hooks) {
+    StepLabel lb = {.phase = ph, .step = step, .hooks = hooks, .evicted_pos0 = g->evicted_pos0,
+                    .evicted_n = g->evicted_n};
+    int rc = model_forward(g->m, &g->cache, tokens, n, g->logits, &lb, &g->total);
+    if (rc == 0) g->evicted_n = 0;
+    return rc;
 }
 
 int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
@@ -37,18 +58,24 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
     memcpy(g->tokens, prompt, (size_t)n * sizeof *prompt);
     g->len = n;
     kvcache_reset(&g->cache);
-    StepLabel lb = {PHASE_PREFILL, 0, hooks};
-    int rc = model_forward(g->m, &g->cache, g->tokens, n, g->logits, &lb, &g->total);
+    g->evicted_n = 0;
+    int rc = forward(g, g->tokens, n, PHASE_PREFILL, 0, hooks);
     if (rc == 0) forget_history(g, n);
+    if (rc == 0 && logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }
 
 int generator_rewind(Generator *g) {
     if (g->mode != GEN_CACHE || g->window || g->len < 1 || g->cache.len < 1) return -1;
-    if (kvcache_drop(&g->cache, g->cache.len - 1, 1)) return -1;
-    g->cache.n_seen--;
+    if (kvcache_truncate(&g->cache, g->cache.len - 1)) return -1;
     g->len--;
     return 0;
+}
+
+int logits_first_nonfinite(const float *logits, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(logits[i])) return i;
+    return -1;
 }
 
 int logits_argmax(const float *logits, int n) {
@@ -62,6 +89,35 @@ double logits_max_abs_diff(const float *a, const float *b, int n) {
     double d = 0.0;
     for (int i = 0; i < n; i++) d = diff_max(d, fabs((double)a[i] - (double)b[i]));
     return d;
+}
+
+double logits_max_abs_dlogprob(const float *a, const float *b, int n) {
+    double ma = a[0], mb = b[0], sa = 0.0, sb = 0.0, d = 0.0;
+    for (int i = 1; i < n; i++) {
+        ma = fmax(ma, a[i]);
+        mb = fmax(mb, b[i]);
+    }
+    for (int i = 0; i < n; i++) {
+        sa += exp(a[i] - ma);
+        sb += exp(b[i] - mb);
+    }
+    const double la = ma + log(sa), lb = mb + log(sb);
+    for (int i = 0; i < n; i++) d = diff_max(d, fabs((a[i] - la) - (b[i] - lb)));
+    return d;
+}
+
+double logit_drift_add(LogitDrift *d, const float *test, const float *ref, int n) {
+    double mx = 0.0;
+    for (int i = 0; i < n; i++) {
+        const double e = fabs((double)test[i] - (double)ref[i]);
+        mx = diff_max(mx, e);
+        d->sum_abs += e;
+    }
+    d->max_abs = diff_max(d->max_abs, mx);
+    d->n += n;
+    d->agree += logits_argmax(test, n) == logits_argmax(ref, n);
+    d->steps++;
+    return mx;
 }
 
 int generator_argmax(const Generator *g) { return logits_argmax(g->logits, g->m->cfg.V); }
@@ -83,19 +139,18 @@ int generator_next_kv_tokens(const Generator *g) {
 int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
     if (g->len >= g->m->cfg.N) return -1;
     g->tokens[g->len++] = token;
-    StepLabel lb = {PHASE_DECODE, step, hooks};
     int rc;
     if (g->mode == GEN_RECOMPUTE) {
         /* no cache: run the whole sequence from scratch */
         kvcache_reset(&g->cache);
-        rc = model_forward(g->m, &g->cache, g->tokens, g->len, g->logits, &lb, &g->total);
+        rc = forward(g, g->tokens, g->len, PHASE_DECODE, step, hooks);
     } else {
-        int first, evict = generator_next_eviction(g, &first);
-        rc = evict ? kvcache_drop(&g->cache, first, evict) : 0; /* window: make room */
-        if (rc == 0)
-            rc = model_forward(g->m, &g->cache, &g->tokens[g->len - 1], 1, g->logits, &lb, &g->total);
+        int first, n = generator_next_eviction(g, &first);
+        rc = evict(g, first, n); /* the window makes room */
+        if (rc == 0) rc = forward(g, &g->tokens[g->len - 1], 1, PHASE_DECODE, step, hooks);
         if (rc == 0) forget_history(g, 1);
     }
     if (rc) g->len--;
+    else if (logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static int fail(GifOut *g, int code, const char *what, char *err, size_t errsize) {
     const char *why = GifErrorString(code);
@@ -16,11 +14,15 @@ static int fail(GifOut *g, int code, const char *what, char *err, size_t errsize
     return -1;
 }
 
+/* giflib's output: the bytes go to the AtomicFile's stream */
+static int put(GifFileType *gif, const GifByteType *bytes, int n) {
+    return (int)fwrite(bytes, 1, (size_t)n, gif->UserData);
+}
+
 int gif_open(GifOut *g, const char *path, int width, int height, const Rgb *palette,
              int ncolors, const char *comment, char *err, size_t errsize) {
     memset(g, 0, sizeof *g);
-    if (snprintf(g->path, sizeof g->path, "%s", path) >= (int)sizeof g->path ||
-        snprintf(g->tmp, sizeof g->tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof g->tmp) {
+    if (snprintf(g->path, sizeof g->path, "%s", path) >= (int)sizeof g->path) {
         snprintf(err, errsize, "%s: path too long", path);
         return -1;
     }
@@ -30,20 +32,16 @@ int gif_open(GifOut *g, const char *path, int width, int height, const Rgb *pale
                  ncolors);
         return -1;
     }
-    int fd = mkstemp(g->tmp);
-    if (fd < 0) {
+    if (!(g->fp = atomic_open(&g->file, path, 0))) {
         snprintf(err, errsize, "%s: %s", path, strerror(errno));
         return -1;
     }
-    mode_t mask = umask(0);
-    umask(mask);
     int code = 0;
-    GifFileType *gif = fchmod(fd, 0666 & ~mask) == 0 ? EGifOpenFileHandle(fd, &code) : NULL;
+    GifFileType *gif = EGifOpen(g->fp, put, &code);
     if (!gif) {
-        if (code == 0) snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        else snprintf(err, errsize, "%s: %s", path, GifErrorString(code));
-        close(fd);
-        unlink(g->tmp);
+        snprintf(err, errsize, "%s: %s", path, GifErrorString(code));
+        atomic_abort(&g->file, g->fp);
+        g->fp = NULL;
         return -1;
     }
     g->gif = gif;
@@ -113,14 +111,15 @@ int gif_close(GifOut *g, char *err, size_t errsize) {
     }
     int code = 0;
     g->gif = NULL;
-    if (EGifCloseFile(gif, &code) != GIF_OK) { /* frees gif and closes the fd either way */
+    FILE *fp = g->fp;
+    g->fp = NULL;
+    if (EGifCloseFile(gif, &code) != GIF_OK) { /* frees gif; the stream stays ours */
         snprintf(err, errsize, "%s: %s", g->path, GifErrorString(code));
-        unlink(g->tmp);
+        atomic_abort(&g->file, fp);
         return -1;
     }
-    if (rename(g->tmp, g->path) != 0) {
-        snprintf(err, errsize, "%s: rename: %s", g->path, strerror(errno));
-        unlink(g->tmp);
+    if (atomic_commit(&g->file, fp) != 0) {
+        snprintf(err, errsize, "%s: %s", g->path, strerror(errno));
         return -1;
     }
     return 0;
@@ -131,5 +130,6 @@ void gif_abort(GifOut *g) {
     int code;
     EGifCloseFile(g->gif, &code);
     g->gif = NULL;
-    unlink(g->tmp);
+    atomic_abort(&g->file, g->fp);
+    g->fp = NULL;
 }

@@ -1,7 +1,7 @@
 /* gif_out.h — an animated GIF written frame by frame (giflib), atomically.
  *
- * gif_open writes the header, the global palette and a loop-forever extension to a
- * temporary file beside `path`; each gif_frame adds one rectangle of palette
+ * gif_open writes the header, the global palette and a loop-forever extension to an
+ * AtomicFile (outdir.h) for `path`; each gif_frame adds one rectangle of palette
  * indices that is drawn over the previous frames (disposal "leave in place"), so a
  * frame need only hold what changed. gif_close renames the file into place;
  * gif_abort (or any failure) removes it. Same frames ⇒ same bytes.
@@ -11,12 +11,16 @@
 
 #include <stddef.h>
 
+#include <stdio.h>
+
 #include "colormap.h"
+#include "outdir.h"
 
 typedef struct {
     void *gif;          /* GifFileType*, NULL when closed */
     char path[4096];
-    char tmp[4200];
+    AtomicFile file;    /* the file being written, */
+    FILE *fp;           /*   its stream */
     int width, height;
 } GifOut;
 

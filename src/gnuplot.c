@@ -1,6 +1,7 @@
-/* gnuplot.c — run a chart script through gnuplot (popen). */
+/* gnuplot.c — run a chart script through gnuplot (fork, exec, a pipe each way). */
 #include "gnuplot.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,22 +29,66 @@ int gnuplot_found(void) {
 
 int gnuplot_quotable(const char *s) { return strpbrk(s, "'\n\r") == NULL; }
 
-int gnuplot_run(const char *script, const char *vars) {
+/* Read fd to its end, keeping the last non-empty line in msg. */
+static void last_line(int fd, char *msg, size_t size) {
+    char buf[1024], line[512];
+    size_t n = 0;
+    ssize_t r;
+    msg[0] = '\0';
+    while ((r = read(fd, buf, sizeof buf)) != 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        for (ssize_t i = 0; i < r; i++) {
+            if (buf[i] == '\n' || buf[i] == '\r') {
+                if (n) snprintf(msg, size, "%.*s", (int)n, line);
+                n = 0;
+            } else if (n + 1 < sizeof line && (n > 0 || (buf[i] != ' ' && buf[i] != '\t'))) {
+                line[n++] = (unsigned char)buf[i] < 0x20 ? ' ' : buf[i]; /* without the indent */
+            }
+        }
+    }
+    if (n) snprintf(msg, size, "%.*s", (int)n, line);
+}
+
+int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
+    msg[0] = '\0';
     if (strpbrk(vars, "\n\r") || !gnuplot_quotable(script)) return -1;
-    /* the command line holds no user text: variables and script go through the pipe */
     /* a gnuplot that exits early must not kill us with SIGPIPE: ignore it while writing */
     struct sigaction ign = {0}, old;
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
-    if (sigaction(SIGPIPE, &ign, &old) != 0) return -1;
-    FILE *p = popen("gnuplot", "w");
-    if (!p) {
-        sigaction(SIGPIPE, &old, NULL);
+    int in[2], er[2];
+    if (pipe(in) != 0) return -1;
+    if (pipe(er) != 0) {
+        close(in[0]), close(in[1]);
         return -1;
     }
-    int bad = fprintf(p, "%s\nload '%s'\n", vars, script) < 0 || fflush(p) != 0;
-    int st = pclose(p);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) { /* the command line holds no user text: all of it goes through the pipe */
+        dup2(in[0], 0);
+        dup2(er[1], 2);
+        close(in[0]), close(in[1]), close(er[0]), close(er[1]);
+        execlp("gnuplot", "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(er[1]);
+    if (pid < 0) {
+        close(in[1]), close(er[0]);
+        return -1;
+    }
+    sigaction(SIGPIPE, &ign, &old);
+    char text[9000];
+    int n = snprintf(text, sizeof text, "%s\nload '%s'\n", vars, script);
+    int bad = n < 0 || (size_t)n >= sizeof text || write(in[1], text, (size_t)n) != n;
+    close(in[1]);
     sigaction(SIGPIPE, &old, NULL);
-    if (st == -1 || bad) return -1;
+    last_line(er[0], msg, size); /* the script is all written: no deadlock on a full pipe */
+    close(er[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (bad) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

@@ -2,10 +2,12 @@
  *
  * A script takes its inputs and outputs as variables, as on the command line:
  *   gnuplot -e "in='data/compare/compare.csv'; out='plots/compare_flops'" plots/flops.gp
- * Nothing here prints: gnuplot's own messages go to the caller's stderr.
+ * Nothing here prints: gnuplot's own messages are captured for the caller.
  */
 #ifndef KVSCOPE_GNUPLOT_H
 #define KVSCOPE_GNUPLOT_H
+
+#include <stddef.h>
 
 /* How to get gnuplot when it is missing. */
 #define GNUPLOT_INSTALL_HINT "apt-get install gnuplot-nox"
@@ -15,8 +17,10 @@ int gnuplot_found(void);
 
 /* Run script with the variables set by vars (gnuplot statements, e.g.
  * "in='a.csv'; out='b'"). Returns gnuplot's exit status (0 ok), or -1 when it
- * could not be started or vars holds a newline. */
-int gnuplot_run(const char *script, const char *vars);
+ * could not be started or vars holds a newline. gnuplot's stderr is kept, not shown:
+ * its last non-empty line (where gnuplot puts the error, after echoing the failing
+ * command) goes to msg, "" when there is none. */
+int gnuplot_run(const char *script, const char *vars, char *msg, size_t size);
 
 /* 1 if s can go between single quotes in a gnuplot statement (no quote, no newline). */
 int gnuplot_quotable(const char *s);

@@ -1,7 +1,9 @@
 /* heads.c — head scores from the attention rows of decode steps (heads.h). */
 #include "heads.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,4 +108,44 @@ void heads_report_free(HeadsReport *r) {
     free(r->h);
     free(r->rep);
     memset(r, 0, sizeof *r);
+}
+
+/* ---- the files ------------------------------------------------------------------------ */
+
+static void write_scores(FILE *f, const HeadsReport *r, const Config *c) {
+    fprintf(f, "layer,head,prev_token,induction,sink,entropy_bits\n");
+    for (int l = 0; l < c->L; l++)
+        for (int h = 0; h < c->NH; h++) {
+            const HeadScores *s = &r->h[(size_t)l * c->NH + h];
+            fprintf(f, "%d,%d,%.6f,%.6f,%.6f,%.6f\n", l, h, s->prev_token, s->induction, s->sink,
+                    s->entropy);
+        }
+}
+
+static void write_tokens(FILE *f, const HeadsReport *r, const int *text, int n) {
+    fprintf(f, "sequence,pos,token_id\n");
+    for (int i = 0; i < n; i++) fprintf(f, "text,%d,%d\n", i, text[i]);
+    for (int s = 0; s < r->S; s++)
+        for (int i = 0; i < 2 * r->R; i++)
+            fprintf(f, "repeat%d,%d,%d\n", s, i, r->rep[(size_t)s * 2 * r->R + i]);
+}
+
+int heads_write(const HeadsReport *r, const Config *cfg, const int *text, int n, const OutDir *o,
+                char *err, size_t errsize) {
+    static const char *const names[3] = {"heads.csv", "induction.csv", "tokens.csv"};
+    for (int k = 0; k < 3; k++) {
+        FILE *f = outdir_fopen(o, names[k], err, errsize);
+        if (!f) return -1;
+        if (k == 0) write_scores(f, r, cfg);
+        else if (k == 1)
+            fprintf(f, "copy,tokens,bits_per_byte\nfirst,%d,%.4f\nsecond,%d,%.4f\n",
+                    (r->R - 1) * r->S, r->first_bits, r->R * r->S, r->second_bits);
+        else write_tokens(f, r, text, n);
+        if (file_close(f) != 0) {
+            snprintf(err, errsize, "%s: cannot write %s (%s): %s", o->option, names[k],
+                     write_error_text(errno), o->target);
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "outdir.h"
 
 typedef struct {
     double prev_token, induction, sink, entropy;
@@ -43,5 +44,13 @@ enum { HEADS_BYTE_LO = 32, HEADS_BYTE_HI = 126 };
  * repeated (2R ≤ N). 0, -1 out of memory, -2 a forward pass failed. */
 int heads_measure(Model *m, const int *text, int n, int R, int S, uint64_t seed, HeadsReport *r);
 void heads_report_free(HeadsReport *r);
+
+/* Into the begun output folder o (outdir.h): heads.csv (layer,head,prev_token,induction,
+ * sink,entropy_bits: one row per layer and head), induction.csv (copy,tokens,
+ * bits_per_byte: the loss on each copy) and tokens.csv (sequence,pos,token_id: "text",
+ * then "repeat0" ... for the random sequences), for r measured on m's shape with text
+ * (n tokens). 0, or -1 with a message naming the file. */
+int heads_write(const HeadsReport *r, const Config *cfg, const int *text, int n, const OutDir *o,
+                char *err, size_t errsize);
 
 #endif

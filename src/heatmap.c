@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "colormap.h"
+#include "figure.h"
 #include "outdir.h"
 #include "png_out.h"
 
@@ -36,7 +37,7 @@ int heatmap_auto_cell(int n) {
     return c;
 }
 
-static int fail(Heatmap *h, const char *fmt, ...) {
+int heatmap_fail(Heatmap *h, const char *fmt, ...) {
     if (!h->failed) {
         va_list ap;
         va_start(ap, fmt);
@@ -57,9 +58,9 @@ typedef struct {
 static int image_new(Heatmap *h, Image *im, int w, int hgt) {
     im->px = NULL;
     if (w < 1 || hgt < 1 || (size_t)w * (size_t)hgt > MAX_PIXELS)
-        return fail(h, "image of %dx%d pixels is too large (try a smaller --cell)", w, hgt);
+        return heatmap_fail(h, "image of %dx%d pixels is too large (try a smaller --cell)", w, hgt);
     im->px = malloc((size_t)w * (size_t)hgt * 3);
-    if (!im->px) return fail(h, "out of memory for a %dx%d image", w, hgt);
+    if (!im->px) return heatmap_fail(h, "out of memory for a %dx%d image", w, hgt);
     memset(im->px, 255, (size_t)w * (size_t)hgt * 3); /* COLOR_BACKGROUND */
     im->w = w;
     im->h = hgt;
@@ -183,13 +184,13 @@ static int write_image(Heatmap *h, Image *im, const char *name, const char *titl
     char path[4400], err[4600];
     if (path_join(path, sizeof path, h->cfg.dir, name) != 0) {
         free(im->px);
-        return fail(h, "%s/%s: path too long", h->cfg.dir, name);
+        return heatmap_fail(h, "%s/%s: path too long", h->cfg.dir, name);
     }
     PngText t = {title, desc};
     int rc = png_write_rgb(path, im->px, im->w, im->h, &t, err, sizeof err);
     free(im->px);
     im->px = NULL;
-    if (rc) return fail(h, "%s", err);
+    if (rc) return heatmap_fail(h, "%s", err);
     h->files++;
     return 0;
 }
@@ -219,7 +220,7 @@ static float nice_ceil(float x) {
 }
 
 /* The 99th percentile (nearest rank) of |v|, rounded up by nice_ceil. v is scratch. */
-static float range_of(float *v, size_t n) {
+float heatmap_range(float *v, size_t n) {
     if (n == 0) return 1.0f;
     for (size_t i = 0; i < n; i++) v[i] = v[i] < 0.0f ? -v[i] : v[i];
     qsort(v, n, sizeof *v, cmp_float);
@@ -231,10 +232,10 @@ static float range_of(float *v, size_t n) {
 static int head_range(Heatmap *h, const float *t, int n, int NH, int hs, int head, float *out) {
     size_t cnt = (size_t)n * hs;
     float *v = malloc(cnt * sizeof *v);
-    if (!v) return fail(h, "out of memory");
+    if (!v) return heatmap_fail(h, "out of memory");
     for (int i = 0; i < n; i++)
         memcpy(v + (size_t)i * hs, t + ((size_t)i * NH + head) * hs, (size_t)hs * sizeof *v);
-    *out = range_of(v, cnt);
+    *out = heatmap_range(v, cnt);
     free(v);
     return 0;
 }
@@ -252,7 +253,7 @@ static unsigned char gif_weight_index(float w) {
 static int gif_rows(Heatmap *h, HeadPlot *p, int r0, int r1, int delay) {
     const int cell = h->cell_attn, W = p->gif.width, H = (r1 - r0) * cell;
     unsigned char *idx = malloc((size_t)W * (size_t)H);
-    if (!idx) return fail(h, "out of memory for a GIF frame");
+    if (!idx) return heatmap_fail(h, "out of memory for a GIF frame");
     memset(idx, GIF_BG, (size_t)W * (size_t)H);
     for (int r = r0; r < r1; r++) {
         unsigned char *band = idx + (size_t)(r - r0) * cell * W;
@@ -276,7 +277,7 @@ static int gif_rows(Heatmap *h, HeadPlot *p, int r0, int r1, int delay) {
     char err[4600];
     int rc = gif_frame(&p->gif, 0, r0 * cell, W, H, idx, delay, err, sizeof err);
     free(idx);
-    return rc ? fail(h, "%s", err) : 0;
+    return rc ? heatmap_fail(h, "%s", err) : 0;
 }
 
 static int gif_start(Heatmap *h, HeadPlot *p, int l, int hd) {
@@ -292,7 +293,7 @@ static int gif_start(Heatmap *h, HeadPlot *p, int l, int hd) {
     char name[96], path[4400], comment[256], err[4600];
     snprintf(name, sizeof name, "decode_stair_L%d_H%02d.gif", l, hd);
     if (path_join(path, sizeof path, h->cfg.dir, name) != 0)
-        return fail(h, "%s/%s: path too long", h->cfg.dir, name);
+        return heatmap_fail(h, "%s/%s: path too long", h->cfg.dir, name);
     snprintf(comment, sizeof comment,
              "kvscope: attention weights of layer %d head %d, prefill then one row per "
              "decode step; viridis 0..1, grey = masked",
@@ -300,7 +301,7 @@ static int gif_start(Heatmap *h, HeadPlot *p, int l, int hd) {
     const int side = h->cfg.T_max * h->cell_attn;
     if (gif_open(&p->gif, path, h->strip + side, side, pal, GIF_NCOLORS, comment, err,
                  sizeof err))
-        return fail(h, "%s", err);
+        return heatmap_fail(h, "%s", err);
     return gif_rows(h, p, 0, h->cfg.T_max, GIF_DELAY_PREFILL);
 }
 
@@ -389,7 +390,7 @@ static int write_attn(Heatmap *h, const HookEvent *ev, int hd, int scores) {
     if (!rows || !vis || image_new(h, &im, Tt * cell, n * cell)) {
         free(rows);
         free(vis);
-        return fail(h, "out of memory");
+        return heatmap_fail(h, "out of memory");
     }
     for (int i = 0; i < n; i++) {
         rows[i] = ev->data + ((size_t)hd * n + i) * Tt;
@@ -403,11 +404,11 @@ static int write_attn(Heatmap *h, const HookEvent *ev, int hd, int scores) {
             float *v = malloc((size_t)n * Tt * sizeof *v);
             if (!v) {
                 free(rows), free(vis), free(im.px);
-                return fail(h, "out of memory");
+                return heatmap_fail(h, "out of memory");
             }
             for (int i = 0; i < n; i++)
                 for (int c = 0; c < vis[i]; c++) v[cnt++] = rows[i][c];
-            p->r_scores = range_of(v, cnt);
+            p->r_scores = heatmap_range(v, cnt);
             free(v);
         }
         R = p->r_scores;
@@ -439,7 +440,7 @@ static int write_attn(Heatmap *h, const HookEvent *ev, int hd, int scores) {
 }
 
 /* Keep the step's rows of weights for the staircase. */
-static int keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd) {
+int heatmap_keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd) {
     const int n = ev->shape[1], Tt = ev->shape[2];
     const int need = ev->pos0 + n;
     if (need > p->nrows) {
@@ -448,7 +449,7 @@ static int keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd) {
         int *l = r ? realloc(p->len, (size_t)need * sizeof *l) : NULL;
         if (l) p->len = l;
         unsigned char **k = l ? realloc(p->held, (size_t)need * sizeof *k) : NULL;
-        if (!r || !l || !k) return fail(h, "out of memory");
+        if (!r || !l || !k) return heatmap_fail(h, "out of memory");
         p->held = k;
         for (int i = p->nrows; i < need; i++) p->rows[i] = NULL, p->len[i] = 0, p->held[i] = NULL;
         p->nrows = need;
@@ -460,14 +461,14 @@ static int keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd) {
         unsigned char *held = calloc((size_t)pos + 1, 1);
         if (!row || !held) {
             free(row), free(held);
-            return fail(h, "out of memory");
+            return heatmap_fail(h, "out of memory");
         }
         const float *src = ev->data + ((size_t)hd * n + i) * Tt;
         for (int j = 0; j < vis; j++) {
             const int kp = ev->slot_pos ? ev->slot_pos[j] : j;
             if (kp < 0 || kp > pos) {
                 free(row), free(held);
-                return fail(h, "cache slot %d holds position %d, not a key of position %d", j,
+                return heatmap_fail(h, "cache slot %d holds position %d, not a key of position %d", j,
                             kp, pos);
             }
             row[kp] = src[j];
@@ -523,7 +524,7 @@ static int keep_copy(Heatmap *h, float **dst, const HookEvent *ev) {
         if (q) h->buf_q = q;
         float *k = q ? realloc(h->buf_k, n * sizeof *k) : NULL;
         if (k) h->buf_k = k;
-        if (!q || !k) return fail(h, "out of memory");
+        if (!q || !k) return heatmap_fail(h, "out of memory");
         h->buf_cap = n;
     }
     memcpy(*dst, ev->data, n * sizeof **dst);
@@ -534,6 +535,7 @@ static int on_event(const HookEvent *ev, void *user) {
     Heatmap *h = user;
     if (h->failed) return -1;
     if (!select_has(&h->cfg.layers, ev->layer) || ev->layer >= h->cfg.L) return 0;
+    if (!h->cfg.raw) return heatmap_fig_event(h, ev);
     const int prefill = ev->phase == PHASE_PREFILL;
     switch (ev->point) {
     case HOOK_Q:
@@ -563,7 +565,7 @@ static int on_event(const HookEvent *ev, void *user) {
                 h->step_digits = d;
             }
             int r0 = p->new0;
-            rc = write_attn(h, ev, hd, 0) || keep_rows(h, p, ev, hd);
+            rc = write_attn(h, ev, hd, 0) || heatmap_keep_rows(h, p, ev, hd);
             if (!rc && !prefill) rc = write_stair(h, ev, hd);
             if (!rc && h->cfg.gif) {
                 if (prefill) rc = gif_start(h, p, ev->layer, hd);
@@ -571,7 +573,7 @@ static int on_event(const HookEvent *ev, void *user) {
                     if (ev->pos0 < r0) r0 = ev->pos0;
                     if (r0 < h->T0 && ev->pos0 >= h->T0) r0 = ev->pos0; /* prompt rows stay */
                     int r1 = ev->pos0 + ev->shape[1];
-                    rc = r1 > h->cfg.T_max ? fail(h, "step %d is past the --steps the GIF was "
+                    rc = r1 > h->cfg.T_max ? heatmap_fail(h, "step %d is past the --steps the GIF was "
                                                      "sized for", ev->step)
                                            : gif_rows(h, p, r0, r1, GIF_DELAY_STEP);
                 }
@@ -587,7 +589,11 @@ int heatmap_open(Heatmap *h, const HeatmapConfig *cfg) {
     h->cfg = *cfg;
     if (cfg->L < 1 || cfg->NH < 1 || cfg->hs < 1 || cfg->T_max < 1 || cfg->cell < 0 ||
         cfg->L > SELECT_MAX || cfg->NH > SELECT_MAX)
-        return fail(h, "bad heatmap configuration");
+        return heatmap_fail(h, "bad heatmap configuration");
+    if (!cfg->raw && cfg->T_max > HEATMAP_FIG_MAX_T)
+        return heatmap_fail(h, "%d tokens (prompt + steps) are more than the %d a figure draws; "
+                            "--raw draws pixel heatmaps of any length", cfg->T_max, HEATMAP_FIG_MAX_T);
+    token_texts_init(&h->tok);
     int longest = cfg->T_max > cfg->hs ? cfg->T_max : cfg->hs;
     h->cell_attn = cfg->cell ? cfg->cell : heatmap_auto_cell(cfg->T_max);
     h->cell_qkv = cfg->cell ? cfg->cell : heatmap_auto_cell(longest);
@@ -595,14 +601,18 @@ int heatmap_open(Heatmap *h, const HeatmapConfig *cfg) {
     h->gap = h->cell_qkv > 8 ? h->cell_qkv : 8;
     h->step_digits = 3;
     h->hp = calloc((size_t)cfg->L * cfg->NH, sizeof *h->hp);
-    if (!h->hp) return fail(h, "out of memory");
+    if (!h->hp) return heatmap_fail(h, "out of memory");
     return 0;
+}
+
+int heatmap_token(Heatmap *h, int pos, const unsigned char *bytes, size_t n) {
+    return token_texts_set(&h->tok, pos, bytes, n) ? heatmap_fail(h, "out of memory") : 0;
 }
 
 int heatmap_attach(Heatmap *h, Hooks *hooks) {
     uint32_t mask = HOOK_BIT(HOOK_Q) | HOOK_BIT(HOOK_K) | HOOK_BIT(HOOK_V) |
                     HOOK_BIT(HOOK_CACHE_K) | HOOK_BIT(HOOK_CACHE_V) |
-                    HOOK_BIT(HOOK_ATTN_SCORES) | HOOK_BIT(HOOK_PATTERN);
+                    HOOK_BIT(HOOK_ATTN_SCORES) | HOOK_BIT(HOOK_PATTERN) | HOOK_BIT(HOOK_Z);
     return hooks_subscribe(hooks, mask, on_event, h);
 }
 
@@ -610,6 +620,7 @@ int heatmap_close(Heatmap *h) {
     if (!h->hp) return h->failed ? -1 : 0;
     for (size_t i = 0; i < (size_t)h->cfg.L * h->cfg.NH; i++) {
         HeadPlot *p = &h->hp[i];
+        heatmap_fig_gif_close(h, p);
         if (p->gif.gif) {
             char err[4600];
             if (!h->failed) {
@@ -617,7 +628,7 @@ int heatmap_close(Heatmap *h) {
                 int r0 = p->new0 > 0 && p->new0 >= h->T0 ? p->new0 : 0;
                 int r1 = r0 == 0 ? h->cfg.T_max : p->new0 + p->new_n;
                 if (gif_rows(h, p, r0, r1, GIF_DELAY_HOLD) == 0) {
-                    if (gif_close(&p->gif, err, sizeof err)) fail(h, "%s", err);
+                    if (gif_close(&p->gif, err, sizeof err)) heatmap_fail(h, "%s", err);
                     else h->files++;
                 }
             }
@@ -631,6 +642,11 @@ int heatmap_close(Heatmap *h) {
     free(h->hp);
     free(h->buf_q);
     free(h->buf_k);
+    for (int b = 0; b < 5; b++) free(h->fbuf[b]), h->fbuf[b] = NULL;
+    free(h->slot_pos);
+    h->slot_pos = NULL;
+    token_texts_free(&h->tok);
+    if (!h->cfg.raw) fig_release();
     h->hp = NULL;
     h->buf_q = h->buf_k = NULL;
     return h->failed ? -1 : 0;

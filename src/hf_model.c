@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "infile.h"
 #include "outdir.h"
 #include "safetensors.h"
 
@@ -40,16 +42,26 @@ static int cfg_require(json_t *root, const char *key, json_t *want, const char *
 }
 
 int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize) {
-    char path[4200];
+    char path[4200], *text;
+    size_t len;
     if (path_join(path, sizeof path, dir, "config.json")) {
         snprintf(err, errsize, "%s: path too long", dir);
         return HF_BAD;
     }
+    int rc = infile_read(path, HF_CONFIG_MAX, &text, &len, err, errsize);
+    if (rc) return rc == INFILE_NOMEM ? HF_NOMEM : HF_BAD;
+    rc = hf_config_parse(text, len, path, cfg, err, errsize);
+    free(text);
+    return rc;
+}
+
+int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg, char *err,
+                    size_t errsize) {
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        if (access(path, R_OK) != 0) snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
-        else snprintf(err, errsize, "%s: invalid JSON at line %d: %s", path, je.line, je.text);
+        snprintf(err, errsize, "%s: invalid JSON at line %d: %s", path, je.line, je.text);
+        message_one_line(err);
         return HF_BAD;
     }
     int rc = HF_BAD;
@@ -103,6 +115,7 @@ int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize) {
     rc = 0;
 done:
     json_decref(root);
+    if (rc) message_one_line(err);
     return rc;
 }
 
@@ -132,6 +145,21 @@ static int is_mask_buffer(const char *bare) {
     int l, k = 0;
     if (sscanf(bare, "h.%d.attn.%n", &l, &k) != 1 || k == 0) return 0;
     return strcmp(bare + k, "bias") == 0 || strcmp(bare + k, "masked_bias") == 0;
+}
+
+/* A tensor with a NaN or an infinity would make every logit NaN: refuse it, naming
+ * the first bad element by its flat index and by row and column. */
+static int check_finite(const float *x, const TensorSpec *sp, const char *path, char *err,
+                        size_t errsize) {
+    for (size_t i = 0; i < sp->numel; i++) {
+        if (isfinite(x[i])) continue;
+        char at[64] = "";
+        if (sp->ndim == 2) snprintf(at, sizeof at, " ([%zu, %zu])", i / sp->shape[1], i % sp->shape[1]);
+        snprintf(err, errsize, "%s: tensor \"%s\": non-finite value %s at index %zu%s", path, sp->name,
+                 isnan(x[i]) ? "nan" : x[i] > 0 ? "inf" : "-inf", i, at);
+        return HF_BAD;
+    }
+    return 0;
 }
 
 static int load_tensors(const SafeTensors *st, const Config *cfg, float *blob, const char *path,
@@ -189,6 +217,7 @@ static int load_tensors(const SafeTensors *st, const Config *cfg, float *blob, c
         /* Always a copy: the blob's layout (model_tensor_specs) is not the file's,
          * which interleaves mask buffers and may hold F16/BF16. */
         if (st_read_f32(st, t, blob + specs[j].offset, err, errsize)) rc = HF_BAD;
+        else rc = check_finite(blob + specs[j].offset, &specs[j], path, err, errsize);
     }
     if (!rc && lm_head) {
         /* a separate lm_head is fine only if it is wte itself: kvscope ties them */
@@ -229,6 +258,7 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
     st_close(&st);
     if (!rc && model_init_from_blob(m, cfg, blob, 1) != 0) rc = HF_NOMEM;
     if (rc) free(blob);
+    if (rc == HF_BAD) message_one_line(err); /* a tensor's name may hold a newline */
     return rc;
 }
 
@@ -279,9 +309,8 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
             "  \"vocab_size\": %d\n"
             "}\n",
             c->V - 1, c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        snprintf(err, errsize, "%s: write failed (disk full?)", path);
+    if (file_close(f) != 0) {
+        snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;
     }
     int ns = model_tensor_specs(c, NULL);

@@ -8,8 +8,11 @@
  *     weights: ignored;
  *   - lm_head.weight is tied to wte.weight: absent, or equal to it;
  *   - F32, F16 and BF16 tensors are converted to float32.
- * Every expected tensor must be present with its expected shape, and nothing
- * else may be there. Messages name the file, the tensor and the problem.
+ * Every expected tensor must be present with its expected shape, every value finite
+ * (a NaN or an infinity is refused with the tensor's name and the first bad index),
+ * and nothing else may be there. The files are read as regular files only, so a FIFO
+ * or a device in their place is refused rather than blocking (infile.h). Messages
+ * name the file, the tensor and the problem.
  */
 #ifndef KVSCOPE_HF_MODEL_H
 #define KVSCOPE_HF_MODEL_H
@@ -26,6 +29,11 @@ enum { HF_BAD = -1, HF_NOMEM = -2, HF_IO = -3 };
  * (activation other than gelu_new, n_inner other than 4·n_embd, unscaled or
  * layer-scaled attention). */
 int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize);
+/* The same from config.json's text (len bytes); path names it in messages. */
+int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg, char *err,
+                    size_t errsize);
+/* The largest config.json read (GPT-2's is under 1 KiB). */
+#define HF_CONFIG_MAX (1u << 20)
 
 /* dir/model.safetensors → m (which owns its blob), for cfg from hf_config_load.
  * The file is memory-mapped, each tensor converted once into the blob laid out

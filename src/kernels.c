@@ -3,16 +3,18 @@
  * Why these give the plain kernels' exact bytes: C forbids the compiler to reorder
  * floating-point arithmetic (we build without -ffast-math, and -std=c11 turns off
  * contraction into FMA), and every vector below holds independent outputs: lane j
- * of an accumulator is one output element, built with the same "+= a·w" sequence,
- * in the same order, as in ops.c. Vector and scalar IEEE mul, add and div round
- * the same way.
+ * of an accumulator is one output element, built with the same "y = fmaf(a, w, y)"
+ * sequence, in the same order, as in ops.c. Vector and scalar IEEE FMA, mul, add and
+ * div round the same way (an FMA once, on the exact a·w + y).
  */
 #include "kernels.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "halfprec.h"
 #include "ops.h"
 
 #ifdef _OPENMP
@@ -24,6 +26,7 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define KERN_HAVE_AVX2 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define KERN_HAVE_AVX2 0
@@ -41,13 +44,22 @@ int kern_threads(void) {
 #endif
 }
 
+#if KERN_HAVE_AVX2
+/* F16C (the fp16 conversions) from CPUID leaf 1, ECX bit 29: clang's
+ * __builtin_cpu_supports does not know the name. */
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 int kern_supported(KernLevel lv) {
     switch (lv) {
     case KERN_PLAIN: return 1;
 #if KERN_HAVE_AVX2
-    case KERN_AVX2: return __builtin_cpu_supports("avx2") ? 1 : 0;
-    case KERN_AVX512:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") ? 1 : 0;
+    case KERN_AVX2:
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    case KERN_AVX512: return kern_supported(KERN_AVX2) && __builtin_cpu_supports("avx512f");
 #endif
     default: return 0;
     }
@@ -67,22 +79,12 @@ const char *kern_name(KernLevel lv) {
     }
 }
 
-/* ---- kernels that only need threads: the plain code on disjoint rows ---- */
-
-void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
-                            const float *b, int T, int C, float eps) {
-    (void)lv;
-    OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
-    for (int t = 0; t < T; t++)
-        layernorm_forward(out + (size_t)t * C, inp + (size_t)t * C, w, b, 1, C, eps);
-}
-
 #if KERN_HAVE_AVX2
-#define AVX2 __attribute__((target("avx2")))
-#define AVX2_INLINE __attribute__((target("avx2"), always_inline)) static inline
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias ----------------------
- * Plain order per element: y = 0; for c: y += x[c]·w[c][o]; then y += bias[o].
+ * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
  * The weights come in column panels of KERN_PANEL = 48 (kernels.h): a thread owns
  * whole panels, so everything it reads is one contiguous run. (Split by columns of
  * the row-major w, each thread would read a short piece of every row, which the
@@ -93,14 +95,34 @@ enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel
        MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
        MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
 
+/* Panels hold float32, or halves (KERN_FP16, KERN_BF16) that become float32 as they
+ * are read: every half is a float32 value, so the sums are those of the float32
+ * matmul on the rounded weights. */
+static size_t elem_size(KernDtype dt) { return dt == KERN_FP32 ? sizeof(float) : 2; }
+
+/* Weights i .. i+7 of p as floats. */
+AVX2_INLINE __m256 load8w(const void *p, size_t i, KernDtype dt) {
+    if (dt == KERN_FP32) return _mm256_loadu_ps((const float *)p + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    if (dt == KERN_FP16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
+}
+
+/* Weight i of p as a float. */
+static float load1w(const void *p, size_t i, KernDtype dt) {
+    if (dt == KERN_FP32) return ((const float *)p)[i];
+    const uint16_t h = ((const uint16_t *)p)[i];
+    return dt == KERN_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+}
+
 /* Rows 0..3 of inp against the 24 panel columns at pan (row stride KERN_PANEL),
  * output columns o..o+23, for the kc inputs c0..c0+kc-1 (inp and pan start at c0).
  * 4×3 accumulators stay in registers and each weight vector is loaded once for 4
  * rows. The sums run over C in blocks of kc: between blocks the partial sums wait
  * in out as floats, the same values the plain loop holds in y[o] at that point, so
  * blocking changes no rounding. */
-AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const float *bias,
-                          int C, int kc, int OC, int o, int first, int last) {
+AVX2_INLINE void mm_tile4(float *out, const float *x, size_t rs, size_t cs, const float *pan,
+                          const float *bias, int kc, int OC, int o, int first, int last) {
     /* named accumulators, not an array: GCC then keeps all twelve in registers */
 #define MM_ROW_ACC(r, i) __m256 r##0, r##1, r##2;                                          \
     if (first) r##0 = r##1 = r##2 = _mm256_setzero_ps();                                    \
@@ -115,10 +137,10 @@ AVX2_INLINE void mm_tile4(float *out, const float *inp, const float *pan, const 
         const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8),
                      w2 = _mm256_loadu_ps(wr + 16);
 #define MM_ROW_STEP(r, i) {                                                                 \
-        const __m256 x_ = _mm256_broadcast_ss(inp + (size_t)(i) * C + c);                   \
-        r##0 = _mm256_add_ps(r##0, _mm256_mul_ps(x_, w0));                                   \
-        r##1 = _mm256_add_ps(r##1, _mm256_mul_ps(x_, w1));                                   \
-        r##2 = _mm256_add_ps(r##2, _mm256_mul_ps(x_, w2)); }
+        const __m256 x_ = _mm256_broadcast_ss(x + (size_t)(i) * rs + (size_t)c * cs);       \
+        r##0 = _mm256_fmadd_ps(x_, w0, r##0);                                               \
+        r##1 = _mm256_fmadd_ps(x_, w1, r##1);                                               \
+        r##2 = _mm256_fmadd_ps(x_, w2, r##2); }
         MM_ROW_STEP(a0, 0) MM_ROW_STEP(a1, 1) MM_ROW_STEP(a2, 2) MM_ROW_STEP(a3, 3)
 #undef MM_ROW_STEP
     }
@@ -146,9 +168,9 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const 
     for (int c = 0; c < kc; c++) {
         const float *wr = pan + (size_t)c * KERN_PANEL;
         const __m256 x = _mm256_broadcast_ss(inp + c);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(x, _mm256_loadu_ps(wr)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(x, _mm256_loadu_ps(wr + 16)));
+        a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr), a0);
+        a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 8), a1);
+        a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 16), a2);
     }
     if (last && bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias + o));
@@ -164,26 +186,30 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const 
  * plus bias (48, may be NULL). Six accumulators hold the 48 sums for the whole walk
  * down the panel, which reads 192 contiguous bytes per input. end: the end of the
  * weights, so that the prefetch MM_PF rows ahead never points past them. */
-AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const float *bias, int C,
-                          const float *end) {
+AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype dt,
+                          const float *bias, int C, const void *end) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+    const size_t row = KERN_PANEL * elem_size(dt); /* bytes: 192, or 96 for halves */
+    const size_t ahead_rows = (size_t)MM_PF * sizeof(float) / elem_size(dt); /* 6 KiB ahead */
+    const char *e = end;
     for (int c = 0; c < C; c++) {
-        const float *wr = pan + (size_t)c * KERN_PANEL;
+        const char *wb = (const char *)pan + (size_t)c * row;
         /* one stream per thread is easy for the hardware prefetcher, but it starts
          * late after each jump to the next matrix: ask for the lines early */
-        if ((size_t)(end - wr) > (size_t)(MM_PF + 1) * KERN_PANEL) {
-            const char *ahead = (const char *)(wr + (size_t)MM_PF * KERN_PANEL);
+        if ((size_t)(e - wb) > (ahead_rows + 1) * row) {
+            const char *ahead = wb + ahead_rows * row;
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
-            _mm_prefetch(ahead + 128, _MM_HINT_T0);
+            if (dt == KERN_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
         }
+        const size_t i = (size_t)c * KERN_PANEL;
         const __m256 b = _mm256_broadcast_ss(x + c);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(b, _mm256_loadu_ps(wr)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 16)));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 24)));
-        a4 = _mm256_add_ps(a4, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 32)));
-        a5 = _mm256_add_ps(a5, _mm256_mul_ps(b, _mm256_loadu_ps(wr + 40)));
+        a0 = _mm256_fmadd_ps(b, load8w(pan, i, dt), a0);
+        a1 = _mm256_fmadd_ps(b, load8w(pan, i + 8, dt), a1);
+        a2 = _mm256_fmadd_ps(b, load8w(pan, i + 16, dt), a2);
+        a3 = _mm256_fmadd_ps(b, load8w(pan, i + 24, dt), a3);
+        a4 = _mm256_fmadd_ps(b, load8w(pan, i + 32, dt), a4);
+        a5 = _mm256_fmadd_ps(b, load8w(pan, i + 40, dt), a5);
     }
     if (bias) {
         a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias));
@@ -203,8 +229,8 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const float *pan, const floa
 
 /* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
  * all T rows: 8 columns at a time, then one at a time. */
-AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const float *bias,
-                           int T, int C, int OC, int o, int pw) {
+AVX2_INLINE void mm_narrow(float *out, const float *inp, const void *pan, KernDtype dt,
+                           const float *bias, int T, int C, int OC, int o, int pw) {
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         float *y = out + (size_t)t * OC + o;
@@ -212,43 +238,86 @@ AVX2_INLINE void mm_narrow(float *out, const float *inp, const float *pan, const
         for (; k + 8 <= pw; k += 8) {
             __m256 acc = _mm256_setzero_ps();
             for (int c = 0; c < C; c++)
-                acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + c),
-                                                       _mm256_loadu_ps(pan + (size_t)c * pw + k)));
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + c),
+                                      load8w(pan, (size_t)c * pw + k, dt), acc);
             if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o + k));
             _mm256_storeu_ps(y + k, acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
-            for (int c = 0; c < C; c++) s += x[c] * pan[(size_t)c * pw + k];
+            for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
             if (bias) s += bias[o + k];
             y[k] = s;
         }
     }
 }
 
+/* A prefill walks the weights one L1 block (MM_KC rows of a panel) at a time; the block
+ * that comes next (the panel's next one, or the next panel's first: panels are
+ * contiguous) is fetched into L2 a share at a time while the current block's ntiles
+ * tiles run, lines *line onwards. Without it each new block starts with a stall
+ * (measured: a fifth of the matmul time). */
+AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, size_t *line,
+                                int ntiles) {
+    const size_t lines = (size_t)MM_KC * KERN_PANEL * es / 64,
+                 per = lines / (size_t)ntiles + 1;
+    const char *p = (const char *)next, *e = (const char *)end;
+    for (size_t k = 0; k < per && *line < lines; k++, (*line)++)
+        if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
+}
+
+/* mm_narrow as a function of its own, for the OpenMP region of matmul_run (outlined
+ * without the AVX2 target: it must call, not inline, vector code). */
+AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, KernDtype dt,
+                             const float *bias, int T, int C, int OC, int o, int pw) {
+    mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
+}
+
+/* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
+ * read where they are; halves are converted once into buf (MM_KC·48 floats), which
+ * every tile of the block then reads. */
+AVX2_INLINE const float *block_floats(float *buf, const void *pan, KernDtype dt, int c0, int kc) {
+    const size_t i0 = (size_t)c0 * KERN_PANEL;
+    if (dt == KERN_FP32) return (const float *)pan + i0;
+    for (size_t i = 0; i < (size_t)kc * KERN_PANEL; i += 8)
+        _mm256_store_ps(buf + i, load8w(pan, i0 + i, dt));
+    return buf;
+}
+
 /* One full panel pan (output columns o..o+47) against all T input rows. end: the end
  * of the weights, for the prefetch. */
-typedef void PanelFn(float *out, const float *inp, const float *pan, const float *bias, int T,
-                     int C, int OC, int o, const float *end);
+typedef void PanelFn(float *out, const float *inp, const float *xp, const void *pan,
+                     const float *bias, int T, int C, int OC, int o, const void *end);
 
-AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, const float *bias,
-                            int T, int C, int OC, int o, const float *end) {
+AVX2_INLINE void panel2(float *out, const float *inp, const float *xp, const void *pan,
+                        KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                        const void *end) {
     if (T < MM_TR) { /* decode */
         for (int t = 0; t < T; t++)
-            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, bias ? bias + o : NULL, C,
-                     end);
+            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, dt,
+                     bias ? bias + o : NULL, C, end);
         return;
     }
     /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of 4
      * input rows passes by, for each half of the panel's columns */
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    const size_t es = elem_size(dt);
     const int Tfull = T - T % MM_TR;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = pan + (size_t)c0 * KERN_PANEL;
+        const float *blk = block_floats(buf, pan, dt, c0, kc);
+        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
+        size_t line = 0;
         for (int h = 0; h < KERN_PANEL; h += MM_TW) {
-            for (int t = 0; t < Tfull; t += MM_TR)
-                mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, C, kc, OC,
-                         o + h, first, last);
+            for (int t = 0; t < Tfull; t += MM_TR) {
+                prefetch_share(next, end, es, &line, 2 * (Tfull / MM_TR));
+                if (xp)
+                    mm_tile4(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM_TR, 1,
+                             MM_TR, blk + h, bias, kc, OC, o + h, first, last);
+                else
+                    mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, (size_t)C, 1, blk + h,
+                             bias, kc, OC, o + h, first, last);
+            }
             for (int t = Tfull; t < T; t++)
                 mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
                          first, last);
@@ -256,19 +325,53 @@ AVX2 static void panel_avx2(float *out, const float *inp, const float *pan, cons
     }
 }
 
+/* panel2 for each weight type, the type a constant so that its tests fold away. */
+#define PANEL_FN(name, body, dt)                                                            \
+    static void name(float *out, const float *inp, const float *xp, const void *pan,        \
+                     const float *bias, int T, int C, int OC, int o, const void *end) {     \
+        body(out, inp, xp, pan, dt, bias, T, C, OC, o, end);                                \
+    }
+AVX2 PANEL_FN(panel_avx2, panel2, KERN_FP32)
+AVX2 PANEL_FN(panel_avx2_fp16, panel2, KERN_FP16)
+AVX2 PANEL_FN(panel_avx2_bf16, panel2, KERN_BF16)
+
+/* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
+ * tile are left out), each tile input-major: input c of the tile's row i at
+ * tile·C + c·R + i. A prefill tile then reads the R inputs it broadcasts for one c
+ * from one 16- or 32-byte line, instead of from R rows C floats apart. */
+static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
+    const int ntiles = T / R;
+    OMP(omp parallel for schedule(static) if((double)T * C > 16 * KERN_PAR_MIN))
+    for (int b = 0; b < ntiles; b++) {
+        float *dst = xp + (size_t)b * R * C;
+        const float *src = inp + (size_t)b * R * C;
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
+    }
+}
+
 /* Threads take whole panels, so each reads one contiguous run of the weights; the last
- * panel, when narrower than 48, goes through mm_narrow. */
-AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const float *wp,
-                            const float *bias, int T, int C, int OC) {
+ * panel, when narrower than 48, goes through mm_narrow. R: the rows of the panel
+ * function's prefill tile, whose input rows are packed first (pack_rows) when T ≥ R
+ * and memory allows; without it the tiles read inp as it is. */
+AVX2 static void matmul_run(PanelFn *panel, int R, KernDtype dt, float *out, const float *inp,
+                            const void *wp, const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
-    const float *end = wp + (size_t)C * OC;
+    const size_t es = elem_size(dt);
+    const void *end = (const char *)wp + (size_t)C * OC * es;
+    float *xp = NULL;
+    if (T >= R) {
+        const size_t bytes = ((size_t)(T / R) * R * C * sizeof(float) + 63) / 64 * 64;
+        if ((xp = aligned_alloc(64, bytes))) pack_rows(xp, inp, T, C, R);
+    }
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        const float *pan = wp + (size_t)o * C;
-        if (pw < KERN_PANEL) mm_narrow(out, inp, pan, bias, T, C, OC, o, pw);
-        else panel(out, inp, pan, bias, T, C, OC, o, end);
+        const void *pan = (const char *)wp + (size_t)o * C * es;
+        if (pw < KERN_PANEL) narrow_avx2(out, inp, pan, dt, bias, T, C, OC, o, pw);
+        else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
     }
+    free(xp);
 }
 
 /* ---- matmul with AVX-512F, prefill only --------------------------------------
@@ -278,15 +381,18 @@ AVX2 static void matmul_run(PanelFn *panel, float *out, const float *inp, const 
  * instruction count no longer limits it and the multipliers and adders stay busy.
  * Lanes are still independent outputs with the plain order of adds: the bytes are
  * those of matmul_forward. */
-#define AVX512 __attribute__((target("avx2,avx512f")))
-#define AVX512_INLINE __attribute__((target("avx2,avx512f"), always_inline)) static inline
+#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f")))
+#define AVX512_INLINE __attribute__((target("avx2,fma,f16c,avx512f"), always_inline)) static inline
 
 enum { MM5_TR = 8 }; /* rows of a tile */
 
-/* Rows 0..R-1 (R ≤ 8) of inp against the panel block blk (kc rows of 48), output
- * columns o..o+47. */
-AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, const float *bias,
-                            int R, int C, int kc, int OC, int o, int first, int last) {
+/* Rows 0..R-1 (R ≤ 8) against the panel block blk (kc rows of 48), output columns
+ * o..o+47. Input i of row r is x[r·rs + i·cs]: the rows as they are (rs = C, cs = 1),
+ * or a tile packed by pack_rows (rs = 1, cs = 8), whose 8 inputs of one c are one
+ * 32-byte read. */
+AVX512_INLINE void mm5_tile(float *out, const float *x, size_t rs, size_t cs, const float *blk,
+                            const float *bias, int R, int kc, int OC, int o, int first,
+                            int last) {
     __m512 acc[MM5_TR][3];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++)
@@ -299,10 +405,10 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, cons
                      w2 = _mm512_loadu_ps(wr + 32);
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) {
-            const __m512 x = _mm512_set1_ps(inp[(size_t)i * C + c]);
-            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_mul_ps(x, w0));
-            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_mul_ps(x, w1));
-            acc[i][2] = _mm512_add_ps(acc[i][2], _mm512_mul_ps(x, w2));
+            const __m512 xb = _mm512_set1_ps(x[(size_t)i * rs + (size_t)c * cs]);
+            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
         }
     }
 #pragma GCC unroll 8
@@ -314,33 +420,51 @@ AVX512_INLINE void mm5_tile(float *out, const float *inp, const float *blk, cons
         }
 }
 
-/* Full tiles of 8 rows with R a constant, so that the compiler unrolls the row loop
- * and keeps the accumulators in registers; leftover rows one at a time. */
+/* Full tiles of 8 rows with R and the strides constants, so that the compiler unrolls
+ * the row loop and keeps the accumulators in registers; leftover rows one at a time. */
+AVX512 static void mm5_tile8p(float *out, const float *xt, const float *blk, const float *bias,
+                              int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, xt, 1, MM5_TR, blk, bias, MM5_TR, kc, OC, o, first, last);
+}
 AVX512 static void mm5_tile8(float *out, const float *inp, const float *blk, const float *bias,
                              int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, blk, bias, MM5_TR, C, kc, OC, o, first, last);
+    mm5_tile(out, inp, (size_t)C, 1, blk, bias, MM5_TR, kc, OC, o, first, last);
 }
 AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, const float *bias,
-                             int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, blk, bias, 1, C, kc, OC, o, first, last);
+                             int kc, int OC, int o, int first, int last) {
+    mm5_tile(out, inp, 0, 1, blk, bias, 1, kc, OC, o, first, last);
 }
 
-/* Prefill (T ≥ 8): the tiles of 8 rows, then the leftover rows one at a time. */
-AVX512 static void panel_avx512(float *out, const float *inp, const float *pan, const float *bias,
-                                int T, int C, int OC, int o, const float *end) {
-    (void)end;
+/* Prefill (T ≥ 8): the tiles of 8 rows (from xp, packed, when there), then the
+ * leftover rows one at a time. */
+AVX512_INLINE void panel5(float *out, const float *inp, const float *xp, const void *pan,
+                          KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                          const void *end) {
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    const size_t es = elem_size(dt);
     const int Tfull = T - T % MM5_TR;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
         const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = pan + (size_t)c0 * KERN_PANEL;
-        for (int t = 0; t < Tfull; t += MM5_TR)
-            mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                      first, last);
+        const float *blk = block_floats(buf, pan, dt, c0, kc);
+        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
+        size_t line = 0;
+        for (int t = 0; t < Tfull; t += MM5_TR) {
+            prefetch_share(next, end, es, &line, Tfull / MM5_TR);
+            if (xp)
+                mm5_tile8p(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM5_TR, blk,
+                           bias, kc, OC, o, first, last);
+            else
+                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC,
+                          o, first, last);
+        }
         for (int t = Tfull; t < T; t++)
-            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC, o,
-                      first, last);
+            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, kc, OC, o, first,
+                      last);
     }
 }
+AVX512 PANEL_FN(panel_avx512, panel5, KERN_FP32)
+AVX512 PANEL_FN(panel_avx512_fp16, panel5, KERN_FP16)
+AVX512 PANEL_FN(panel_avx512_bf16, panel5, KERN_BF16)
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -376,21 +500,21 @@ AVX512 static void panel_avx512(float *out, const float *inp, const float *pan, 
            r4 = _mm256_loadu_ps((p) + 4 * (stride)), r5 = _mm256_loadu_ps((p) + 5 * (stride)), \
            r6 = _mm256_loadu_ps((p) + 6 * (stride)), r7 = _mm256_loadu_ps((p) + 7 * (stride)); \
     TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)                                              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), r0));                    \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 1), r1));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 2), r2));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 3), r3));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 4), r4));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 5), r5));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 6), r6));              \
-    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss((x) + 7), r7)); }
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x), r0, acc);                                 \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 1), r1, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 2), r2, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 3), r3, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 4), r4, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 5), r5, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 6), r6, acc);                           \
+    acc = _mm256_fmadd_ps(_mm256_broadcast_ss((x) + 7), r7, acc); }
 
 /* The same for element d alone (the leftover d when len is not a multiple of 8). */
 AVX2_INLINE __m256 dot1_step(__m256 acc, const float *p, size_t stride, const float *x) {
     const __m256 col = _mm256_set_ps(p[7 * stride], p[6 * stride], p[5 * stride],
                                      p[4 * stride], p[3 * stride], p[2 * stride],
                                      p[stride], p[0]);
-    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x), col));
+    return _mm256_fmadd_ps(_mm256_broadcast_ss(x), col, acc);
 }
 
 /* Lane i = Σ_d x[d]·rows[i·stride + d] for d = 0..len-1, in order of d. */
@@ -421,9 +545,107 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
+/* ops_expf 8 lanes at a time: the same operations on the same constants. */
+AVX2_INLINE __m256 exp8(__m256 x) {
+#define SET1(v) _mm256_set1_ps(v)
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
+    const __m256 xc = _mm256_max_ps(x, SET1(OPS_EXPF_LOW));
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(xc, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+                                   SET1(OPS_EXP_ROUND));
+    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
+                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), xc));
+    __m256 q = SET1(1.0f / 5040.0f);
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
+    const __m256 er = _mm256_add_ps(SET1(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
+                                                            _mm256_set1_epi32(64 + 127)), 23);
+    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(er, _mm256_castsi256_ps(bits)),
+                                   SET1(OPS_EXPF_TWO_M64));
+    return _mm256_blendv_ps(e, x, nan);
+#undef SET1
+}
+
+/* softmax_causal_row, 8 keys at a time where the order does not matter: the max (each
+ * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
+ * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
+ * exponentials (the last few keys through exp8 too, on a copy) and the products by
+ * 1/sum. The sum itself runs key after key: softmax_sum, or softmax_rows8 for 8 rows
+ * whose 8 sums then run side by side. */
+AVX2_INLINE void softmax_exp(float *sc, float *pa, int pos, int Tt) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int t = 0;
+    for (; t + 8 <= pos + 1; t += 8) {
+        const __m256 v = _mm256_loadu_ps(sc + t);
+        mv = _mm256_blendv_ps(mv, v, _mm256_cmp_ps(v, mv, _CMP_GT_OQ));
+    }
+    float lanes[8], maxv = -INFINITY;
+    _mm256_storeu_ps(lanes, mv);
+    for (int j = 0; j < 8; j++)
+        if (lanes[j] > maxv) maxv = lanes[j];
+    for (int u = t; u <= pos; u++)
+        if (sc[u] > maxv) maxv = sc[u];
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    int f = pos + 1;
+    for (; f + 8 <= Tt; f += 8) { /* the future: masked */
+        _mm256_storeu_ps(sc + f, ninf);
+        _mm256_storeu_ps(pa + f, zero);
+    }
+    for (; f < Tt; f++) {
+        sc[f] = -INFINITY;
+        pa[f] = 0.0f;
+    }
+    const __m256 vmax = _mm256_set1_ps(maxv);
+    for (t = 0; t + 8 <= pos + 1; t += 8)
+        _mm256_storeu_ps(pa + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + t), vmax)));
+    if (t <= pos) {
+        float tmp[8] = {0};
+        memcpy(tmp, sc + t, sizeof(float) * (size_t)(pos + 1 - t));
+        _mm256_storeu_ps(tmp, exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax)));
+        memcpy(pa + t, tmp, sizeof(float) * (size_t)(pos + 1 - t));
+    }
+}
+
+AVX2_INLINE void softmax_scale(float *pa, int pos, float sum) {
+    const float inv = 1.0f / sum;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    int t = 0;
+    for (; t + 8 <= pos + 1; t += 8)
+        _mm256_storeu_ps(pa + t, _mm256_mul_ps(_mm256_loadu_ps(pa + t), vinv));
+    for (; t <= pos; t++) pa[t] *= inv;
+}
+
+AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
+    softmax_exp(sc, pa, pos, Tt);
+    float sum = 0.0f;
+    for (int t = 0; t <= pos; t++) sum += pa[t];
+    softmax_scale(pa, pos, sum);
+}
+
+/* Rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows. */
+AVX2_INLINE void softmax_rows8(float *sc, float *pa, int pos0, int Tt) {
+    float sum[8] = {0};
+    for (int r = 0; r < 8; r++) softmax_exp(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+    for (int t = 0; t <= pos0; t++) /* 8 chains of adds, each in key order */
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) sum[r] += pa[(size_t)r * Tt + t];
+    for (int r = 1; r < 8; r++)
+        for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
+    for (int r = 0; r < 8; r++) softmax_scale(pa + (size_t)r * Tt, pos0 + r, sum[r]);
+}
+
+/* The same as a function of its own, for the OpenMP region of a decode step. */
+AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int Tt) {
+    softmax_row(sc, pa, pos, Tt);
+}
+
 /* ---- attention ------------------------------------------------------------
- * Per (query, head) as ops.c: scores, ops.c's own softmax_causal_row (scalar expf and
- * the running sum in key order), then the weighted sum of the values. A decode step runs
+ * Per (query, head) as ops.c: scores, softmax_causal_row's operations (softmax_row:
+ * ops_expf 8 keys at a time, the sum in key order), then the weighted sum of the values. A decode step runs
  * one query at a time; a prefill runs blocks of 8 queries of one head, which share
  * every key and value they load (attention_block). */
 
@@ -444,19 +666,19 @@ AVX2_INLINE __m256 dot8_partial(const float *x, const float *rows, size_t stride
                r6 = m > 6 ? _mm256_loadu_ps(p + 6 * stride) : z, r7 = z;
         TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
         const float *xd = x + d;
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd), r0));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 1), r1));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 2), r2));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 3), r3));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 4), r4));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 5), r5));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 6), r6));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(xd + 7), r7));
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd), r0, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 1), r1, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 2), r2, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 3), r3, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 4), r4, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 5), r5, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 6), r6, acc);
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xd + 7), r7, acc);
     }
     for (; d < len; d++) {
         float col[8] = {0};
         for (int j = 0; j < m; j++) col[j] = rows[(size_t)j * stride + d];
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(col)));
+        acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + d), _mm256_loadu_ps(col), acc);
     }
     return acc;
 }
@@ -489,10 +711,10 @@ AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos
         for (t = 0; t <= pos; t++) {
             const float *vt = vc + (size_t)t * C + d;
             const __m256 wt = _mm256_broadcast_ss(pa + t);
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(wt, _mm256_loadu_ps(vt)));
-            a1 = _mm256_add_ps(a1, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 8)));
-            a2 = _mm256_add_ps(a2, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 16)));
-            a3 = _mm256_add_ps(a3, _mm256_mul_ps(wt, _mm256_loadu_ps(vt + 24)));
+            a0 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt), a0);
+            a1 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 8), a1);
+            a2 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 16), a2);
+            a3 = _mm256_fmadd_ps(wt, _mm256_loadu_ps(vt + 24), a3);
         }
         _mm256_storeu_ps(oi + d, a0);
         _mm256_storeu_ps(oi + d + 8, a1);
@@ -502,13 +724,13 @@ AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos
     for (; d + 8 <= hs; d += 8) {
         __m256 a0 = _mm256_setzero_ps();
         for (t = 0; t <= pos; t++)
-            a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(pa + t),
-                                                 _mm256_loadu_ps(vc + (size_t)t * C + d)));
+            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + t),
+                                 _mm256_loadu_ps(vc + (size_t)t * C + d), a0);
         _mm256_storeu_ps(oi + d, a0);
     }
     for (; d < hs; d++) {
         float s = 0.0f;
-        for (t = 0; t <= pos; t++) s += pa[t] * vc[(size_t)t * C + d];
+        for (t = 0; t <= pos; t++) s = fmaf(pa[t], vc[(size_t)t * C + d], s);
         oi[d] = s;
     }
 }
@@ -518,7 +740,7 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
                                const float *kc, const float *vc, int pos, int Tt, int C,
                                int hs, float div) {
     scores_row(sc, qi, kc, 0, pos, C, hs, _mm256_set1_ps(div));
-    softmax_causal_row(sc, pa, pos, Tt);
+    softmax_row(sc, pa, pos, Tt);
     values_row(oi, pa, vc, pos, C, hs);
 }
 
@@ -569,16 +791,16 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
                 const __m256 kd = _mm256_load_ps(kT + 8 * d);
 #pragma GCC unroll 8
                 for (int r = 0; r < AT_R; r++)
-                    acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd));
+                    acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd,
+                                             acc[r]);
             }
         }
 #pragma GCC unroll 8
         for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(sc + (size_t)r * Tt + t, _mm256_div_ps(acc[r], vdiv));
     }
-    for (int r = 0; r < AT_R; r++) {
+    for (int r = 0; r < AT_R; r++)
         scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
-        softmax_causal_row(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
-    }
+    softmax_rows8(sc, pa, pos0, Tt);
     int d = 0;
     for (; d + 8 <= hs; d += 8) {
         __m256 acc[AT_R];
@@ -588,14 +810,14 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
             const __m256 vt = _mm256_loadu_ps(vc + (size_t)t * C + d);
 #pragma GCC unroll 8
             for (int r = 0; r < AT_R; r++)
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt));
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt, acc[r]);
         }
         /* query r also sees keys pos0+1 .. pos0+r */
 #pragma GCC unroll 8
         for (int r = 1; r < AT_R; r++)
             for (int t = pos0 + 1; t <= pos0 + r; t++)
-                acc[r] = _mm256_add_ps(acc[r], _mm256_mul_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
-                                                             _mm256_loadu_ps(vc + (size_t)t * C + d)));
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
+                                         _mm256_loadu_ps(vc + (size_t)t * C + d), acc[r]);
 #pragma GCC unroll 8
         for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(out + r * qs + d, acc[r]);
     }
@@ -603,7 +825,7 @@ AVX2 static void attention_block(float *out, float *sc, float *pa, const float *
         for (int r = 0; r < AT_R; r++) {
             const float *pr = pa + (size_t)r * Tt;
             float s = 0.0f;
-            for (int t = 0; t <= pos0 + r; t++) s += pr[t] * vc[(size_t)t * C + d];
+            for (int t = 0; t <= pos0 + r; t++) s = fmaf(pr[t], vc[(size_t)t * C + d], s);
             out[r * qs + d] = s;
         }
 }
@@ -638,10 +860,10 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
                         _mm_prefetch((const char *)(v + (size_t)(AD_PF + k) * C), _MM_HINT_T0);
                 float *a = acc + 8 * (g - ga);
                 __m256 s = _mm256_load_ps(a);
-                s = _mm256_add_ps(s, _mm256_mul_ps(w0, _mm256_loadu_ps(v)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w1, _mm256_loadu_ps(v + C)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w2, _mm256_loadu_ps(v + 2 * (size_t)C)));
-                s = _mm256_add_ps(s, _mm256_mul_ps(w3, _mm256_loadu_ps(v + 3 * (size_t)C)));
+                s = _mm256_fmadd_ps(w0, _mm256_loadu_ps(v), s);
+                s = _mm256_fmadd_ps(w1, _mm256_loadu_ps(v + C), s);
+                s = _mm256_fmadd_ps(w2, _mm256_loadu_ps(v + 2 * (size_t)C), s);
+                s = _mm256_fmadd_ps(w3, _mm256_loadu_ps(v + 3 * (size_t)C), s);
                 _mm256_store_ps(a, s);
             }
         }
@@ -650,7 +872,7 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
             float *a = acc + 8 * (g - ga);
             const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t),
                          v = _mm256_loadu_ps(vc + (size_t)t * C + 8 * g);
-            _mm256_store_ps(a, _mm256_add_ps(_mm256_load_ps(a), _mm256_mul_ps(w, v)));
+            _mm256_store_ps(a, _mm256_fmadd_ps(w, v, _mm256_load_ps(a)));
         }
 }
 
@@ -700,7 +922,7 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
         for (int b = 0; b < nkb; b++) decode_scores(scores, q, kc, b, pos, Tt, NH, hs, div);
         OMP(omp for schedule(static))
         for (int h = 0; h < NH; h++)
-            softmax_causal_row(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
+            softmax_row_avx2(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
 #ifdef _OPENMP
         const int nt = omp_get_num_threads(), me = omp_get_thread_num();
 #else
@@ -712,8 +934,79 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
     }
 }
 
-AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const float *q,
-                                const float *kc, const float *vc, int n, int p, int NH, int hs) {
+/* ---- prefill attention with AVX-512 (hs a multiple of 32) -------------------
+ * attention_block's work for 8 queries of one head, twice as wide: the scores of 16 keys
+ * per vector, read from the head's keys transposed once per call (kT: hs rows of Tt,
+ * kT[d·Tt + t] = dimension d of key t, so the 16 keys of one d are one load), and the
+ * values 32 dimensions per pass (8 queries × 2 vectors of sums), so a head of 64 walks
+ * its values twice instead of eight times. Lanes are still keys, then dimensions: each
+ * sum runs in the plain order. */
+AVX512 static void attention_block5(float *out, float *sc, float *pa, const float *q,
+                                    const float *kT, const float *kc, const float *vc, int pos0,
+                                    int Tt, int C, int hs, float div) {
+    const size_t qs = (size_t)C;
+    const int tfull = (pos0 + 1) / 16 * 16;
+    const __m512 vdiv = _mm512_set1_ps(div);
+    for (int t = 0; t < tfull; t += 16) {
+        __m512 acc[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) acc[r] = _mm512_setzero_ps();
+        for (int d = 0; d < hs; d++) {
+            const __m512 kd = _mm512_loadu_ps(kT + (size_t)d * Tt + t);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++)
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * qs + d]), kd, acc[r]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++)
+            _mm512_storeu_ps(sc + (size_t)r * Tt + t, _mm512_div_ps(acc[r], vdiv));
+    }
+    for (int r = 0; r < AT_R; r++)
+        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs,
+                   _mm256_set1_ps(div));
+    softmax_rows8(sc, pa, pos0, Tt);
+    for (int d = 0; d < hs; d += 32) {
+        __m512 a0[AT_R], a1[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
+        for (int t = 0; t <= pos0; t++) {
+            const float *vt = vc + (size_t)t * C + d;
+            const __m512 v0 = _mm512_loadu_ps(vt), v1 = _mm512_loadu_ps(vt + 16);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++) {
+                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
+                a0[r] = _mm512_fmadd_ps(w, v0, a0[r]);
+                a1[r] = _mm512_fmadd_ps(w, v1, a1[r]);
+            }
+        }
+        /* query r also sees keys pos0+1 .. pos0+r */
+#pragma GCC unroll 8
+        for (int r = 1; r < AT_R; r++)
+            for (int t = pos0 + 1; t <= pos0 + r; t++) {
+                const float *vt = vc + (size_t)t * C + d;
+                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
+                a0[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt), a0[r]);
+                a1[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt + 16), a1[r]);
+            }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) {
+            _mm512_storeu_ps(out + r * qs + d, a0[r]);
+            _mm512_storeu_ps(out + r * qs + d + 16, a1[r]);
+        }
+    }
+}
+
+/* kT (C rows of Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of head h
+ * for every key. */
+static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
+    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
+    for (int i = 0; i < C; i++)
+        for (int t = 0; t < Tt; t++) kT[(size_t)i * Tt + t] = kc[(size_t)t * C + i];
+}
+
+AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
+                                const float *q, const float *kc, const float *vc, int n, int p,
+                                int NH, int hs) {
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     if (n == 1 && hs % 8 == 0) {
@@ -722,13 +1015,23 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
     }
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
+    /* the AVX-512 blocks read the keys transposed; without memory for that, AVX2 */
+    float *kT = NULL;
+    if (lv == KERN_AVX512 && hs % 32 == 0 && n >= AT_R &&
+        (kT = aligned_alloc(64, ((size_t)C * Tt * sizeof(float) + 63) / 64 * 64)))
+        transpose_keys(kT, kc, Tt, C);
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
     const int nb = n / AT_R, left = n % AT_R, ntasks = (nb + left) * NH;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < ntasks; it++) {
         const int h = it % NH, u = it / NH;
         const size_t hoff = (size_t)h * hs;
-        if (u < nb) {
+        if (u < nb && kT) {
+            const int i = u * AT_R;
+            attention_block5(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                             pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+                             kT + hoff * Tt, kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+        } else if (u < nb) {
             const int i = u * AT_R;
             attention_block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
                             pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
@@ -740,6 +1043,7 @@ AVX2 static void attention_avx2(float *out, float *scores, float *pattern, const
                           kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
         }
     }
+    free(kT);
 }
 
 /* ---- GELU ------------------------------------------------------------------
@@ -753,26 +1057,26 @@ AVX2_INLINE __m256 tanh8(__m256 x) {
     const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), SET1(OPS_TANH_CLAMP));
     const __m256 z = _mm256_mul_ps(a, a);
     __m256 p = SET1(OPS_TANH_P5);
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P4));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P3));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P2));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P1));
-    p = _mm256_add_ps(_mm256_mul_ps(p, z), SET1(OPS_TANH_P0));
-    const __m256 small = _mm256_add_ps(a, _mm256_mul_ps(_mm256_mul_ps(a, z), p));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P4));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P3));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P2));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P1));
+    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P0));
+    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(a, z), p, a);
     /* exp_mid(2a) */
     const __m256 y = _mm256_mul_ps(SET1(2.0f), a);
-    const __m256 n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(y, SET1(OPS_EXP_LOG2E)),
-                                                 SET1(OPS_EXP_ROUND)), SET1(OPS_EXP_ROUND));
-    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(y, _mm256_mul_ps(n, SET1(OPS_EXP_LN2_HI))),
-                                   _mm256_mul_ps(n, SET1(OPS_EXP_LN2_LO)));
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+                                   SET1(OPS_EXP_ROUND));
+    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
+                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
     __m256 q = SET1(1.0f / 5040.0f);
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 720.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 120.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 24.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(1.0f / 6.0f));
-    q = _mm256_add_ps(_mm256_mul_ps(q, r), SET1(0.5f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
+    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
     const __m256 er = _mm256_add_ps(SET1(1.0f),
-                                    _mm256_add_ps(r, _mm256_mul_ps(_mm256_mul_ps(r, r), q)));
+                                    _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                             _mm256_set1_epi32(127)), 23);
     const __m256 e = _mm256_mul_ps(er, _mm256_castsi256_ps(bits));
@@ -792,15 +1096,78 @@ AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(inp + i);
-        const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(c, x), x), x);
-        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_add_ps(x, x3)));
+        const __m256 cx2 = _mm256_mul_ps(_mm256_mul_ps(c, x), x);
+        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_fmadd_ps(cx2, x, x)));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
     }
     gelu_forward(out + i, inp + i, n - i);
 }
+
+/* ---- layernorm -------------------------------------------------------------
+ * layernorm_forward's operations, row for row: the mean and the variance in double,
+ * summed in order of i (here for 4 rows side by side: 4 independent chains of adds
+ * instead of one, with fma inlined), then the output 8 floats at a time. */
+AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int R, int C, float eps) {
+    double s[4] = {0.0, 0.0, 0.0, 0.0}, v[4] = {0.0, 0.0, 0.0, 0.0};
+    for (int i = 0; i < C; i++)
+        for (int r = 0; r < R; r++) s[r] += x[(size_t)r * C + i];
+    for (int r = 0; r < R; r++) s[r] /= C;
+    for (int i = 0; i < C; i++)
+        for (int r = 0; r < R; r++) {
+            const double d = x[(size_t)r * C + i] - s[r];
+            v[r] = fma(d, d, v[r]);
+        }
+    for (int r = 0; r < R; r++) {
+        mean[r] = s[r];
+        rstd[r] = 1.0 / sqrt(v[r] / C + (double)eps);
+    }
+}
+
+AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, const float *b,
+                                int T, int C, float eps) {
+    for (int t = 0; t < T; t += 4) {
+        const int R = T - t < 4 ? T - t : 4;
+        double mean[4], rstd[4];
+        if (R == 4) ln_stats(mean, rstd, inp + (size_t)t * C, 4, C, eps);
+        else
+            for (int r = 0; r < R; r++)
+                ln_stats(mean + r, rstd + r, inp + (size_t)(t + r) * C, 1, C, eps);
+        for (int r = 0; r < R; r++) {
+            const float *x = inp + (size_t)(t + r) * C;
+            float *y = out + (size_t)(t + r) * C;
+            const float m = (float)mean[r], rs = (float)rstd[r];
+            const __m256 vm = _mm256_set1_ps(m), vr = _mm256_set1_ps(rs);
+            int i = 0;
+            for (; i + 8 <= C; i += 8) {
+                const __m256 xn = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vr);
+                _mm256_storeu_ps(y + i, _mm256_fmadd_ps(xn, _mm256_loadu_ps(w + i),
+                                                        _mm256_loadu_ps(b + i)));
+            }
+            for (; i < C; i++) y[i] = fmaf((x[i] - m) * rs, w[i], b[i]);
+        }
+    }
+}
 #endif /* KERN_HAVE_AVX2 */
 
 /* ---- dispatch ------------------------------------------------------------ */
+
+/* layernorm_avx2 and layernorm_forward on blocks of 4 rows split over threads. */
+void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                            const float *b, int T, int C, float eps) {
+    const int nb = (T + 3) / 4;
+    OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
+    for (int j = 0; j < nb; j++) {
+        const int t = 4 * j, R = T - t < 4 ? T - t : 4;
+#if KERN_HAVE_AVX2
+        if (lv >= KERN_AVX2) {
+            layernorm_avx2(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
+            continue;
+        }
+#endif
+        (void)lv;
+        layernorm_forward(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
+    }
+}
 
 void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
     const size_t chunk = 4096; /* elements per task */
@@ -828,6 +1195,36 @@ void kern_pack_panels(float *panels, const float *w, int C, int OC) {
     }
 }
 
+float kern_round_weight(float x, KernDtype dt) {
+    if (dt == KERN_FP16) return fp16_to_fp32(fp32_to_fp16(x));
+    if (dt == KERN_BF16) return bf16_to_fp32(fp32_to_bf16(x));
+    return x;
+}
+
+static uint16_t to_half(float x, KernDtype dt) {
+    return dt == KERN_FP16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
+}
+
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, KernDtype dt) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        uint16_t *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < pw; k++)
+                pan[(size_t)c * pw + k] = to_half(w[(size_t)c * OC + o + k], dt);
+    }
+}
+
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, KernDtype dt) {
+    for (int o = 0; o < OC; o += KERN_PANEL) {
+        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        uint16_t *pan = panels + (size_t)o * C;
+        for (int c = 0; c < C; c++)
+            for (int k = 0; k < pw; k++)
+                pan[(size_t)c * pw + k] = to_half(w[(size_t)(o + k) * C + c], dt);
+    }
+}
+
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
     for (int o = 0; o < OC; o += KERN_PANEL) {
         const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
@@ -838,33 +1235,49 @@ void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
 }
 
 /* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
-static int matmul_panels(KernLevel lv, float *out, const float *inp, const float *panels,
-                         const float *bias, int T, int C, int OC) {
+static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
+                         KernDtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
+    static PanelFn *const p2[3] = {panel_avx2, panel_avx2_fp16, panel_avx2_bf16},
+                          *const p5[3] = {panel_avx512, panel_avx512_fp16, panel_avx512_bf16};
     /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
     if (panels && lv == KERN_AVX512 && T >= MM5_TR) {
-        matmul_run(panel_avx512, out, inp, panels, bias, T, C, OC);
+        matmul_run(p5[dt], MM5_TR, dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
     if (panels && lv >= KERN_AVX2) {
-        matmul_run(panel_avx2, out, inp, panels, bias, T, C, OC);
+        matmul_run(p2[dt], MM_TR, dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
 #endif
-    (void)lv, (void)out, (void)inp, (void)panels, (void)bias, (void)T, (void)C, (void)OC;
+    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
     return 0;
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, bias, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
-    if (!matmul_panels(lv, out, inp, panels, NULL, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, NULL, T, C, OC))
+        matmul_transposed_forward(out, inp, w, T, C, OC);
+}
+
+void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                              const uint16_t *panels, KernDtype dt, const float *bias, int T,
+                              int C, int OC) {
+    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+        matmul_forward(out, inp, w, bias, T, C, OC);
+}
+
+void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
+                                         const float *w, const uint16_t *panels, KernDtype dt,
+                                         int T, int C, int OC) {
+    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
@@ -873,7 +1286,7 @@ void kern_attention_forward(KernLevel lv, float *out, float *scores, float *patt
                             int n, int p, int NH, int hs) {
 #if KERN_HAVE_AVX2
     if (lv >= KERN_AVX2) {
-        attention_avx2(out, scores, pattern, q, kc, vc, n, p, NH, hs);
+        attention_avx2(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs);
         return;
     }
 #endif

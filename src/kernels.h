@@ -2,9 +2,9 @@
  *
  * ops.c holds the plain kernels the lessons quote. The engine calls these instead;
  * each one computes every output element with exactly the operations of its plain
- * twin, in the same order (same multiplies, same adds, no fused multiply-add, the
- * same libm calls), so its results are the plain kernel's bytes. What changes is how
- * the work is scheduled:
+ * twin, in the same order (the same fused multiply-adds where ops.c calls fmaf, the
+ * same multiplies and adds elsewhere, the same libm calls), so its results are the
+ * plain kernel's bytes. What changes is how the work is scheduled:
  *   - vectors run across independent outputs (output columns, keys, heads), never
  *     across a sum, so no summation is reordered;
  *   - register tiles of several rows share each weight load (prefill);
@@ -17,16 +17,19 @@
  *
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
  *   KERN_PLAIN   the ops.c kernels as they are (any CPU)
- *   KERN_AVX2    8-wide AVX2 vectors (x86-64 with AVX2; mul and add, not FMA)
+ *   KERN_AVX2    8-wide AVX2 vectors with FMA (x86-64 with AVX2, FMA and F16C)
  *   KERN_AVX512  KERN_AVX2, with a 16-wide AVX-512F matmul for prefill (8 rows or more)
- * Layernorm calls the ops.c code at every level, on rows split over threads; GELU's
+ * Layernorm repeats the ops.c code row by row (4 rows side by side); GELU's
  * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
- * Exactness needs the build's -std=c11 (no FMA contraction); -ffast-math breaks it.
+ * Exactness needs the build's -std=c11: the compiler then fuses nothing on its own
+ * (-ffp-contract=off), so a multiply-add is fused exactly where the source says fmaf
+ * or _mm*_fmadd_ps. -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
 #define KVSCOPE_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum { KERN_PLAIN, KERN_AVX2, KERN_AVX512, KERN_LEVEL_COUNT } KernLevel;
 
@@ -58,6 +61,31 @@ void kern_pack_panels_t(float *panels, const float *w, int OC, int C);
  * wᵀ packed by kern_pack_panels_t, read by the vector levels; NULL: plain kernel. */
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC);
+/* ---- half-size weights -------------------------------------------------------
+ * A matrix may also be held in panels of halves: fp16 (IEEE binary16) or bf16 (the top
+ * half of a float32), half the bytes of float32, which is what a decode step's time
+ * is made of. The weights are rounded to the half type once (kern_round_weight); the
+ * kernels turn each half back into its float32 value, exactly, and multiply-add in
+ * float32 as above. So with w holding the rounded weights, the half panels give the
+ * plain kernel's bytes on w. */
+typedef enum { KERN_FP32, KERN_FP16, KERN_BF16 } KernDtype;
+
+/* x rounded to dt (to nearest, ties to even) and back: a float32 value that dt holds
+ * exactly. KERN_FP32: x. */
+float kern_round_weight(float x, KernDtype dt);
+/* As kern_pack_panels / kern_pack_panels_t, into halves of type dt (FP16 or BF16); w
+ * should already be rounded (kern_round_weight), or each element is rounded now. */
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, KernDtype dt);
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, KernDtype dt);
+/* As kern_matmul_forward / kern_matmul_transposed_forward with panels of halves of
+ * type dt; the plain level (or panels NULL, or dt KERN_FP32) runs the plain kernel on w. */
+void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
+                              const uint16_t *panels, KernDtype dt, const float *bias, int T,
+                              int C, int OC);
+void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
+                                         const float *w, const uint16_t *panels, KernDtype dt,
+                                         int T, int C, int OC);
+
 /* As attention_forward (same shapes and outputs). */
 void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
                             const float *q, const float *kc, const float *vc,

@@ -88,21 +88,24 @@ int kvcache_set_dtype(KVCache *c, KVDtype dt) {
 
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes) { c->max_bytes = max_bytes; }
 
-void kvcache_reset(KVCache *c) { c->len = c->n_seen = c->evicted_n = 0; }
+void kvcache_reset(KVCache *c) { c->len = c->n_seen = 0; }
+
+int kvcache_truncate(KVCache *c, int len) {
+    if (len < 0 || len > c->len) return -1;
+    c->n_seen -= c->len - len;
+    c->len = len;
+    return 0;
+}
 
 int kvcache_drop(KVCache *c, int first, int count) {
-    if (first < 0 || count < 0 || first + count > c->len) return -1;
+    if (first < 0 || count < 0 || first > c->len || count > c->len - first) return -1;
+    if (count == 0) return 0;
     size_t row = c->row_bytes, tail = (size_t)(c->len - first - count);
     for (int l = 0; l < c->L; l++) {
         unsigned char *k = c->dtype == KVDT_FP32 ? (unsigned char *)c->k[l] : c->kq[l];
         unsigned char *v = c->dtype == KVDT_FP32 ? (unsigned char *)c->v[l] : c->vq[l];
         memmove(k + first * row, k + (first + count) * row, tail * row);
         memmove(v + first * row, v + (first + count) * row, tail * row);
-    }
-    if (count > 0 && c->pos) { /* remember which positions left, for the step's report */
-        int p0 = c->pos[first];
-        if (c->evicted_n == 0 || p0 < c->evicted_pos0) c->evicted_pos0 = p0;
-        c->evicted_n += count;
     }
     if (c->pos) memmove(c->pos + first, c->pos + first + count, tail * sizeof *c->pos);
     c->len -= count;

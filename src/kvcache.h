@@ -3,6 +3,10 @@
  * Layout: per layer l, one row per slot; a row is one token's C = NH·hs keys (or
  * values), heads side by side. Slots 0..len-1 are in use; pos[slot] is the absolute
  * position of the token a slot holds (slot == position unless slots were dropped).
+ * Two ways to remove tokens: kvcache_drop evicts slots (a window, the articles' bug:
+ * their positions stay seen, the next token comes after them), kvcache_truncate takes
+ * the newest tokens back as if they were never appended (a step done again). The cache
+ * does not report either: whoever drops slots says so with the next step (StepLabel).
  * Storage grows by doubling (bounded by the context N and by max_bytes), so
  * "reserved" can be larger than "used".
  *
@@ -39,9 +43,6 @@ typedef struct {
     unsigned char **kq, **vq; /* (L) pointers, each (capacity, row_bytes); other types */
     float *scratch_k, *scratch_v; /* (capacity, NH*hs) one layer read back; other types */
     int *pos;        /* (capacity) absolute position held by each slot */
-    int evicted_pos0, evicted_n; /* positions dropped since the last forward step (first,
-                      * count; contiguous in every use): model_forward reports them in its
-                      * HOOK_STEP_END stats, then sets evicted_n to 0 */
 } KVCache;
 
 /* Set up an empty fp32 cache (nothing reserved yet). Returns 0, or -1 when out of memory. */
@@ -61,9 +62,14 @@ void kvcache_reset(KVCache *c);
 int kvcache_reserve(KVCache *c, int n);
 /* 1 if len + n tokens fit under max_bytes (always 1 without a cap). Allocates nothing. */
 int kvcache_fits(const KVCache *c, int n);
-/* Remove slots first .. first+count-1 of every layer, shifting later ones down.
- * Positions already seen stay seen (n_seen is kept). 0, or -1 on a bad range. */
+/* Evict slots first .. first+count-1 of every layer, shifting later ones down.
+ * Positions already seen stay seen (n_seen is kept). 0, or -1 on a bad range
+ * (first < 0, count < 0, or past len). */
 int kvcache_drop(KVCache *c, int first, int count);
+/* Keep the first len tokens and forget the newer ones as if they were never appended:
+ * the next token takes the position of the first one forgotten (n_seen goes back with
+ * len). The reservation stays. 0, or -1 when len < 0 or len > the tokens held. */
+int kvcache_truncate(KVCache *c, int len);
 /* Store one token's K and V rows (C floats each) of layer l into slot `slot`
  * (< capacity, after kvcache_reserve), converted to the storage type, and record
  * its absolute position. */

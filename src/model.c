@@ -9,6 +9,7 @@
 #include "kernels.h"
 #include "ops.h"
 #include "rng.h"
+#include "sysinfo.h"
 
 Config config_default(void) {
     Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f};
@@ -71,6 +72,12 @@ size_t model_num_params(const Config *cfg) {
     size_t C = (size_t)cfg->C;
     return (size_t)cfg->V * C + (size_t)cfg->N * C + 2 * C +
            (size_t)cfg->L * (12 * C * C + 13 * C);
+}
+
+uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens) {
+    const uint64_t C = (uint64_t)cfg->C, L = (uint64_t)cfg->L, V = (uint64_t)cfg->V;
+    const uint64_t matrices = L * 12 * C * C + V * C, vectors = L * 13 * C + 2 * C;
+    return matrices * (dt == KERN_FP32 ? 4 : 2) + 4 * (vectors + 2 * C * tokens);
 }
 
 /* ---- built-in weights ---------------------------------------------------
@@ -164,7 +171,9 @@ static void fill_panels(Model *m) {
 }
 
 /* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
- * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory. */
+ * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory.
+ * With dt a half type, the same layout in halves (pack_half_panels). */
+static int pack_half_panels(Model *m, KernDtype dt);
 static int pack_panels(Model *m) {
     size_t pad[4], lm, total;
     if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
@@ -177,6 +186,81 @@ static int pack_panels(Model *m) {
 
 void model_refresh_panels(Model *m) {
     if (m->w.panels) fill_panels(m);
+}
+
+static int pack_half_panels(Model *m, KernDtype dt) {
+    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
+    const size_t most = SIZE_MAX / sizeof(uint16_t) / 64;
+    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
+    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
+    size_t pad[4], per = 0;
+    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 31) / 32 * 32; /* 64-byte lines */
+    const size_t lm = (V * C + 31) / 32 * 32;
+    if (per > (SIZE_MAX / sizeof(uint16_t) - lm) / L) return -1;
+    uint16_t *p = aligned_alloc(64, (L * per + lm) * sizeof(uint16_t));
+    if (!p) return -1;
+    m->w.half_panels = p;
+    kern_pack_panels_t_half(p, m->w.wte, (int)V, (int)C, dt);
+    m->w.wte_h = p;
+    p += lm;
+    for (size_t l = 0; l < L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        kern_pack_panels_half(p, b->c_attn_w, (int)C, 3 * (int)C, dt);
+        b->c_attn_h = p; p += pad[0];
+        kern_pack_panels_half(p, b->attn_proj_w, (int)C, (int)C, dt);
+        b->attn_proj_h = p; p += pad[1];
+        kern_pack_panels_half(p, b->c_fc_w, (int)C, 4 * (int)C, dt);
+        b->c_fc_h = p; p += pad[2];
+        kern_pack_panels_half(p, b->mlp_proj_w, 4 * (int)C, (int)C, dt);
+        b->mlp_proj_h = p; p += pad[3];
+    }
+    return 0;
+}
+
+static void round_in_place(float *w, size_t n, KernDtype dt) {
+    for (size_t i = 0; i < n; i++) w[i] = kern_round_weight(w[i], dt);
+}
+
+int model_set_weights(Model *m, KernDtype dt) {
+    if (dt == m->w.dtype) return 0;
+    if (m->w.dtype != KERN_FP32 || dt == KERN_FP32) return -1;
+    const size_t C = (size_t)m->cfg.C;
+    /* the blob's pointers are const for the forward pass; the model may change them */
+    round_in_place((float *)m->w.wte, (size_t)m->cfg.V * C, dt);
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        round_in_place((float *)b->c_attn_w, 3 * C * C, dt);
+        round_in_place((float *)b->attn_proj_w, C * C, dt);
+        round_in_place((float *)b->c_fc_w, 4 * C * C, dt);
+        round_in_place((float *)b->mlp_proj_w, 4 * C * C, dt);
+    }
+    m->w.dtype = dt;
+    if (m->owns_panels) free(m->w.panels);
+    m->w.panels = NULL;
+    m->w.wte_p = NULL;
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
+    }
+    /* without room for the half panels the model still runs, on the plain matmuls over
+     * the rounded weights: the same results */
+    if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
+    m->owns_panels = m->w.half_panels != NULL;
+    return 0;
+}
+
+const char *model_dtype_name(KernDtype dt) {
+    return dt == KERN_FP16 ? "fp16" : dt == KERN_BF16 ? "bf16" : "fp32";
+}
+
+int model_dtype_parse(const char *s, KernDtype *dt) {
+    static const KernDtype all[] = {KERN_FP32, KERN_FP16, KERN_BF16};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (strcmp(s, model_dtype_name(all[i])) == 0) {
+            *dt = all[i];
+            return 0;
+        }
+    return -1;
 }
 
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
@@ -246,7 +330,10 @@ static void runstate_free(RunState *s) {
 
 void model_free(Model *m) {
     if (m->owns_blob) free(m->w.blob);
-    if (m->owns_panels) free(m->w.panels);
+    if (m->owns_panels) {
+        free(m->w.panels);
+        free(m->w.half_panels);
+    }
     free(m->w.h);
     runstate_free(&m->s);
     memset(m, 0, sizeof *m);
@@ -283,25 +370,49 @@ static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
     return 0;
 }
 
-static int emit(const StepLabel *lb, HookPoint pt, int layer, int pos0, int slot0,
-                const int *slot_pos, const float *data, int ndim, int d0, int d1, int d2) {
-    HookEvent ev = {.point = pt, .phase = lb->phase, .step = lb->step, .layer = layer,
-                    .pos0 = pos0, .slot0 = slot0, .slot_pos = slot_pos, .data = data,
-                    .ndim = ndim, .shape = {d0, d1, d2, 0}};
-    return hooks_emit(lb->hooks, &ev);
-}
-
 uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
     uint64_t C = (uint64_t)cfg->C;
     return (uint64_t)cfg->L * (24 * n * C * C + 4 * C * (n * p + n * (n + 1) / 2));
 }
 
-/* Fire hook point pt of layer l if anyone listens; a non-zero answer aborts. */
-#define FIRE(pt, l, data, ndim, d0, d1, d2)                                                  \
-    do {                                                                                    \
-        if (hooks_wants(hk, pt) && (rc = emit(lb, pt, l, pos0, p, slot_pos, data, ndim, d0, d1, d2))) \
-            return rc;                                                                      \
-    } while (0)
+/* Seconds since t0 added to *acc, when the model keeps times (Model.times). */
+static double clock_start(const Model *m) { return m->times ? now_seconds() : 0.0; }
+static void clock_add(const Model *m, double *acc, double t0) {
+    if (m->times) *acc += now_seconds() - t0;
+}
+
+/* Where a forward call is, for the events of its hook points. */
+typedef struct {
+    Model *m;
+    const StepLabel *lb;
+    int pos0;            /* absolute position of the first new token */
+    int slot0;           /* cache slots held before the call */
+    const int *slot_pos; /* the position each cache slot holds; NULL without a cache */
+} At;
+
+/* Hook point pt of layer l (-1: the model's) with its tensor, when anyone listens.
+ * 0, or the observer's non-zero answer, which ends the forward call. */
+static int fire(const At *at, HookPoint pt, int layer, const float *data, int ndim, int d0,
+                int d1, int d2) {
+    const Hooks *hk = at->lb->hooks;
+    if (!hooks_wants(hk, pt)) return 0;
+    HookEvent ev = {.point = pt, .phase = at->lb->phase, .step = at->lb->step, .layer = layer,
+                    .pos0 = at->pos0, .slot0 = at->slot0, .slot_pos = at->slot_pos, .data = data,
+                    .ndim = ndim, .shape = {d0, d1, d2, 0}};
+    const double t0 = clock_start(at->m);
+    const int rc = hooks_emit(hk, &ev);
+    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
+    return rc;
+}
+
+/* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves. */
+static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
+                         const uint16_t *p16, const float *bias, int n, int C, int OC) {
+    const double t0 = clock_start(m);
+    if (m->w.dtype == KERN_FP32) kern_matmul_forward(m->kern, out, in, w, p32, bias, n, C, OC);
+    else kern_matmul_half_forward(m->kern, out, in, w, p16, m->w.dtype, bias, n, C, OC);
+    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+}
 
 /* ---- the parts of a block that do not touch the cache ---------------------
  * Shared by model_forward (the rows of one sequence) and model_forward_rows (rows
@@ -309,18 +420,16 @@ uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
  * so its result does not depend on which other rows share the call. */
 
 /* ln_1 → c_attn over rows 0..n-1 of s->x, into s->qkv (n, 3C). */
-static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
-    const Config *cfg = &m->cfg;
+static int block_qkv(const At *at, int l, int n, FlopCount *f) {
+    Model *m = at->m;
     const BlockWeights *b = &m->w.h[l];
-    const int C = cfg->C;
+    const int C = m->cfg.C;
     const size_t nC = (size_t)n * C;
-    const Hooks *hk = lb->hooks;
-    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, cfg->eps);
-    FIRE(HOOK_LN1, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_b, n, C, 3 * C);
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
+    if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
+    block_matmul(m, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C, 3 * C);
     f->qkv += 6ull * n * C * C;
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
     return 0;
@@ -328,137 +437,153 @@ static int block_qkv(Model *m, int l, int n, const StepLabel *lb, int pos0, int 
 
 /* attn.c_proj → residual → ln_2 → c_fc → GELU → mlp.c_proj → residual over n rows,
  * from the attention output in s->atty (n, C). */
-static int block_rest(Model *m, int l, int n, const StepLabel *lb, int pos0, int p, FlopCount *f) {
-    const Config *cfg = &m->cfg;
+static int block_rest(const At *at, int l, int n, FlopCount *f) {
+    Model *m = at->m;
     const BlockWeights *b = &m->w.h[l];
-    const int C = cfg->C;
+    const int C = m->cfg.C;
     const size_t nC = (size_t)n * C;
-    const Hooks *hk = lb->hooks;
-    const int *slot_pos = NULL; /* no cache events here */
     RunState *s = &m->s;
     int rc;
-    kern_matmul_forward(m->kern, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_b,
-                        n, C, C);
-    FIRE(HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0);
+    block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
+                 b->attn_proj_b, n, C, C);
+    if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
     residual_forward(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
-    FIRE(HOOK_RESID_MID, l, s->x, 2, n, C, 0);
+    if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, cfg->eps);
-    FIRE(HOOK_LN2, l, s->ln, 2, n, C, 0);
-    kern_matmul_forward(m->kern, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_b, n, C, 4 * C);
-    FIRE(HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0);
+    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
+    if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
+    block_matmul(m, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
+    if ((rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
     kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
-    FIRE(HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0);
-    kern_matmul_forward(m->kern, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_b, n,
-                        4 * C, C);
-    FIRE(HOOK_MLP_OUT, l, s->proj, 2, n, C, 0);
+    if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
+    block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
+                 4 * C, C);
+    if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     residual_forward(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +
                       KV_FLOPS_ADD * 2 * nC;
-    FIRE(HOOK_RESID_POST, l, s->x, 2, n, C, 0);
-    return 0;
+    return fire(at, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
 /* ln_f and the tied lm_head for one row x (C), into logits (V). */
 static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
-    kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
-                                   cfg->V);
+    const double t0 = clock_start(m);
+    if (m->w.dtype == KERN_FP32)
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
+                                       cfg->V);
+    else
+        kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
+                                            m->w.dtype, 1, cfg->C, cfg->V);
+    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;
 }
 
-int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
-                  const StepLabel *label, FlopCount *flops) {
+/* ---- where the KV cache lives ------------------------------------------------
+ * Layer l of n new tokens after p cached ones: the new K and V go into slots p..p+n-1,
+ * then the n queries attend over all p + n slots. */
+static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
+    Model *m = at->m;
+    RunState *s = &m->s;
+    const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = at->slot0, Tt = p + n;
+    const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
+    const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
+    int rc;
+    for (int i = 0; i < n; i++) { /* split q, k, v; the cache stores K and V in its type */
+        const float *row = s->qkv + (size_t)i * 3 * C;
+        memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
+        kvcache_store(cache, l, p + i, row + C, row + 2 * C, at->pos0 + i);
+    }
+    /* read them back as floats: fp32 in place, other types dequantized, so the new
+     * tokens attend to their own K and V exactly as stored */
+    kvcache_layer(cache, l, Tt, &kc, &vc);
+    if ((rc = fire(at, HOOK_Q, l, s->q, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(at, HOOK_CACHE_K, l, kc, 3, Tt, NH, hs)) ||
+        (rc = fire(at, HOOK_CACHE_V, l, vc, 3, Tt, NH, hs)))
+        return rc;
+    /* the heart of it: n new queries against all Tt cached keys and values */
+    const double t0 = clock_start(m);
+    kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    clock_add(m, m->times ? &m->times->attention : NULL, t0);
+    f->attn += 4ull * C * pairs;
+    f->elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
+    if ((rc = fire(at, HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt)) ||
+        (rc = fire(at, HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt)))
+        return rc;
+    return fire(at, HOOK_Z, l, s->atty, 3, n, NH, hs);
+}
+
+/* hook_step_end: what the step did, with the evictions the caller reported. */
+static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *f) {
+    if (!hooks_wants(at->lb->hooks, HOOK_STEP_END)) return 0;
+    StepStats st = {.tokens_new = n, .tokens_total = cache->len,
+                    .kv_bytes = kvcache_bytes_used(cache),
+                    .kv_reserved = kvcache_bytes_reserved(cache), .flops = *f,
+                    .slot_pos = cache->pos, .evicted_pos0 = at->lb->evicted_pos0,
+                    .evicted_n = at->lb->evicted_n};
+    HookEvent ev = {.point = HOOK_STEP_END, .phase = at->lb->phase, .step = at->lb->step,
+                    .layer = -1, .pos0 = at->pos0, .slot0 = at->slot0, .stats = &st};
+    const double t0 = clock_start(at->m);
+    const int rc = hooks_emit(at->lb->hooks, &ev);
+    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
+    return rc;
+}
+
+static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                   const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
-    const int C = cfg->C, NH = cfg->NH, hs = C / NH;
-    const int p = cache->len;      /* slots already cached: what the new tokens also attend to */
-    const int pos0 = cache->n_seen; /* absolute position of the first new token */
-    const int Tt = p + n;
-    const StepLabel none = {PHASE_PREFILL, 0, NULL};
-    const StepLabel *lb = label ? label : &none;
-    const Hooks *hk = lb->hooks;
+    const int C = cfg->C;
+    const StepLabel none = {.phase = PHASE_PREFILL};
+    At at = {.m = m, .lb = label ? label : &none, .pos0 = cache->n_seen, .slot0 = cache->len};
     RunState *s = &m->s;
     int rc;
 
-    if (n < 1 || pos0 + n > cfg->N) return -1;
+    if (n < 1 || at.pos0 + n > cfg->N) return -1;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= cfg->V) return -1;
-    if (runstate_reserve(s, cfg, n, Tt) || kvcache_reserve(cache, n)) return -1;
-
-    const int *slot_pos = cache->pos; /* which position each slot holds, for the hooks */
-    const size_t nC = (size_t)n * C;
-    const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
+    if (runstate_reserve(s, cfg, n, at.slot0 + n)) return -1;
+    if ((rc = kvcache_reserve(cache, n))) return rc; /* -1, or KVCACHE_OVER_BUDGET */
+    at.slot_pos = cache->pos; /* after the reservation, which may move it */
     FlopCount f = {0};
 
     /* token + position embeddings */
     for (int i = 0; i < n; i++)
         residual_forward(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                         m->w.wpe + (size_t)(pos0 + i) * C, (size_t)C);
-    f.elementwise += KV_FLOPS_ADD * nC; /* wte + wpe */
+                         m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
+    f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++) {
-        const float *kc, *vc; /* this layer's cached keys and values, (Tt, C), set below */
-        FIRE(HOOK_RESID_PRE, l, s->x, 2, n, C, 0);
-
-        /* attention: ln_1 → c_attn → split q, k, v → append k, v to the cache */
-        if ((rc = block_qkv(m, l, n, lb, pos0, p, &f))) return rc;
-        for (int i = 0; i < n; i++) {
-            const float *row = s->qkv + (size_t)i * 3 * C;
-            memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
-            /* the cache stores K and V in its type (fp32: a plain copy) */
-            kvcache_store(cache, l, p + i, row + C, row + 2 * C, pos0 + i);
-        }
-        /* read them back as floats: fp32 in place, other types dequantized, so the
-         * new tokens attend to their own K and V exactly as stored */
-        kvcache_layer(cache, l, Tt, &kc, &vc);
-        FIRE(HOOK_Q, l, s->q, 3, n, NH, hs);
-        FIRE(HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs);
-        FIRE(HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs);
-        FIRE(HOOK_CACHE_K, l, kc, 3, Tt, NH, hs);
-        FIRE(HOOK_CACHE_V, l, vc, 3, Tt, NH, hs);
-
-        /* the heart of it: n new queries against all Tt cached keys and values */
-        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
-        f.attn += 4ull * C * pairs;
-        f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-        FIRE(HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt);
-        FIRE(HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt);
-        FIRE(HOOK_Z, l, s->atty, 3, n, NH, hs);
-
-        if ((rc = block_rest(m, l, n, lb, pos0, p, &f))) return rc;
+        if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
+            (rc = block_qkv(&at, l, n, &f)) || (rc = attention_layer(&at, cache, l, n, &f)) ||
+            (rc = block_rest(&at, l, n, &f)))
+            return rc;
     }
-    cache->len = Tt;
-    cache->n_seen = pos0 + n;
+    cache->len = at.slot0 + n; /* the new tokens are the cache's only once every layer holds them */
+    cache->n_seen = at.pos0 + n;
 
-    if (logits) {
-        /* ln_f and the tied lm_head, for the last new token only */
-        const int l = -1;
+    if (logits) { /* ln_f and the tied lm_head, for the last new token only */
         final_logits(m, s->x + (size_t)(n - 1) * C, logits, &f);
-        FIRE(HOOK_LOGITS, l, logits, 1, cfg->V, 0, 0);
+        if ((rc = fire(&at, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
     }
-
     if (flops) flops_add(flops, &f);
-    /* evictions since the previous step are reported once, with this step */
-    const int evicted_pos0 = cache->evicted_pos0, evicted_n = cache->evicted_n;
-    cache->evicted_n = 0;
-    if (hooks_wants(hk, HOOK_STEP_END)) {
-        StepStats st = {.tokens_new = n, .tokens_total = Tt,
-                        .kv_bytes = kvcache_bytes_used(cache),
-                        .kv_reserved = kvcache_bytes_reserved(cache), .flops = f,
-                        .slot_pos = cache->pos, .evicted_pos0 = evicted_pos0,
-                        .evicted_n = evicted_n};
-        HookEvent ev = {.point = HOOK_STEP_END, .phase = lb->phase, .step = lb->step,
-                        .layer = -1, .pos0 = pos0, .slot0 = p, .stats = &st};
-        if ((rc = hooks_emit(hk, &ev))) return rc;
-    }
-    return 0;
+    return step_end(&at, cache, n, &f);
+}
+
+int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                  const StepLabel *label, FlopCount *flops) {
+    const double t0 = clock_start(m);
+    const int rc = forward(m, cache, tokens, n, logits, label, flops);
+    clock_add(m, m->times ? &m->times->total : NULL, t0);
+    return rc;
 }
 
 /* Rows of many sequences in one pass: see model.h. */
@@ -466,7 +591,8 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
                        void *user, float *const *logits, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH;
-    const StepLabel none = {PHASE_DECODE, 0, NULL}; /* rows of many sequences: no hooks */
+    const StepLabel none = {.phase = PHASE_DECODE}; /* rows of many sequences: no hooks */
+    const At at = {.m = m, .lb = &none};
     RunState *s = &m->s;
     int rc;
 
@@ -483,7 +609,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
 
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
-        if ((rc = block_qkv(m, l, R, &none, 0, 0, &f))) return rc;
+        if ((rc = block_qkv(&at, l, R, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
         for (int r = 0; r < R; r++) {
@@ -493,7 +619,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         }
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-        if ((rc = block_rest(m, l, R, &none, 0, 0, &f))) return rc;
+        if ((rc = block_rest(&at, l, R, &f))) return rc;
     }
     if (logits)
         for (int r = 0; r < R; r++)

@@ -54,6 +54,12 @@ typedef struct {
  * mlp.c_fc.bias, mlp.c_proj.weight, mlp.c_proj.bias}, ln_f.weight, ln_f.bias. */
 int model_tensor_specs(const Config *cfg, TensorSpec *specs);
 size_t model_num_params(const Config *cfg);
+/* The weight bytes a forward pass over `tokens` new tokens reads, by the closed form:
+ * every block matrix and wte (the lm_head) once, at 4 bytes a value (2 when dt is a half
+ * type), every bias and layernorm once, and each new token's rows of wte and wpe, at 4
+ * bytes: M·w + 4·(L·13C + 2C + 2C·tokens) with M = L·12C² + V·C. (wpe's other rows are
+ * not read: that is why a decode step reads fewer bytes than the parameters hold.) */
+uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens);
 
 typedef struct {
     const float *ln_1_w, *ln_1_b;         /* (C) */
@@ -65,6 +71,8 @@ typedef struct {
     /* the four matrices again in column panels (kern_pack_panels), which the vector
      * kernels read; NULL when the model runs the plain kernels only */
     const float *c_attn_p, *attn_proj_p, *c_fc_p, *mlp_proj_p;
+    /* or, with half-size weights (model_set_weights), the same panels in halves */
+    const uint16_t *c_attn_h, *attn_proj_h, *c_fc_h, *mlp_proj_h;
 } BlockWeights;
 
 typedef struct {
@@ -72,6 +80,9 @@ typedef struct {
     size_t num_params;
     float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
     const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
+    KernDtype dtype;      /* KERN_FP32, or the half type the matrices were rounded to */
+    uint16_t *half_panels; /* with a half dtype: the panels in halves (wte_h, *_h), or NULL */
+    const uint16_t *wte_h;
     const float *wte;     /* (V, C), also the lm_head */
     const float *wpe;     /* (N, C) */
     BlockWeights *h;      /* (L) */
@@ -92,6 +103,16 @@ typedef struct {
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
 
+/* Where forward calls spend their time, for the bench: seconds, added to by
+ * model_forward while Model.times points here. The rest of total is layernorm, GELU,
+ * the residual adds, the embeddings and the cache's appends. */
+typedef struct {
+    double matmul;    /* the block matmuls and the lm_head */
+    double attention; /* kern_attention_forward: scores, softmax and the weighted values */
+    double hooks;     /* inside the hooks' observers: what recording costs */
+    double total;     /* whole model_forward calls */
+} StepTimes;
+
 typedef struct {
     Config cfg;
     Weights w;
@@ -99,6 +120,7 @@ typedef struct {
     int owns_blob;  /* 1 if w.blob is ours to free */
     int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
+    StepTimes *times; /* NULL, or where model_forward adds its time (not owned) */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
@@ -119,6 +141,18 @@ void model_refresh_panels(Model *m);
 /* A second model on src's weights and panels (not copied, not owned: src must
  * outlive it), with its own activations. 0, or -1. */
 int model_init_shared(Model *m, const Model *src);
+/* Half-size weights: the five matrices (c_attn, attn.c_proj, c_fc, mlp.c_proj of every
+ * block, and wte, which is also the lm_head and the token embedding) are rounded in
+ * the blob, in place, to dt (KERN_FP16 or KERN_BF16: nearest, ties to even) and their
+ * float32 panels are replaced by panels of halves, which the vector matmuls read: a
+ * decode step reads half the bytes. Biases, layernorms and wpe stay float32. Every
+ * product is still computed in float32, so the logits are those of the float32 model
+ * whose weights were rounded. Call before model_init_shared; from KERN_FP32 only.
+ * 0; -1 out of memory (the model is unchanged) or a second call. */
+int model_set_weights(Model *m, KernDtype dt);
+/* "fp32", "fp16", "bf16" ⇄ KernDtype. model_dtype_parse: 0, or -1 unknown. */
+const char *model_dtype_name(KernDtype dt);
+int model_dtype_parse(const char *s, KernDtype *dt);
 void model_free(Model *m);
 
 /* What a forward call is, for the hooks. */
@@ -126,13 +160,16 @@ typedef struct {
     Phase phase;
     int step;
     Hooks *hooks;      /* may be NULL: then no event is built */
+    int evicted_pos0, evicted_n; /* positions the caller evicted from the cache since its
+                        * last step (first, count), for HOOK_STEP_END; 0: none */
 } StepLabel;
 
-/* Run n new tokens at positions cache->len .. cache->len+n-1: append their K and V
- * to the cache and attend over every cached token. Writes the logits of the last
- * new token to logits (V) when logits is not NULL. Adds this call's FLOPs to
- * *flops when not NULL. Returns 0; -1 out of memory or past the context;
- * a hook's non-zero return is passed on. */
+/* Run n new tokens at positions cache->n_seen .. n_seen+n-1, in cache slots
+ * cache->len .. len+n-1: append their K and V to the cache and attend over every
+ * cached token. Writes the logits of the last new token to logits (V) when logits is
+ * not NULL. Adds this call's FLOPs to *flops when not NULL. Returns 0; -1 out of
+ * memory or past the context; KVCACHE_OVER_BUDGET when the cache would pass its cap
+ * (kvcache_set_max_bytes; nothing was run); a hook's non-zero return is passed on. */
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                   const StepLabel *label, FlopCount *flops);
 

@@ -1,4 +1,9 @@
-/* ops.c — the plain kernels. Written to be read next to the lessons. */
+/* ops.c — the plain kernels. Written to be read next to the lessons.
+ *
+ * Every multiply-add is fmaf(a, b, c) = a·b + c rounded once, as the CPU's fused
+ * multiply-add instruction computes it: half the roundings of a·b then + c, and the
+ * operation kernels.c's vector code uses, so both give the same bits. On a CPU without
+ * FMA, libm's fmaf computes the same value in software (slowly). */
 #include "ops.h"
 
 #include <math.h>
@@ -16,12 +21,12 @@ void layernorm_forward(float *out, const float *inp, const float *w, const float
         mean /= C;
         for (int i = 0; i < C; i++) {
             double d = x[i] - mean;
-            var += d * d;
+            var = fma(d, d, var);
         }
         var /= C;
         float m = (float)mean;
         float rstd = (float)(1.0 / sqrt(var + (double)eps));
-        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * rstd * w[i] + b[i];
+        for (int i = 0; i < C; i++) y[i] = fmaf((x[i] - m) * rstd, w[i], b[i]);
     }
 }
 
@@ -35,7 +40,7 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
         for (int c = 0; c < C; c++) {
             float a = x[c];
             const float *wr = w + (size_t)c * OC;
-            for (int o = 0; o < OC; o++) y[o] += a * wr[o];
+            for (int o = 0; o < OC; o++) y[o] = fmaf(a, wr[o], y[o]);
         }
         if (bias)
             for (int o = 0; o < OC; o++) y[o] += bias[o];
@@ -49,7 +54,7 @@ void matmul_transposed_forward(float *out, const float *inp, const float *w,
         for (int o = 0; o < OC; o++) {
             const float *wr = w + (size_t)o * C;
             float s = 0.0f;
-            for (int c = 0; c < C; c++) s += x[c] * wr[c];
+            for (int c = 0; c < C; c++) s = fmaf(x[c], wr[c], s);
             out[(size_t)t * OC + o] = s;
         }
     }
@@ -58,19 +63,40 @@ void matmul_transposed_forward(float *out, const float *inp, const float *w,
 /* e^y for y in [1.25, 20], the only range ops_tanhf needs: y = n·ln 2 + r with n an
  * integer and |r| ≤ ln 2 / 2, then e^y = 2^n · (1 + r + r²·(1/2 + r/6 + … + r⁵/5040)). */
 static float exp_mid(float y) {
-    const float n = (y * OPS_EXP_LOG2E + OPS_EXP_ROUND) - OPS_EXP_ROUND;
-    const float r = (y - n * OPS_EXP_LN2_HI) - n * OPS_EXP_LN2_LO;
+    const float n = fmaf(y, OPS_EXP_LOG2E, OPS_EXP_ROUND) - OPS_EXP_ROUND;
+    const float r = fmaf(-n, OPS_EXP_LN2_LO, fmaf(-n, OPS_EXP_LN2_HI, y));
     float q = 1.0f / 5040.0f;
-    q = q * r + 1.0f / 720.0f;
-    q = q * r + 1.0f / 120.0f;
-    q = q * r + 1.0f / 24.0f;
-    q = q * r + 1.0f / 6.0f;
-    q = q * r + 0.5f;
-    const float er = 1.0f + (r + r * r * q);
+    q = fmaf(q, r, 1.0f / 720.0f);
+    q = fmaf(q, r, 1.0f / 120.0f);
+    q = fmaf(q, r, 1.0f / 24.0f);
+    q = fmaf(q, r, 1.0f / 6.0f);
+    q = fmaf(q, r, 0.5f);
+    const float er = 1.0f + fmaf(r * r, q, r);
     const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* the float 2^n */
     float two_n;
     memcpy(&two_n, &bits, sizeof two_n);
     return er * two_n;
+}
+
+float ops_expf(float x) {
+    if (x != x) return x; /* NaN */
+    if (x < OPS_EXPF_LOW) x = OPS_EXPF_LOW; /* e^x rounds to 0 below: so does this */
+    /* x = n·ln 2 + r, |r| ≤ ln 2 / 2 */
+    const float n = fmaf(x, OPS_EXP_LOG2E, OPS_EXP_ROUND) - OPS_EXP_ROUND;
+    const float r = fmaf(-n, OPS_EXP_LN2_LO, fmaf(-n, OPS_EXP_LN2_HI, x));
+    float q = 1.0f / 5040.0f; /* e^r = 1 + r + r²·(1/2 + r/6 + … + r⁵/5040) */
+    q = fmaf(q, r, 1.0f / 720.0f);
+    q = fmaf(q, r, 1.0f / 120.0f);
+    q = fmaf(q, r, 1.0f / 24.0f);
+    q = fmaf(q, r, 1.0f / 6.0f);
+    q = fmaf(q, r, 0.5f);
+    const float er = 1.0f + fmaf(r * r, q, r);
+    /* · 2^n in two exact steps, 2^(n+64) then 2^-64, so that results below 2^-126
+     * come out as subnormals (rounded once, by the second multiply) */
+    const uint32_t bits = (uint32_t)((int32_t)n + 64 + 127) << 23;
+    float two_n64;
+    memcpy(&two_n64, &bits, sizeof two_n64);
+    return er * two_n64 * OPS_EXPF_TWO_M64;
 }
 
 float ops_tanhf(float x) {
@@ -79,13 +105,13 @@ float ops_tanhf(float x) {
     if (a > OPS_TANH_CLAMP) a = OPS_TANH_CLAMP;
     const float z = a * a;
     float p = OPS_TANH_P5;
-    p = p * z + OPS_TANH_P4;
-    p = p * z + OPS_TANH_P3;
-    p = p * z + OPS_TANH_P2;
-    p = p * z + OPS_TANH_P1;
-    p = p * z + OPS_TANH_P0;
+    p = fmaf(p, z, OPS_TANH_P4);
+    p = fmaf(p, z, OPS_TANH_P3);
+    p = fmaf(p, z, OPS_TANH_P2);
+    p = fmaf(p, z, OPS_TANH_P1);
+    p = fmaf(p, z, OPS_TANH_P0);
     /* both branches are computed and one is kept, as the vector code must do */
-    const float small = a + a * z * p;
+    const float small = fmaf(a * z, p, a);
     const float large = 1.0f - 2.0f / (exp_mid(2.0f * a) + 1.0f);
     return copysignf(a < OPS_TANH_SMALL ? small : large, x);
 }
@@ -95,7 +121,7 @@ void gelu_forward(float *out, const float *inp, size_t n) {
     const float k = (float)sqrt(2.0 / pi);
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + ops_tanhf(k * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + ops_tanhf(k * fmaf(0.044715f * x * x, x, x)));
     }
 }
 
@@ -113,7 +139,7 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
     }
     float sum = 0.0f;
     for (int t = 0; t <= pos; t++) {
-        pa[t] = expf(sc[t] - maxv); /* minus the max: expf cannot overflow */
+        pa[t] = ops_expf(sc[t] - maxv); /* minus the max: ≤ 0, so e^x ≤ 1 */
         sum += pa[t];
     }
     const float inv = 1.0f / sum;
@@ -136,7 +162,7 @@ void attention_forward(float *out, float *scores, float *pattern,
             for (int t = 0; t <= pos; t++) {
                 const float *kt = kc + (size_t)t * C + (size_t)h * hs;
                 float dot = 0.0f;
-                for (int d = 0; d < hs; d++) dot += qi[d] * kt[d];
+                for (int d = 0; d < hs; d++) dot = fmaf(qi[d], kt[d], dot);
                 sc[t] = dot / div;
             }
             softmax_causal_row(sc, pa, pos, Tt);
@@ -146,8 +172,51 @@ void attention_forward(float *out, float *scores, float *pattern,
             for (int t = 0; t <= pos; t++) {
                 const float *vt = vc + (size_t)t * C + (size_t)h * hs;
                 const float w = pa[t];
-                for (int d = 0; d < hs; d++) oi[d] += w * vt[d];
+                for (int d = 0; d < hs; d++) oi[d] = fmaf(w, vt[d], oi[d]);
             }
         }
     }
+}
+
+int attention_row_forward(float *out, float *scores, const float *q,
+                          const float *const *kr, const float *const *vr,
+                          const unsigned char *keep, int T, int NH, int hs) {
+    const float div = (float)sqrt((double)hs); /* as attention_forward */
+    int kept = 0;
+    for (int t = 0; t < T; t++) kept += !keep || keep[t];
+    if (kept == 0) return -1;
+    for (int h = 0; h < NH; h++) {
+        const size_t o = (size_t)h * hs;
+        const float *qh = q + o;
+        float maxv = -INFINITY;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) {
+                scores[t] = -INFINITY; /* the mask */
+                continue;
+            }
+            float dot = 0.0f;
+            for (int d = 0; d < hs; d++) dot = fmaf(qh[d], kr[t][o + d], dot);
+            scores[t] = dot / div;
+            if (scores[t] > maxv) maxv = scores[t];
+        }
+        /* softmax in place; a masked slot's weight is exp(-inf) = 0: it is skipped */
+        float sum = 0.0f;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) {
+                scores[t] = 0.0f;
+                continue;
+            }
+            scores[t] = ops_expf(scores[t] - maxv);
+            sum += scores[t];
+        }
+        const float inv = 1.0f / sum;
+        float *oh = out + o;
+        for (int d = 0; d < hs; d++) oh[d] = 0.0f;
+        for (int t = 0; t < T; t++) {
+            if (keep && !keep[t]) continue;
+            const float w = scores[t] * inv;
+            for (int d = 0; d < hs; d++) oh[d] = fmaf(w, vr[t][o + d], oh[d]);
+        }
+    }
+    return kept;
 }

@@ -55,6 +55,18 @@ void gelu_forward(float *out, const float *inp, size_t n);
  * with a = min(|x|, 10) (tanh(10) rounds to 1) and the sign of x put back. */
 float ops_tanhf(float x);
 
+/* e^x for x ≤ 0 (what softmax needs, once the row's max is subtracted), within
+ * 1.5 ulp of the exact value where that is a normal float (1.02 measured:
+ * tests/check_kernels.c sweeps every 31st float of [-104, 0]); subnormal results
+ * within one step of 2^-149; 0 below OPS_EXPF_LOW and for -inf, NaN for NaN; not for
+ * x > 0 (2^n overflows past x = 43). e^x = 2^n·e^r, n = round(x/ln 2), e^r by Taylor
+ * to r⁷: plain float arithmetic with fmaf, so kernels.c computes it lanes at a time
+ * for the same bits, where libm's expf is a scalar call whose last bit varies between
+ * C libraries. */
+float ops_expf(float x);
+#define OPS_EXPF_LOW -104.0f        /* e^-104 < 2^-150: rounds to 0 */
+#define OPS_EXPF_TWO_M64 0x1p-64f   /* 2^-64 */
+
 /* The constants of ops_tanhf, shared with its vector twin in kernels.c. */
 #define OPS_TANH_SMALL 0.625f                                  /* polynomial below this */
 #define OPS_TANH_CLAMP 10.0f
@@ -73,9 +85,21 @@ float ops_tanhf(float x);
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
 /* One row of attention weights: sc (Tt) holds the scaled scores of keys 0..pos;
- * pa (Tt) gets softmax over them (max subtracted, expf, sum in key order, times
+ * pa (Tt) gets softmax over them (max subtracted, ops_expf, sum in key order, times
  * 1/sum), and the future cells pos+1..Tt-1 become -INFINITY in sc and 0 in pa. */
 void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
+
+/* ---- attention, three ways ---------------------------------------------------------
+ * One computation, three implementations, every one tested to give the others' bytes:
+ *   attention_forward      below: the plain loop the lessons quote — n new queries at
+ *                          positions p..p+n-1 against the contiguous K and V cache;
+ *   kern_attention_forward kernels.h: its fast twin (vectors across keys and heads,
+ *                          blocks of queries), what the engine runs; tests/check_kernels.c
+ *                          compares the two with memcmp on every vector level;
+ *   attention_row_forward  below: one query over cached rows anywhere in memory (a padded
+ *                          batch, the blocks of a paged cache) with an optional mask, for
+ *                          batch.h and paged.h; compared with attention_forward in the same
+ *                          test file. */
 
 /* Causal multi-head attention of n new queries at absolute positions p .. p+n-1.
  *   q       (n, NH, hs)    the new tokens' queries
@@ -87,5 +111,15 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 void attention_forward(float *out, float *scores, float *pattern,
                        const float *q, const float *kc, const float *vc,
                        int n, int p, int NH, int hs);
+
+/* One query row q (C = NH·hs, heads side by side) attending over T cached rows
+ * kr[t], vr[t] (C floats each, anywhere in memory: a padded tensor, blocks of a
+ * pool). keep[t] == 0 masks slot t out (score -inf, weight 0); keep NULL keeps
+ * all. Writes out (C); scores (T) is scratch. For the kept slots the arithmetic
+ * is attention_forward's, in the same order, so the result is bit-identical to
+ * it. Returns the number of slots kept (≥ 1), or -1 if none is. Pure. */
+int attention_row_forward(float *out, float *scores, const float *q,
+                          const float *const *kr, const float *const *vr,
+                          const unsigned char *keep, int T, int NH, int hs);
 
 #endif

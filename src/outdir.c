@@ -1,22 +1,115 @@
-/* outdir.c — atomic output folders. */
+/* outdir.c — output folders and files that never lose a user's files (see outdir.h). */
+#define _GNU_SOURCE /* renameat2 through syscall(), RENAME_EXCHANGE */
 #include "outdir.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "cleanup.h"
+#include "infile.h"
+
+#if defined(__linux__) && !defined(RENAME_EXCHANGE)
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+/* ---- small file and path helpers ------------------------------------------- */
 
 int file_close(FILE *f) {
     if (!f) return 0;
-    int bad = ferror(f);
-    return (fclose(f) != 0 || bad) ? -1 : 0;
+    int bad = ferror(f), e = 0;
+    if (fflush(f) != 0) bad = 1, e = errno; /* a full disk fails again here, with its errno */
+    if (fclose(f) != 0) {
+        if (!e) e = errno;
+        bad = 1;
+    }
+    if (bad) errno = e;
+    return bad ? -1 : 0;
+}
+
+const char *write_error_text(int err) {
+    switch (err) {
+    case ENOSPC: case EDQUOT: case EFBIG: case EIO: case EROFS: case EACCES: case EPERM:
+    case ENAMETOOLONG: case ENOENT: case ENOTDIR:
+        return strerror(err);
+    default:
+        return "write error (disk full?)";
+    }
 }
 
 int path_join(char *out, size_t size, const char *dir, const char *name) {
     int n = snprintf(out, size, "%s/%s", dir, name);
     return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+/* Append component c (not "" or ".") to the absolute path p, applying "..". */
+static int push_component(char *p, size_t size, const char *c, size_t n) {
+    if (n == 2 && c[0] == '.' && c[1] == '.') {
+        char *s = strrchr(p, '/');
+        if (s == p) p[1] = '\0';
+        else if (s) *s = '\0';
+        return 0;
+    }
+    size_t len = strlen(p);
+    int slash = !(len == 1 && p[0] == '/');
+    if (len + slash + n + 1 > size) return -1;
+    if (slash) p[len++] = '/';
+    memcpy(p + len, c, n);
+    p[len + n] = '\0';
+    return 0;
+}
+
+int path_resolve(const char *path, char *out, size_t size) {
+    char abs[2 * PATH_MAX], real[PATH_MAX];
+    if (!path[0] || size < 2) return -1;
+    if (path[0] == '/') {
+        if (strlen(path) >= sizeof abs) return -1;
+        snprintf(abs, sizeof abs, "%s", path);
+    } else {
+        if (!getcwd(abs, PATH_MAX)) return -1;
+        size_t n = strlen(abs);
+        if (n + 1 + strlen(path) >= sizeof abs) return -1;
+        snprintf(abs + n, sizeof abs - n, "/%s", path);
+    }
+    /* the longest prefix (at a component boundary) that realpath resolves */
+    size_t cut = strlen(abs);
+    for (;;) {
+        char c = abs[cut];
+        abs[cut] = '\0';
+        int ok = realpath(cut ? abs : "/", real) != NULL;
+        abs[cut] = c;
+        if (ok) break;
+        if (cut == 0) return -1;
+        while (cut > 0 && abs[cut - 1] != '/') cut--;
+        while (cut > 0 && abs[cut - 1] == '/') cut--;
+    }
+    if (strlen(real) >= size) return -1;
+    snprintf(out, size, "%s", real);
+    /* the rest does not exist: no symlink in it, so "." and ".." go by spelling */
+    for (const char *s = abs + cut; *s;) {
+        while (*s == '/') s++;
+        size_t n = strcspn(s, "/");
+        if (n == 0) break;
+        if (!(n == 1 && s[0] == '.') && push_component(out, size, s, n)) return -1;
+        s += n;
+    }
+    return 0;
+}
+
+/* 1 if a is b or one of b's ancestors (absolute, resolved paths). */
+static int same_or_above(const char *a, const char *b) {
+    size_t n = strlen(a);
+    if (n == 1 && a[0] == '/') return 1;
+    return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -26,8 +119,24 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path);
 }
 
-int remove_tree(const char *path) {
-    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+int remove_tree(const char *path) { return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+/* Everything but the folder itself and its marker, for remove_output(). */
+static int rm_inner(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    if (ftw->level == 0) return 0;
+    if (ftw->level == 1 && strcmp(path + ftw->base, OUTDIR_MARKER) == 0) return 0;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Remove an output folder with its marker last: a removal cut short by kill -9 still
+ * carries the marker, so the next run knows it may finish the job. 0 or -1. */
+static int remove_output(const char *dir) {
+    char m[4300];
+    if (nftw(dir, rm_inner, 16, FTW_DEPTH | FTW_PHYS) != 0) return -1;
+    if (path_join(m, sizeof m, dir, OUTDIR_MARKER) == 0) unlink(m);
+    return rmdir(dir);
 }
 
 int make_dirs(const char *path) {
@@ -49,41 +158,252 @@ int make_dirs(const char *path) {
 
 static void parent_of(const char *path, char *out, size_t size) {
     snprintf(out, size, "%s", path);
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/') out[--n] = '\0'; /* "dir/" -> "dir" */
     char *slash = strrchr(out, '/');
     if (!slash) snprintf(out, size, ".");
     else if (slash == out) out[1] = '\0';
     else *slash = '\0';
 }
 
-int outdir_begin(OutDir *o, const char *target, char *err, size_t errsize) {
+/* The user's spelling without trailing slashes ("out/" → "out", "/" stays). */
+static int copy_target(char *dst, size_t size, const char *src) {
+    size_t n = strlen(src);
+    if (n == 0 || n + 64 >= size) return -1;
+    memcpy(dst, src, n + 1);
+    while (n > 1 && dst[n - 1] == '/') dst[--n] = '\0';
+    return 0;
+}
+
+/* ---- which folders may be replaced ----------------------------------------- */
+
+/* 1 if dir holds kvscope's marker (a regular file, not a link), or nothing at all. */
+static int replaceable(const char *dir) {
+    char m[4300];
     struct stat st;
+    if (path_join(m, sizeof m, dir, OUTDIR_MARKER) == 0 && lstat(m, &st) == 0 && S_ISREG(st.st_mode))
+        return 1;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = 0;
+    closedir(d);
+    return empty;
+}
+
+/* The folders no output may be, even with --force: "/", the current folder and its
+ * ancestors, $HOME and its ancestors. NULL, or what real would replace. */
+static const char *forbidden(const char *real) {
+    char cwd[PATH_MAX], home[PATH_MAX];
+    if (strcmp(real, "/") == 0) return "is the root folder";
+    if (getcwd(cwd, sizeof cwd)) {
+        if (strcmp(real, cwd) == 0) return "is the current folder";
+        if (same_or_above(real, cwd)) return "holds the current folder";
+    }
+    const char *h = getenv("HOME");
+    if (h && h[0] && realpath(h, home)) {
+        if (strcmp(real, home) == 0) return "is your home folder";
+        if (same_or_above(real, home)) return "holds your home folder";
+    }
+    return NULL;
+}
+
+/* The first existing folder at or above dir must be a folder we may write in. */
+static int check_parent(const char *dir, int make_parents, const char *opt, const char *target,
+                        char *err, size_t errsize) {
+    char p[4096];
+    struct stat st;
+    snprintf(p, sizeof p, "%s", dir);
+    while (make_parents && stat(p, &st) != 0 && errno == ENOENT && strcmp(p, "/") != 0) {
+        char up[4096];
+        parent_of(p, up, sizeof up);
+        memcpy(p, up, strlen(up) + 1);
+    }
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errsize, "%s: the folder it goes in %s: %s", opt,
+                 stat(p, &st) != 0 ? "does not exist" : "is not a folder", target);
+        return -1;
+    }
+    if (access(p, W_OK | X_OK) != 0) {
+        snprintf(err, errsize, "%s: cannot write in the folder it goes in (%s): %s", opt,
+                 strerror(errno), target);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_dir(OutDir *o, char *err, size_t errsize) {
+    const char *why = forbidden(o->real);
+    if (why) {
+        snprintf(err, errsize, "%s %s, which kvscope would replace as a whole (choose a new folder): %s",
+                 o->option, why, o->target);
+        return -1;
+    }
+    struct stat st, lst;
+    if (lstat(o->target, &lst) == 0 && S_ISLNK(lst.st_mode) && stat(o->target, &st) != 0) {
+        snprintf(err, errsize, "%s is a symlink to nothing: %s", o->option, o->target);
+        return -1;
+    }
+    if (stat(o->real, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errsize, "%s is %s, not a folder: %s", o->option, infile_kind(st.st_mode),
+                     o->target);
+            return -1;
+        }
+        if (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)) {
+            snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
+                     "choose another folder, or add --force to replace it: %s",
+                     o->option, OUTDIR_MARKER, o->target);
+            return -1;
+        }
+    } else if (errno != ENOENT) {
+        snprintf(err, errsize, "%s: %s: %s", o->option, strerror(errno), o->target);
+        return -1;
+    }
     char parent[4096];
+    parent_of(o->real, parent, sizeof parent);
+    return check_parent(parent, (o->flags & OUTDIR_PARENTS) != 0, o->option, o->target, err, errsize);
+}
+
+int outdir_check(OutDir *o, const char *target, const char *command, const char *option,
+                 unsigned flags, char *err, size_t errsize) {
     memset(o, 0, sizeof *o);
-    if (!target[0] || strlen(target) + 16 >= sizeof o->target) {
-        snprintf(err, errsize, "bad --out: %s", target);
+    o->slot = -1;
+    o->flags = flags;
+    snprintf(o->option, sizeof o->option, "%s", option);
+    snprintf(o->command, sizeof o->command, "%s", command);
+    if (copy_target(o->target, sizeof o->target, target) != 0) {
+        snprintf(err, errsize, "%s: %s: %.200s", option, target[0] ? "path too long" : "empty path",
+                 target);
         return -1;
     }
-    snprintf(o->target, sizeof o->target, "%s", target);
-    size_t n = strlen(o->target);
-    while (n > 1 && o->target[n - 1] == '/') o->target[--n] = '\0';
-    if (stat(o->target, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        snprintf(err, errsize, "--out is not a directory: %s", target);
+    if (path_resolve(o->target, o->real, sizeof o->real - 64) != 0) {
+        snprintf(err, errsize, "%s: cannot resolve the path: %s", option, o->target);
         return -1;
     }
-    parent_of(o->target, parent, sizeof parent);
-    if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errsize, "--out parent folder does not exist: %s", parent);
+    return check_dir(o, err, errsize);
+}
+
+int outdir_overlap(const OutDir *a, const OutDir *b) {
+    return same_or_above(a->real, b->real) || same_or_above(b->real, a->real);
+}
+
+int outdir_holds(const OutDir *o, const char *path) {
+    char r[PATH_MAX];
+    return path_resolve(path, r, sizeof r) == 0 && same_or_above(o->real, r);
+}
+
+void outdir_shown(const OutDir *o, const char *msg, char *out, size_t size) {
+    size_t k = 0, n = strlen(o->tmp);
+    for (const char *s = msg; *s && k + 1 < size;) {
+        if (n && strncmp(s, o->tmp, n) == 0) {
+            k += (size_t)snprintf(out + k, size - k, "%s", o->target);
+            if (k >= size) k = size - 1;
+            s += n;
+        } else {
+            out[k++] = *s++;
+        }
+    }
+    out[k] = '\0';
+}
+
+/* ---- what killed runs left beside a target --------------------------------- */
+
+/* If name is base + ".tmp." or ".old." + pid + "." + 6 characters (mkdtemp's), the
+ * pid (and *old = 1 for ".old."); else 0. */
+static long sibling_pid(const char *name, const char *base, int *old) {
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0) return 0;
+    name += n;
+    if (strncmp(name, ".tmp.", 5) == 0) *old = 0;
+    else if (strncmp(name, ".old.", 5) == 0) *old = 1;
+    else return 0;
+    name += 5;
+    char *end;
+    if (!isdigit((unsigned char)name[0])) return 0;
+    long pid = strtol(name, &end, 10);
+    if (pid <= 0 || *end != '.' || strlen(end + 1) != 6) return 0;
+    return pid;
+}
+
+static int pid_alive(long pid) {
+    if (pid == (long)getpid()) return 1;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+/* A file kvscope may replace: empty, or its first bytes are header. */
+static int file_is_ours(const char *path, const char *header) {
+    char err[64], buf[128];
+    size_t size, n = strlen(header);
+    int fd = infile_open(path, &size, err, sizeof err);
+    if (fd < 0) return 0;
+    ssize_t r = n < sizeof buf ? read(fd, buf, n) : -1;
+    close(fd);
+    return size == 0 || (r == (ssize_t)n && memcmp(buf, header, n) == 0);
+}
+
+/* Remove the siblings of real that dead kvscope runs left (folders when header is
+ * NULL, else files starting with header); restore TARGET from a .old one when a kill
+ * came between the two renames of a commit. */
+static void clean_stale(const char *real, const char *header) {
+    char parent[4096], path[4400];
+    parent_of(real, parent, sizeof parent);
+    const char *base = strrchr(real, '/') + 1;
+    DIR *d = opendir(parent);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int old;
+        long pid = sibling_pid(e->d_name, base, &old);
+        struct stat st;
+        if (!pid || pid_alive(pid) || path_join(path, sizeof path, parent, e->d_name) ||
+            lstat(path, &st) != 0)
+            continue;
+        if (!header && S_ISDIR(st.st_mode) && replaceable(path)) {
+            if (old && access(real, F_OK) != 0 && rename(path, real) == 0) continue;
+            remove_output(path);
+        } else if (header && S_ISREG(st.st_mode) && file_is_ours(path, header)) {
+            unlink(path);
+        }
+    }
+    closedir(d);
+}
+
+/* ---- begin, commit, abort --------------------------------------------------- */
+
+static int write_marker(const OutDir *o) {
+    char path[4300];
+    if (path_join(path, sizeof path, o->tmp, OUTDIR_MARKER) != 0) return -1;
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "kvscope %s %s\n\n"
+               "kvscope wrote this folder (the %s folder of `kvscope %s`). kvscope replaces it as\n"
+               "a whole when it writes here again, and never replaces a folder without this file\n"
+               "unless told to with --force.\n",
+            o->command, o->option, o->option, o->command);
+    return file_close(f);
+}
+
+int outdir_begin(OutDir *o, char *err, size_t errsize) {
+    o->tmp[0] = '\0';
+    if (check_dir(o, err, errsize) != 0) return -1;
+    char parent[4096];
+    parent_of(o->real, parent, sizeof parent);
+    if ((o->flags & OUTDIR_PARENTS) && make_dirs(parent) != 0) {
+        snprintf(err, errsize, "%s: cannot create the folder it goes in (%s): %s", o->option,
+                 strerror(errno), o->target);
         return -1;
     }
-    if (access(parent, W_OK | X_OK) != 0) {
-        snprintf(err, errsize, "--out is not writable: %s", target);
-        return -1;
-    }
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", o->target);
-    if (!mkdtemp(o->tmp)) {
-        snprintf(err, errsize, "cannot create a folder beside --out (%s): %s", strerror(errno), target);
+    clean_stale(o->real, NULL);
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.XXXXXX", o->real, (long)getpid());
+    cleanup_hold(); /* a signal between mkdtemp and the listing would leave the folder */
+    char *made = mkdtemp(o->tmp);
+    int e = errno;
+    if (made) o->slot = cleanup_add(o->tmp);
+    cleanup_release();
+    if (!made) {
+        snprintf(err, errsize, "%s: cannot create a folder beside it (%s): %s", o->option,
+                 strerror(e), o->target);
         o->tmp[0] = '\0';
         return -1;
     }
@@ -91,34 +411,244 @@ int outdir_begin(OutDir *o, const char *target, char *err, size_t errsize) {
     mode_t mask = umask(0);
     umask(mask);
     chmod(o->tmp, 0777 & ~mask);
+    int full = o->slot < 0;
+    if (full || write_marker(o) != 0) {
+        e = errno;
+        outdir_abort(o);
+        snprintf(err, errsize, "%s: cannot write in it (%s): %s", o->option,
+                 full ? "too many output folders" : write_error_text(e), o->target);
+        return -1;
+    }
+    return 0;
+}
+
+/* Swap the new folder in. *discard gets the path that now holds what must go (the
+ * old folder), "" when there was none. 0, or -1 with errno (nothing changed). */
+static int swap_in(OutDir *o, int exists, char *discard, size_t size) {
+    discard[0] = '\0';
+    if (!exists) return rename(o->tmp, o->real);
+#ifdef SYS_renameat2
+    if (!(o->flags & OUTDIR_NO_EXCHANGE) &&
+        syscall(SYS_renameat2, AT_FDCWD, o->tmp, AT_FDCWD, o->real, RENAME_EXCHANGE) == 0) {
+        snprintf(discard, size, "%s", o->tmp); /* the old folder, under the temporary name */
+        return 0;
+    }
+    if (!(o->flags & OUTDIR_NO_EXCHANGE) && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1;
+#endif
+    /* two renames: the old folder aside, the new one in; undone if the second fails */
+    snprintf(discard, size, "%s.old.%ld.XXXXXX", o->real, (long)getpid());
+    if (!mkdtemp(discard)) return -1;
+    if (rename(o->real, discard) != 0) {
+        int e = errno;
+        rmdir(discard);
+        errno = e;
+        return -1;
+    }
+    if (rename(o->tmp, o->real) != 0) {
+        int e = errno;
+        rename(discard, o->real);
+        errno = e;
+        return -1;
+    }
     return 0;
 }
 
 int outdir_commit(OutDir *o, char *err, size_t errsize) {
-    char old[4200];
     struct stat st;
-    int had_old = stat(o->target, &st) == 0;
-    if (had_old) {
-        snprintf(old, sizeof old, "%s.old.XXXXXX", o->target);
-        if (!mkdtemp(old) || rename(o->target, old) != 0) {
-            snprintf(err, errsize, "cannot move the old folder aside (%s): %s", strerror(errno), o->target);
-            if (old[0]) rmdir(old);
-            outdir_abort(o);
-            return -1;
-        }
+    int exists = lstat(o->real, &st) == 0;
+    if (exists && (!S_ISDIR(st.st_mode) || (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)))) {
+        snprintf(err, errsize, "%s changed during the run and is no longer a folder kvscope wrote; "
+                 "nothing written: %s", o->option, o->target);
+        outdir_abort(o);
+        return -1;
     }
-    if (rename(o->tmp, o->target) != 0) {
-        snprintf(err, errsize, "cannot rename %s to %s: %s", o->tmp, o->target, strerror(errno));
-        if (had_old) rename(old, o->target);
+    char discard[4300];
+    cleanup_hold(); /* a signal now waits until the folders are where they belong */
+    int rc = swap_in(o, exists, discard, sizeof discard);
+    int e = errno;
+    if (rc == 0 && discard[0]) cleanup_move(o->slot, discard);
+    else if (rc == 0) cleanup_drop(o->slot);
+    cleanup_release();
+    if (rc != 0) {
+        snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e),
+                 o->target);
         outdir_abort(o);
         return -1;
     }
     o->tmp[0] = '\0';
-    if (had_old) remove_tree(old);
+    if (discard[0]) remove_output(discard);
+    cleanup_drop(o->slot);
+    o->slot = -1;
     return 0;
 }
 
 void outdir_abort(OutDir *o) {
-    if (o->tmp[0]) remove_tree(o->tmp);
+    if (o->tmp[0]) remove_output(o->tmp);
     o->tmp[0] = '\0';
+    cleanup_drop(o->slot);
+    o->slot = -1;
 }
+
+/* ---- the files of a folder, and one file at a time ----------------------------- */
+
+FILE *outdir_fopen(const OutDir *o, const char *name, char *err, size_t errsize) {
+    char path[4400];
+    FILE *f = NULL;
+    if (path_join(path, sizeof path, o->tmp, name) != 0) errno = ENAMETOOLONG;
+    else f = fopen(path, "w");
+    if (!f) {
+        int e = errno;
+        snprintf(err, errsize, "%s: cannot write %s (%s): %s", o->option, name, write_error_text(e),
+                 o->target);
+        errno = e;
+    }
+    return f;
+}
+
+FILE *atomic_open(AtomicFile *a, const char *path, int listed) {
+    memset(a, 0, sizeof *a);
+    a->slot = -1;
+    if (snprintf(a->path, sizeof a->path, "%s", path) >= (int)sizeof a->path ||
+        snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid()) >=
+            (int)sizeof a->tmp) {
+        a->tmp[0] = '\0';
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    if (listed) cleanup_hold(); /* a signal between mkstemp and the list would leave it */
+    int fd = mkstemp(a->tmp), e = errno;
+    if (fd >= 0 && listed && (a->slot = cleanup_add(a->tmp)) < 0) e = EMFILE;
+    if (listed) cleanup_release();
+    if (fd < 0) {
+        a->tmp[0] = '\0';
+        errno = e;
+        return NULL;
+    }
+    mode_t mask = umask(0); /* mkstemp's 0600 is not what the user expects */
+    umask(mask);
+    FILE *fp = (!listed || a->slot >= 0) && fchmod(fd, 0666 & ~mask) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!fp) {
+        if (!listed || a->slot >= 0) e = errno;
+        close(fd);
+        atomic_abort(a, NULL);
+        errno = e;
+    }
+    return fp;
+}
+
+int atomic_close(AtomicFile *a, FILE *fp) {
+    if (file_close(fp) == 0) return 0;
+    int e = errno;
+    atomic_abort(a, NULL);
+    errno = e;
+    return -1;
+}
+
+int atomic_rename(AtomicFile *a) {
+    cleanup_hold();
+    int rc = rename(a->tmp, a->path), e = errno;
+    if (rc == 0) {
+        cleanup_drop(a->slot);
+        a->slot = -1;
+        a->tmp[0] = '\0';
+    }
+    cleanup_release();
+    if (rc == 0) return 0;
+    atomic_abort(a, NULL);
+    errno = e;
+    return -1;
+}
+
+int atomic_commit(AtomicFile *a, FILE *fp) { return atomic_close(a, fp) ? -1 : atomic_rename(a); }
+
+void atomic_abort(AtomicFile *a, FILE *fp) {
+    if (fp) fclose(fp);
+    if (a->tmp[0]) unlink(a->tmp);
+    a->tmp[0] = '\0';
+    cleanup_drop(a->slot);
+    a->slot = -1;
+}
+
+/* ---- one output file --------------------------------------------------------- */
+
+static int check_file(OutFile *f, char *err, size_t errsize) {
+    struct stat st, lst;
+    if (lstat(f->target, &lst) == 0 && S_ISLNK(lst.st_mode) && stat(f->target, &st) != 0) {
+        snprintf(err, errsize, "%s is a symlink to nothing: %s", f->option, f->target);
+        return -1;
+    }
+    if (stat(f->real, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            snprintf(err, errsize, "%s is %s, not a file kvscope can replace: %s", f->option,
+                     infile_kind(st.st_mode), f->target);
+            return -1;
+        }
+        if (!(f->flags & OUTDIR_FORCE) && !file_is_ours(f->real, f->header)) {
+            snprintf(err, errsize, "%s is a file kvscope did not write (it does not start with \"%.*s\"); "
+                     "choose another file, or add --force to replace it: %s", f->option,
+                     (int)strcspn(f->header, "\n"), f->header, f->target);
+            return -1;
+        }
+    } else if (errno != ENOENT) {
+        snprintf(err, errsize, "%s: %s: %s", f->option, strerror(errno), f->target);
+        return -1;
+    }
+    char parent[4096];
+    parent_of(f->real, parent, sizeof parent);
+    return check_parent(parent, 0, f->option, f->target, err, errsize);
+}
+
+int outfile_check(OutFile *f, const char *target, const char *option, const char *header,
+                  unsigned flags, char *err, size_t errsize) {
+    memset(f, 0, sizeof *f);
+    f->file.slot = -1;
+    f->flags = flags;
+    snprintf(f->option, sizeof f->option, "%s", option);
+    size_t n = strlen(target);
+    if (n == 0 || n + 64 >= sizeof f->target || strlen(header) >= sizeof f->header) {
+        snprintf(err, errsize, "%s: %s: %.200s", option, n ? "path too long" : "empty path", target);
+        return -1;
+    }
+    memcpy(f->target, target, n + 1);
+    memcpy(f->header, header, strlen(header) + 1);
+    if (path_resolve(f->target, f->real, sizeof f->real - 64) != 0) {
+        snprintf(err, errsize, "%s: cannot resolve the path: %s", option, f->target);
+        return -1;
+    }
+    return check_file(f, err, errsize);
+}
+
+FILE *outfile_begin(OutFile *f, char *err, size_t errsize) {
+    if (check_file(f, err, errsize) != 0) return NULL;
+    clean_stale(f->real, f->header);
+    FILE *fp = atomic_open(&f->file, f->real, 1);
+    if (!fp)
+        snprintf(err, errsize, "%s: cannot create a file beside it (%s): %s", f->option,
+                 strerror(errno), f->target);
+    return fp;
+}
+
+int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
+    if (atomic_close(&f->file, fp) != 0) {
+        snprintf(err, errsize, "%s: cannot write (%s): %s", f->option, write_error_text(errno),
+                 f->target);
+        return -1;
+    }
+    struct stat st;
+    if (!(f->flags & OUTDIR_FORCE) && stat(f->real, &st) == 0 &&
+        (!S_ISREG(st.st_mode) || !file_is_ours(f->real, f->header))) {
+        snprintf(err, errsize, "%s changed during the run and is no longer a file kvscope wrote; "
+                 "nothing written: %s", f->option, f->target);
+        atomic_abort(&f->file, NULL);
+        return -1;
+    }
+    if (atomic_rename(&f->file) != 0) {
+        snprintf(err, errsize, "%s: cannot replace the file (%s): %s", f->option, strerror(errno),
+                 f->target);
+        return -1;
+    }
+    return 0;
+}
+
+void outfile_abort(OutFile *f, FILE *fp) { atomic_abort(&f->file, fp); }

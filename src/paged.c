@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch.h"
+#include "ops.h"
 
 int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_blocks,
                int max_seqs, int max_len) {
@@ -164,6 +164,21 @@ int paged_check(const PagedCache *pc) {
     }
     free(seen);
     return ok && count == pc->n_blocks ? 0 : -1;
+}
+
+int paged_block_owner(const PagedCache *pc, int blk, int *seq, int *logical, int *held) {
+    *seq = *logical = -1;
+    *held = 0;
+    for (int s = 0; s < pc->max_seqs; s++)
+        for (int i = 0; i < pc->seq[s].n_blocks; i++) {
+            if (pc->seq[s].table[i] != blk) continue;
+            int h = pc->seq[s].len - i * pc->block_size;
+            *seq = s;
+            *logical = i;
+            *held = h < 0 ? 0 : h > pc->block_size ? pc->block_size : h;
+            return 1;
+        }
+    return 0;
 }
 
 int paged_blocks_owned(const PagedCache *pc) { return pc->n_blocks - pc->n_free; }

@@ -72,6 +72,11 @@ int paged_forward(Model *m, PagedCache *pc, const int *seqs, const int *tokens, 
  * once; every sequence owns exactly the blocks its length needs. 0 if so, -1. */
 int paged_check(const PagedCache *pc);
 
+/* Who holds block blk: *seq, the block's place in that sequence's table (*logical) and
+ * the tokens it holds (*held, at most block_size). 1 if a sequence owns it; 0 for a free
+ * block (then *seq = *logical = -1, *held = 0). */
+int paged_block_owner(const PagedCache *pc, int blk, int *seq, int *logical, int *held);
+
 int paged_blocks_owned(const PagedCache *pc);
 size_t paged_block_bytes(const PagedCache *pc);
 size_t paged_bytes_reserved(const PagedCache *pc); /* blocks owned · block bytes */

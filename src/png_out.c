@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "outdir.h"
 #include "version.h"
 
 /* libpng reports errors through a callback that must not return: keep the
@@ -84,50 +83,23 @@ int png_write_rgb(const char *path, const unsigned char *rgb, int width, int hei
         snprintf(err, errsize, "%s: bad image size %dx%d", path, width, height);
         return -1;
     }
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
-        snprintf(err, errsize, "%s: path too long", path);
-        return -1;
-    }
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    /* mkstemp makes the file 0600; give it the mode fopen would have */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        return -1;
-    }
-    FILE *fp = fdopen(fd, "wb");
+    AtomicFile af;
+    FILE *fp = atomic_open(&af, path, 0);
     if (!fp) {
         snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        close(fd);
-        unlink(tmp);
         return -1;
     }
     PngErr e = {{0}};
-    int rc = write_png(fp, rgb, width, height, text, &e);
-    int saved = errno;
-    if (fclose(fp) != 0 && rc == 0) {
-        rc = -1;
-        saved = errno;
-        snprintf(e.msg, sizeof e.msg, "%s", strerror(saved));
-    } else if (rc != 0 && saved != 0 && strcmp(e.msg, "Write Error") == 0) {
-        /* libpng's default writer says only "Write Error": add the reason */
-        snprintf(e.msg, sizeof e.msg, "write error: %s", strerror(saved));
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -1;
-        snprintf(e.msg, sizeof e.msg, "rename: %s", strerror(errno));
-    }
+    int rc = write_png(fp, rgb, width, height, text, &e), saved = errno;
     if (rc != 0) {
-        unlink(tmp);
-        snprintf(err, errsize, "%s: %s", path, e.msg[0] ? e.msg : "cannot write PNG");
+        atomic_abort(&af, fp);
+        /* libpng's default writer says only "Write Error": add the reason */
+        if (saved != 0 && strcmp(e.msg, "Write Error") == 0)
+            snprintf(e.msg, sizeof e.msg, "write error: %s", strerror(saved));
+    } else if (atomic_commit(&af, fp) != 0) {
+        rc = -1;
+        snprintf(e.msg, sizeof e.msg, "%s", strerror(errno));
     }
+    if (rc != 0) snprintf(err, errsize, "%s: %s", path, e.msg[0] ? e.msg : "cannot write PNG");
     return rc;
 }

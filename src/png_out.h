@@ -1,8 +1,7 @@
 /* png_out.h — write an 8-bit RGB image as a PNG file, atomically, with text chunks.
  *
- * The file is written under a temporary name in the same folder and renamed over
- * `path` only when libpng, fwrite and fclose all succeeded; on any failure the
- * temporary file is removed, `path` is untouched, and err holds one line
+ * The file is an AtomicFile (outdir.h): renamed over `path` only when libpng, fwrite
+ * and fclose all succeeded; on any failure `path` is untouched and err holds one line
  * ("<path>: <what went wrong>"). No tIME chunk and fixed zlib settings: the same
  * pixels and texts give the same bytes.
  */

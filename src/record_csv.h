@@ -1,7 +1,8 @@
 /* record_csv.h — an observer that writes one run as CSV files into one folder.
  *
  * Files (columns may be added at the end later, never renamed; floats as %.9g,
- * which round-trips float32):
+ * 9 significant digits, which read back to the same float32 bits; numfmt.h writes
+ * them without printf):
  *   shapes.csv     phase,step,layer,name,shape            every hooked tensor, shape "1x4x12x64"
  *   attention.csv  phase,step,layer,head,query_pos,key_pos,score,weight,key_slot
  *                  causal entries only; key_slot is the cache row, key_pos the position it holds
@@ -33,7 +34,9 @@ enum {
     REC_DEFAULT = REC_SHAPES | REC_ATTENTION | REC_KV | REC_FLOPS | REC_TOKENS | REC_TIMING
 };
 
-/* Parse "shapes,attention,kv,flops,tokens,logits,timing" or "all" or "none".
+/* The words of a --record list. */
+#define RECORD_KINDS "shapes, attention, kv, flops, tokens, logits, timing"
+/* Parse a comma-separated list of RECORD_KINDS, or "all" or "none".
  * 0, or -1 naming nothing known. */
 int record_parse(const char *spec, unsigned *what);
 
@@ -43,6 +46,7 @@ typedef struct {
     FILE *shapes, *attention, *kv, *flops, *tokens, *logits, *timing;
     float *scores;        /* copy of the last hook_attn_scores, read when the pattern arrives */
     size_t scores_cap;
+    char *chunk;          /* rows of attention.csv and logits.csv, written 64 KiB at a time */
 } CsvRecorder;
 
 /* Open the selected files in dir and write their headers. 0, or -1 (errno set). */

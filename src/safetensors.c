@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "halfprec.h"
+#include "infile.h"
+#include "outdir.h"
 
 static const struct {
     const char *name;
@@ -121,10 +123,11 @@ static int parse_entry(StTensor *t, json_t *v, size_t data_size, const char *pat
     return 0;
 }
 
-int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t size, char *err,
-             size_t errsize) {
-    memset(st, 0, sizeof *st);
-    st->path = path;
+/* The 8-byte length and the JSON header after it, as the format says: a length within
+ * the limit and the file, a JSON object without duplicate keys. 0 with *root, or the
+ * error. */
+static int read_header(const char *path, const unsigned char *buf, size_t size, json_t **root,
+                       size_t *header, char *err, size_t errsize) {
     if (size < 8)
         return fail(err, errsize, path, NULL, "file is %zu bytes, too short for the 8-byte header length", size);
     uint64_t n = 0;
@@ -137,42 +140,72 @@ int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t
                     (unsigned long long)n, size);
     if (n == 0 || buf[8] != '{') return fail(err, errsize, path, NULL, "header does not start with '{'");
     json_error_t je;
-    json_t *root = json_loadb((const char *)buf + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
+    *root = json_loadb((const char *)buf + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+    if (!*root) {
         char tb[200];
         return fail(err, errsize, path, NULL, "header is invalid JSON at byte %d: %s", je.position,
                     safe_name(je.text, tb, sizeof tb));
     }
-    if (!json_is_object(root)) {
-        json_decref(root);
+    if (!json_is_object(*root)) {
+        json_decref(*root);
         return fail(err, errsize, path, NULL, "header is not a JSON object");
     }
+    *header = (size_t)n;
+    return 0;
+}
+
+/* __metadata__, if there is one: an object of strings. 0, or the error. */
+static int check_metadata(const json_t *v, const char *path, char *err, size_t errsize) {
+    const char *mk;
+    json_t *mv;
+    if (!json_is_object(v)) return fail(err, errsize, path, NULL, "__metadata__ is not an object");
+    json_object_foreach((json_t *)v, mk, mv)
+        if (!json_is_string(mv))
+            return fail(err, errsize, path, NULL, "__metadata__ values must be strings");
+    return 0;
+}
+
+/* Sorted by offset, each tensor must start where the previous one ended, and the last
+ * end where the data does. 0, or the error. */
+static int check_contiguous(SafeTensors *st, const char *path, char *err, size_t errsize) {
+    qsort(st->t, st->n, sizeof *st->t, cmp_offset);
+    size_t expect = 0;
+    for (size_t i = 0; i < st->n; i++) {
+        const StTensor *t = &st->t[i];
+        if (t->begin < expect)
+            return fail(err, errsize, path, t->name, "data_offsets [%zu, %zu] overlap tensor \"%s\"",
+                        t->begin, t->end, st->t[i - 1].name);
+        if (t->begin > expect)
+            return fail(err, errsize, path, t->name, "data_offsets [%zu, %zu] leave a gap: bytes %zu..%zu belong to no tensor",
+                        t->begin, t->end, expect, t->begin);
+        expect = t->end;
+    }
+    if (expect != st->data_size)
+        return fail(err, errsize, path, NULL, "the tensors cover %zu bytes but the data section is %zu bytes",
+                    expect, st->data_size);
+    return 0;
+}
+
+int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t size, char *err,
+             size_t errsize) {
+    memset(st, 0, sizeof *st);
+    st->path = path;
+    json_t *root;
+    size_t n;
+    int rc = read_header(path, buf, size, &root, &n, err, errsize);
+    if (rc) return rc;
     st->data = buf + 8 + n;
-    st->data_size = size - 8 - (size_t)n;
+    st->data_size = size - 8 - n;
     size_t cap = json_object_size(root);
-    st->t = calloc(cap ? cap : 1, sizeof *st->t);
-    if (!st->t) {
+    if (!(st->t = calloc(cap ? cap : 1, sizeof *st->t))) {
         json_decref(root);
         return ST_NOMEM;
     }
-    int rc = 0;
     const char *key;
     json_t *v;
     json_object_foreach(root, key, v) {
         if (strcmp(key, "__metadata__") == 0) {
-            const char *mk;
-            json_t *mv;
-            if (!json_is_object(v)) {
-                rc = fail(err, errsize, path, NULL, "__metadata__ is not an object");
-                break;
-            }
-            json_object_foreach(v, mk, mv) {
-                if (!json_is_string(mv)) {
-                    rc = fail(err, errsize, path, NULL, "__metadata__ values must be strings");
-                    break;
-                }
-            }
-            if (rc) break;
+            if ((rc = check_metadata(v, path, err, errsize))) break;
             continue;
         }
         StTensor *t = &st->t[st->n];
@@ -184,45 +217,16 @@ int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t
         if ((rc = parse_entry(t, v, st->data_size, path, err, errsize))) break;
     }
     json_decref(root);
-    if (rc) {
-        st_close(st);
-        return rc;
-    }
-    /* Sorted by offset, each tensor must start where the previous one ended. */
-    qsort(st->t, st->n, sizeof *st->t, cmp_offset);
-    size_t expect = 0;
-    for (size_t i = 0; i < st->n; i++) {
-        const StTensor *t = &st->t[i];
-        if (t->begin < expect)
-            rc = fail(err, errsize, path, t->name, "data_offsets [%zu, %zu] overlap tensor \"%s\"",
-                      t->begin, t->end, st->t[i - 1].name);
-        else if (t->begin > expect)
-            rc = fail(err, errsize, path, t->name, "data_offsets [%zu, %zu] leave a gap: bytes %zu..%zu belong to no tensor",
-                      t->begin, t->end, expect, t->begin);
-        if (rc) break;
-        expect = t->end;
-    }
-    if (!rc && expect != st->data_size)
-        rc = fail(err, errsize, path, NULL, "the tensors cover %zu bytes but the data section is %zu bytes",
-                  expect, st->data_size);
+    if (rc == 0) rc = check_contiguous(st, path, err, errsize);
     if (rc) st_close(st);
     return rc;
 }
 
 int st_open(SafeTensors *st, const char *path, char *err, size_t errsize) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        snprintf(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-        return ST_IO;
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errsize, "%s: not a regular file", path);
-        close(fd);
-        return ST_IO;
-    }
-    size_t size = (size_t)sb.st_size;
+    size_t size; /* a FIFO or a device is refused before it can block (infile.h) */
+    int fd = infile_open(path, &size, err, errsize);
+    if (fd < 0) return ST_IO;
     void *map = NULL;
     if (size >= 8) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -351,8 +355,9 @@ int st_write_typed(const char *path, const StWrite *t, const StDtype *dtype, siz
             bad = fwrite(chunk, 1, k, f) != k;
         }
     }
-    if (fclose(f) != 0 || bad) {
-        snprintf(err, errsize, "%s: write failed (disk full?)", path);
+    int e = bad ? errno : 0; /* the failed fwrite's reason (a full disk: ENOSPC) */
+    if (file_close(f) != 0 || bad) {
+        snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(e ? e : errno));
         return ST_IO;
     }
     return 0;

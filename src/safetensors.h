@@ -56,7 +56,7 @@ enum { ST_BAD = -1, ST_NOMEM = -2, ST_IO = -3 };
  * into buf, which must outlive st. path only names the file in messages. */
 int st_parse(SafeTensors *st, const char *path, const unsigned char *buf, size_t size,
              char *err, size_t errsize);
-/* Memory-map path read-only and st_parse it. */
+/* Memory-map path read-only (a regular file only: infile_open) and st_parse it. */
 int st_open(SafeTensors *st, const char *path, char *err, size_t errsize);
 /* Unmap and free; st may be zeroed or half-built. */
 void st_close(SafeTensors *st);

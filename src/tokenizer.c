@@ -38,6 +38,8 @@ void tokenizer_free(Tokenizer *t) {
 
 int tokenizer_vocab_size(const Tokenizer *t) { return t->vocab; }
 
+int tokenizer_is_bytes(const Tokenizer *t) { return t->bpe == NULL; }
+
 int tokenizer_encode(const Tokenizer *t, const char *text, int **ids, int *n) {
     if (t->bpe) return bpe_encode(t->bpe, text, strlen(text), ids, n) ? -1 : 0;
     size_t len = strlen(text);

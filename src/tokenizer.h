@@ -17,6 +17,8 @@ Tokenizer *tokenizer_bytes(void);
 struct Bpe;
 Tokenizer *tokenizer_from_bpe(struct Bpe *bpe);
 void tokenizer_free(Tokenizer *t);
+/* 1 for the byte-level tokenizer, 0 for BPE. */
+int tokenizer_is_bytes(const Tokenizer *t);
 /* Largest id it can produce + 1. */
 int tokenizer_vocab_size(const Tokenizer *t);
 /* Encode text into *ids (malloc'ed, caller frees) of *n tokens. 0, or -1 when out of memory. */

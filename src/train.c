@@ -152,7 +152,7 @@ int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed) {
     }
     tr->B = B;
     tr->T = cfg->N;
-    tr->lv = tk_detect();
+    tr->lv = kern_detect();
 #ifdef _OPENMP
     tr->nscratch = omp_get_max_threads();
 #else

@@ -22,6 +22,7 @@
 
 #include "corpus.h"
 #include "model.h"
+#include "outdir.h"
 
 typedef struct {
     int B;              /* sequences per batch */
@@ -95,7 +96,7 @@ typedef struct {
     int *inputs, *targets; /* (B,T) the batch of the last forward */
     TensorSpec *specs;     /* (nspecs) the blob's tensors, model_tensor_specs */
     int nspecs;
-    KernLevel lv;     /* the training kernels' level (tk_detect) */
+    KernLevel lv;     /* the training kernels' level (kern_detect: the engine's levels) */
     int nscratch;     /* threads the attention backward may use */
 } Trainer;
 
@@ -160,8 +161,8 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
 
 /* ---- checkpoints ------------------------------------------------------------------
  * A binary file: "KVSCKPT" + version byte, the shape (L, NH, C, N, V), B, the seed, the
- * steps done, the parameters, both AdamW moments and the log so far. Written to a
- * temporary name beside it, then renamed. */
+ * steps done, the parameters, both AdamW moments and the log so far. Written whole or
+ * not at all (an AtomicFile, outdir.h): a failed or killed save keeps the one before. */
 int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
                           const char *path, char *err, size_t errsize);
 /* Load path into tr (built with the run's shape) and log. TRAIN_BAD with a message
@@ -192,18 +193,20 @@ typedef struct {
 int train_samples(Trainer *tr, TrainSample *s, int n, int steps);
 void train_samples_free(TrainSample *s, int n);
 
-/* Into dir (which exists): config.json and model.safetensors (hf_export), train_log.csv
- * (step,train_loss,val_loss,lr,grad_norm: nats, deterministic), train_timing.csv
- * (step,seconds,tokens_per_s: measured), eval.csv (model,context_bytes,bits_per_byte,
- * smoothing) and samples.txt. TRAIN_IO with a message. */
-int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev,
-                const TrainSample *s, int ns, const char *dir, char *err, size_t errsize);
+/* Into the output folder o, begun (outdir.h: the files go to its temporary folder,
+ * which the caller commits or aborts): config.json and model.safetensors (hf_export),
+ * train_log.csv (step,train_loss,val_loss,lr,grad_norm: nats, deterministic),
+ * train_timing.csv (step,seconds,tokens_per_s: measured), eval.csv
+ * (model,context_bytes,bits_per_byte,smoothing) and samples.txt. TRAIN_IO or
+ * TRAIN_NOMEM with a message naming the folder as the user did. */
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
+                int ns, const OutDir *o, char *err, size_t errsize);
 
-/* The gradient of one batch for another framework to recompute: into dir (which
- * exists) config.json and model.safetensors (the weights the gradient is taken at,
- * hf_export) and grads.safetensors: "inputs" and "targets" (B,T) I32, "loss" (1) F32,
- * and the gradient of every parameter under its Hugging Face name (F32). Needs a
- * forward with targets and a backward first. TRAIN_IO or TRAIN_NOMEM with a message. */
-int train_write_grads(const Trainer *tr, float loss, const char *dir, char *err, size_t errsize);
+/* The gradient of one batch for another framework to recompute: into the begun folder o
+ * config.json and model.safetensors (the weights the gradient is taken at, hf_export)
+ * and grads.safetensors: "inputs" and "targets" (B,T) I32, "loss" (1) F32, and the
+ * gradient of every parameter under its Hugging Face name (F32). Needs a forward with
+ * targets and a backward first. TRAIN_IO or TRAIN_NOMEM with a message. */
+int train_write_grads(const Trainer *tr, float loss, const OutDir *o, char *err, size_t errsize);
 
 #endif

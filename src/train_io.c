@@ -9,6 +9,7 @@
 
 #include "generate.h"
 #include "hf_model.h"
+#include "infile.h"
 #include "outdir.h"
 #include "safetensors.h"
 #include "train.h"
@@ -57,23 +58,19 @@ int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainL
     const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B, o->seed,
                         log->n ? log->rows[log->n - 1].step : 0, log->n,
                         (uint64_t)tr->model.w.num_params};
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-        snprintf(err, errsize, "%s: path too long", path);
-        return TRAIN_IO;
+    /* the whole file or none: the last good checkpoint survives a full disk or a kill */
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path, 1);
+    int e = errno;
+    if (f) {
+        const int bad = write_ckpt(f, tr, &h, log);
+        e = errno; /* a short fwrite's reason */
+        if (bad) atomic_abort(&af, f);
+        else if (atomic_commit(&af, f) == 0) return 0;
+        else e = errno;
     }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, errsize, "%s: cannot write: %s", tmp, strerror(errno));
-        return TRAIN_IO;
-    }
-    int bad = write_ckpt(f, tr, &h, log);
-    if (file_close(f) != 0 || bad || rename(tmp, path) != 0) {
-        snprintf(err, errsize, "%s: write failed (disk full?)", path);
-        remove(tmp);
-        return TRAIN_IO;
-    }
-    return 0;
+    snprintf(err, errsize, "--checkpoint: cannot write (%s): %s", write_error_text(e), path);
+    return TRAIN_IO;
 }
 
 /* The first field of the header that differs from this run, or NULL. */
@@ -123,10 +120,12 @@ static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log
 
 int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
                           char *err, size_t errsize) {
-    FILE *f = fopen(path, "rb");
+    const int fd = infile_open(path, NULL, err, errsize);
+    if (fd < 0) return TRAIN_BAD;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
-        snprintf(err, errsize, "%s: %s", path, strerror(errno));
-        return TRAIN_BAD;
+        close(fd);
+        return TRAIN_NOMEM;
     }
     char magic[8], why[160];
     CkptHead h;
@@ -202,29 +201,20 @@ void train_samples_free(TrainSample *s, int n) {
     }
 }
 
-/* ---- the output folder ------------------------------------------------------------------- */
+/* ---- the output folder -------------------------------------------------------------------
+ * Every file goes into the folder's temporary twin (outdir_fopen), which the command
+ * swaps in whole; a file that fails leaves the message outdir_fopen and close_in give. */
 
-/* fopen dir/name for writing; NULL with a message. */
-static FILE *open_in(const char *dir, const char *name, char *path, size_t size, char *err,
-                     size_t errsize) {
-    if (path_join(path, size, dir, name)) {
-        snprintf(err, errsize, "%s: path too long", dir);
-        return NULL;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
-    return f;
-}
-
-static int close_in(FILE *f, const char *path, char *err, size_t errsize) {
+/* Close f (a file of o named name), reporting an earlier write error. 0 or TRAIN_IO. */
+static int close_in(FILE *f, const OutDir *o, const char *name, char *err, size_t errsize) {
     if (file_close(f) == 0) return 0;
-    snprintf(err, errsize, "%s: write failed (disk full?)", path);
+    snprintf(err, errsize, "%s: cannot write %s (%s): %s", o->option, name, write_error_text(errno),
+             o->target);
     return TRAIN_IO;
 }
 
-static int write_logs(const TrainLog *log, const char *dir, char *err, size_t errsize) {
-    char path[4200];
-    FILE *f = open_in(dir, "train_log.csv", path, sizeof path, err, errsize);
+static int write_log(const TrainLog *log, const OutDir *o, char *err, size_t errsize) {
+    FILE *f = outdir_fopen(o, "train_log.csv", err, errsize);
     if (!f) return TRAIN_IO;
     fprintf(f, "step,train_loss,val_loss,lr,grad_norm\n");
     for (int i = 0; i < log->n; i++) {
@@ -234,30 +224,32 @@ static int write_logs(const TrainLog *log, const char *dir, char *err, size_t er
         fprintf(f, "%d,%.9g,%s,%.9g,%.9g\n", r->step, (double)r->train_loss, val, (double)r->lr,
                 (double)r->grad_norm);
     }
-    if (close_in(f, path, err, errsize)) return TRAIN_IO;
-    if (!(f = open_in(dir, "train_timing.csv", path, sizeof path, err, errsize))) return TRAIN_IO;
+    return close_in(f, o, "train_log.csv", err, errsize);
+}
+
+static int write_timing(const TrainLog *log, const OutDir *o, char *err, size_t errsize) {
+    FILE *f = outdir_fopen(o, "train_timing.csv", err, errsize);
+    if (!f) return TRAIN_IO;
     fprintf(f, "step,seconds,tokens_per_s\n");
     for (int i = 0; i < log->n; i++)
         fprintf(f, "%d,%.3f,%.0f\n", log->rows[i].step, log->rows[i].seconds,
                 (double)log->rows[i].tokens_per_s);
-    return close_in(f, path, err, errsize);
+    return close_in(f, o, "train_timing.csv", err, errsize);
 }
 
-static int write_eval(const TrainEval *ev, int N, const char *dir, char *err, size_t errsize) {
-    char path[4200];
-    FILE *f = open_in(dir, "eval.csv", path, sizeof path, err, errsize);
+static int write_eval(const TrainEval *ev, int N, const OutDir *o, char *err, size_t errsize) {
+    FILE *f = outdir_fopen(o, "eval.csv", err, errsize);
     if (!f) return TRAIN_IO;
     fprintf(f, "model,context_bytes,bits_per_byte,smoothing\n");
     static const char *const names[3] = {"unigram", "order1", "order2"};
     for (int k = 0; k < 3; k++)
         fprintf(f, "%s,%d,%.4f,add-%g\n", names[k], k, ev->ngram[k], ev->alpha[k]);
     fprintf(f, "gpt2,0-%d,%.4f,none\n", N - 1, ev->model);
-    return close_in(f, path, err, errsize);
+    return close_in(f, o, "eval.csv", err, errsize);
 }
 
-static int write_samples(const TrainSample *s, int ns, const char *dir, char *err, size_t errsize) {
-    char path[4200];
-    FILE *f = open_in(dir, "samples.txt", path, sizeof path, err, errsize);
+static int write_samples(const TrainSample *s, int ns, const OutDir *o, char *err, size_t errsize) {
+    FILE *f = outdir_fopen(o, "samples.txt", err, errsize);
     if (!f) return TRAIN_IO;
     fprintf(f, "# Greedy continuations by this model (kvscope train): the prompt, then what the\n"
                "# model adds, byte after byte, taking the most likely byte every time.\n");
@@ -266,35 +258,38 @@ static int write_samples(const TrainSample *s, int ns, const char *dir, char *er
         fwrite(s[i].text, 1, (size_t)s[i].len, f);
         fputc('\n', f);
     }
-    return close_in(f, path, err, errsize);
+    return close_in(f, o, "samples.txt", err, errsize);
 }
 
-int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev,
-                const TrainSample *s, int ns, const char *dir, char *err, size_t errsize) {
-    int rc = hf_export(&tr->model, dir, err, errsize);
-    if (rc) {
-        if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", dir);
-        return TRAIN_IO;
-    }
-    if (write_logs(log, dir, err, errsize) || write_eval(ev, tr->T, dir, err, errsize) ||
-        write_samples(s, ns, dir, err, errsize))
+/* config.json and model.safetensors (hf_export) into o's folder. 0, TRAIN_NOMEM or
+ * TRAIN_IO with a message. */
+static int write_model(const Model *m, const OutDir *o, char *err, size_t errsize) {
+    const int rc = hf_export(m, o->tmp, err, errsize);
+    if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", o->target);
+    return rc == 0 ? 0 : rc == HF_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
+}
+
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
+                int ns, const OutDir *o, char *err, size_t errsize) {
+    int rc = write_model(&tr->model, o, err, errsize);
+    if (rc) return rc;
+    if (write_log(log, o, err, errsize) || write_timing(log, o, err, errsize) ||
+        write_eval(ev, tr->T, o, err, errsize) || write_samples(s, ns, o, err, errsize))
         return TRAIN_IO;
     return 0;
 }
 
-int train_write_grads(const Trainer *tr, float loss, const char *dir, char *err, size_t errsize) {
-    char path[4200];
-    int rc = hf_export(&tr->model, dir, err, errsize);
-    if (rc) {
-        if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", dir);
-        return rc == HF_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
-    }
+int train_write_grads(const Trainer *tr, float loss, const OutDir *o, char *err, size_t errsize) {
+    char path[4400];
+    int rc = write_model(&tr->model, o, err, errsize);
+    if (rc) return rc;
     const size_t n = (size_t)tr->nspecs + 3;
     StWrite *w = calloc(n, sizeof *w);
     StDtype *dt = calloc(n, sizeof *dt);
     if (!w || !dt) {
         free(w);
         free(dt);
+        snprintf(err, errsize, "out of memory writing %s", o->target);
         return TRAIN_NOMEM;
     }
     const size_t B = (size_t)tr->B, T = (size_t)tr->T;
@@ -309,11 +304,12 @@ int train_write_grads(const Trainer *tr, float loss, const char *dir, char *err,
         w[3 + i] = (StWrite){sp->name, sp->ndim, {sp->shape[0], sp->shape[1]}, tr->grads + sp->offset};
         dt[3 + i] = ST_F32;
     }
-    if (path_join(path, sizeof path, dir, "grads.safetensors")) {
-        snprintf(err, errsize, "%s: path too long", dir);
+    if (path_join(path, sizeof path, o->tmp, "grads.safetensors")) {
+        snprintf(err, errsize, "%s: path too long: %s", o->option, o->target);
         rc = ST_IO;
     } else {
         rc = st_write_typed(path, w, dt, n, err, errsize);
+        if (rc == ST_NOMEM) snprintf(err, errsize, "out of memory writing %s", o->target);
     }
     free(w);
     free(dt);

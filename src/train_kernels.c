@@ -33,21 +33,6 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
        TK_KB = 64,   /* rows of dweight per task */
        TK_NB = 4 * KERN_PANEL }; /* columns of dweight per task */
 
-int tk_supported(KernLevel lv) {
-    switch (lv) {
-    case KERN_PLAIN: return 1;
-#if TK_HAVE_X86
-    case KERN_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case KERN_AVX512: return tk_supported(KERN_AVX2) && __builtin_cpu_supports("avx512f");
-#endif
-    default: return 0;
-    }
-}
-
-KernLevel tk_detect(void) {
-    return tk_supported(KERN_AVX512) ? KERN_AVX512 : tk_supported(KERN_AVX2) ? KERN_AVX2 : KERN_PLAIN;
-}
-
 #if TK_HAVE_X86
 /* ---- the vector code, twice (train_kernels_simd.h) ---- */
 #define TK_SUFFIX _512
@@ -129,11 +114,11 @@ typedef struct {
 /* The vector functions of lv, or 0 when it has none. */
 static int matmul_fns(KernLevel lv, MatmulFns *f) {
 #if TK_HAVE_X86
-    if (lv == KERN_AVX512 && tk_supported(lv)) {
+    if (lv == KERN_AVX512 && kern_supported(lv)) {
         *f = (MatmulFns){mm_panel_512, tn_block_512, colsum_512};
         return 1;
     }
-    if (lv == KERN_AVX2 && tk_supported(lv)) {
+    if (lv == KERN_AVX2 && kern_supported(lv)) {
         *f = (MatmulFns){mm_panel_avx2, tn_block_avx2, colsum_avx2};
         return 1;
     }
@@ -218,8 +203,8 @@ void tk_attention_backward(KernLevel lv, float *dq, float *dk, float *dv, float 
                            int nscratch) {
     AttHeadFn *head = NULL;
 #if TK_HAVE_X86
-    if (lv == KERN_AVX512 && tk_supported(lv) && hs % 32 == 0) head = att_head_512;
-    else if (lv >= KERN_AVX2 && tk_supported(KERN_AVX2) && hs % 16 == 0) head = att_head_avx2;
+    if (lv == KERN_AVX512 && kern_supported(lv) && hs % 32 == 0) head = att_head_512;
+    else if (lv >= KERN_AVX2 && kern_supported(KERN_AVX2) && hs % 16 == 0) head = att_head_avx2;
 #endif
     if (!head || !scratch || nscratch < 1) {
         attention_backward(dq, dk, dv, dpre, dout, q, k, v, att, B, T, NH, hs);

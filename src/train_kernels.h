@@ -4,11 +4,12 @@
  * multiply-adds of its plain twin (fmaf in train_ops.c, vector FMA here), in the same
  * order; vector lanes run across independent outputs (columns, keys), never across a
  * sum; OpenMP threads take disjoint outputs, so the result does not depend on the
- * thread count. The level is the engine's (kernels.h, picked at run time):
+ * thread count. The levels are the engine's (kernels.h: kern_supported, kern_detect):
  *   KERN_PLAIN   train_ops.c as it is
  *   KERN_AVX2    8-wide AVX2 + FMA vectors (x86-64 CPUs with AVX2 and FMA)
  *   KERN_AVX512  16-wide AVX-512F vectors
- * tests/check_train.c checks fast = plain with memcmp for every level the CPU runs.
+ * tests/check_train_ops.c checks fast = plain with memcmp on every level the CPU runs
+ * (and says which it skips).
  *
  * The matmuls read their weights in column panels (kernels.h, kern_pack_panels):
  *   matmul_backward             dinp = dout·Wᵀ reads Wᵀ packed by
@@ -23,11 +24,6 @@
 #include <stddef.h>
 
 #include "kernels.h"
-
-/* 1 if this CPU runs the training kernels of lv (AVX2 needs FMA too). */
-int tk_supported(KernLevel lv);
-/* The best level this CPU runs for training. */
-KernLevel tk_detect(void);
 
 /* As matmul_backward (train_ops.h). */
 void tk_matmul_backward(KernLevel lv, float *dinp, float *dweight, float *dbias, const float *dout,

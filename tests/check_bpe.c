@@ -240,7 +240,7 @@ START_TEST(test_load_errors) {
     remove(merges_path);
     write_files(-1, NULL);
     remove(merges_path);
-    expect_load_error("merges.txt: cannot read");
+    expect_load_error("merges.txt: cannot open");
 }
 END_TEST
 
@@ -291,6 +291,11 @@ Suite *make_bpe_suite(void) {
     tcase_add_test(tc, test_round_trip);
     tcase_add_test(tc, test_tokenizer_interface);
     tcase_add_test(tc, test_load_errors);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("bpe_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_cli_token_texts);
     suite_add_tcase(s, tc);
     return s;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model.h"
 #include "outdir.h"
 #include "testutil.h"
 
@@ -37,6 +38,10 @@ START_TEST(test_bad_input) {
     ck_assert_ptr_nonnull(f);
     fputs("before", f);
     fclose(f);
+    /* a folder kvscope wrote: the check of --out passes, so the bad value is what fails */
+    snprintf(marker, sizeof marker, "%s/" OUTDIR_MARKER, out);
+    ck_assert_int_eq(write_text_file(marker, "kvscope run --out\n"), 0);
+    snprintf(marker, sizeof marker, "%s/keep.txt", out);
     snprintf(errf, sizeof errf, "%s/err.txt", dir);
 
     /* the command, then --out, then the bad options: a trailing "--steps" stays valueless */
@@ -53,7 +58,7 @@ START_TEST(test_bad_input) {
     ck_assert_msg(strncmp(err, "kvscope: ", 9) == 0, "stderr: %s", err);
     ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "not one line: %s", err);
     free(err);
-    ck_assert_int_eq(count_entries(out), 1); /* only keep.txt */
+    ck_assert_int_eq(count_entries(out), 2); /* keep.txt and the marker */
     ck_assert_int_eq(count_entries(dir), 2); /* out/ and err.txt: no temporary folder */
     char *keep = read_file(marker, NULL);
     ck_assert_str_eq(keep, "before");
@@ -144,15 +149,138 @@ START_TEST(test_verify) {
 }
 END_TEST
 
+/* The help of every command and the parser agree: each whole-number option the help
+ * lists takes its stated default and the ends of its stated range, and refuses one past
+ * either end (the parser reads the same table the help was printed from). */
+START_TEST(test_help_matches_parser) {
+    static const char *const cmds[] = {"run", "verify", "export", "budget", "compare", "batch", "kvmem",
+                                       "train", "heads"};
+    char dir[64], so[128], se[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    int checked = 0;
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        const char *help[] = {cmds[c], "--help", NULL};
+        ck_assert_int_eq(run_kvscope(help, so, NULL), 0);
+        char *h = read_file(so, NULL);
+        ck_assert_ptr_nonnull(h);
+        for (char *p = strstr(h, "\n  --"); p; p = strstr(p + 1, "\n  --")) {
+            char name[64], flat[2048];
+            size_t k = 0;
+            /* the option's lines, joined: up to the next option or heading */
+            for (const char *q = p + 1; *q && k + 1 < sizeof flat; q++) {
+                if (q > p + 1 && q[-1] == '\n' && (q[0] != ' ' || strncmp(q, "  --", 4) == 0)) break;
+                flat[k++] = *q == '\n' ? ' ' : *q;
+            }
+            flat[k] = '\0';
+            long lo, hi, def;
+            char end = 0;
+            const char *r = strrchr(flat, '(');
+            /* a range of whole numbers: "(0..100," or "(0..100)", not "(0..1e+06," */
+            if (sscanf(flat, " %63s", name) != 1 || !r || sscanf(r, "(%ld..%ld%c", &lo, &hi, &end) != 3 ||
+                (end != ',' && end != ')'))
+                continue;
+            char v[4][32];
+            int n = 0, want[4];
+            snprintf(v[n], 32, "%ld", lo), want[n++] = 0;
+            snprintf(v[n], 32, "%ld", hi), want[n++] = 0;
+            snprintf(v[n], 32, "%ld", lo - 1), want[n++] = 2;
+            snprintf(v[n], 32, "%ld", hi + 1), want[n++] = 2;
+            const char *d = strstr(r, "default ");
+            if (d && sscanf(d, "default %ld", &def) == 1) snprintf(v[0], 32, "%ld", def);
+            for (int i = 0; i < n; i++) {
+                const char *args[] = {cmds[c], name, v[i], "--help", NULL};
+                int rc = run_kvscope(args, NULL, se);
+                ck_assert_msg(rc == want[i], "%s %s %s: exit %d, want %d", cmds[c], name, v[i], rc, want[i]);
+                checked++;
+            }
+        }
+        free(h);
+    }
+    ck_assert_int_ge(checked, 4 * 30); /* every command's numbers, not a handful */
+    remove_tree(dir);
+}
+END_TEST
+
+/* kvscope info: the closed forms of a model and a prompt, against the library's own
+ * counts (no weight is built, so a large model is instant). */
+START_TEST(test_info) {
+    char dir[64], so[128], se[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    const char *args[] = {"info", "--layers", "12", "--heads", "16", "--dim", "1024", "--vocab", "50257",
+                          "--prompt", "abcd", "--weights", "fp16", NULL};
+    ck_assert_int_eq(run_kvscope(args, so, NULL), 0);
+    char *t = read_file(so, NULL);
+    ck_assert_ptr_nonnull(t);
+    const Config cfg = tiny_config(12, 16, 1024, 1024, 50257);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "key,value\nL,12\nNH,16\nC,1024\nhs,64\nN,1024\nV,50257\nqkv_width,3072\nmlp_width,4096\n"
+             "params,%zu\nweights,fp16\nweight_bytes_decode,%llu\nkv_bytes_per_token,%d\n"
+             "kv_flops_share,0.166666667\nprompt_tokens,4\nattention_square,16\nattention_causal,10\n"
+             "attention_causal_heads,160\n",
+             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, KERN_FP16, 1),
+             2 * 12 * 1024 * 4);
+    ck_assert_str_eq(t, want);
+    free(t);
+    const char *bad[] = {"info", "--model", "/nonexistent/gpt2", NULL};
+    ck_assert_int_eq(run_kvscope(bad, NULL, se), 2);
+    remove_tree(dir);
+}
+END_TEST
+
+/* kvscope format: the marked numbers, the way kvscope writes every number for people. */
+START_TEST(test_format) {
+    char dir[64], in[128], so[128], se[128], f[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(in, sizeof in, "%s/in", dir);
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(f, sizeof f, "%s/t.md", dir);
+    const char *text = "| {{digits 1234567}} | {{bytes 1536}} | {{bytes 1073741824}} | {{kib 98304}} |\n"
+                       "{{digits 0}} {{bytes 999}} {{kib 1536}} {{other 5}} {{digits\n";
+    const char *want = "| 1,234,567 | 1.50 KiB | 1.00 GiB | 96 |\n0 999 B 1.5 {{other 5}} {{digits\n";
+    ck_assert_int_eq(write_text_file(f, text), 0);
+    const char *inplace[] = {"format", f, NULL};
+    ck_assert_int_eq(run_kvscope(inplace, NULL, NULL), 0);
+    char *t = read_file(f, NULL);
+    ck_assert_str_eq(t, want);
+    free(t);
+    ck_assert_int_eq(count_entries(dir), 1); /* rewritten in place: nothing beside it */
+    /* a bad value: refused with its line, the file left as it was */
+    ck_assert_int_eq(write_text_file(f, "a\nb\n{{digits 1e3}}\n"), 0);
+    ck_assert_int_eq(run_kvscope(inplace, NULL, se), 2);
+    t = read_file(se, NULL);
+    ck_assert_msg(strstr(t, f) && strstr(t, ":3\n") && strchr(t, '\n') == t + strlen(t) - 1, "%s", t);
+    free(t);
+    t = read_file(f, NULL);
+    ck_assert_str_eq(t, "a\nb\n{{digits 1e3}}\n");
+    free(t);
+    const char *bad[] = {"{{digits -1}}", "{{bytes 18446744073709551616}}", "{{kib x}}"};
+    for (size_t i = 0; i < 3; i++) {
+        ck_assert_int_eq(write_text_file(f, bad[i]), 0);
+        ck_assert_msg(run_kvscope(inplace, NULL, NULL) == 2, "%s passed", bad[i]);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_cli_suite(void) {
     Suite *s = suite_create("cli");
-    TCase *t = tcase_create("cli");
-    tcase_set_timeout(t, 60);
-    tcase_add_loop_test(t, test_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
-    tcase_add_test(t, test_bad_out);
-    tcase_add_test(t, test_deterministic);
-    tcase_add_test(t, test_run_output);
-    tcase_add_test(t, test_verify);
-    suite_add_tcase(s, t);
+    TCase *tc = tcase_create("cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, test_bad_out);
+    tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_run_output);
+    tcase_add_test(tc, test_verify);
+    tcase_add_test(tc, test_help_matches_parser);
+    tcase_add_test(tc, test_info);
+    tcase_add_test(tc, test_format);
+    suite_add_tcase(s, tc);
     return s;
 }

@@ -20,7 +20,7 @@
 
 /* ---- a small CSV reader: header names → column index ---------------------- */
 
-#define MAXCOL 32
+#define MAXCOL 48
 #define MAXROW 64
 
 typedef struct {
@@ -135,6 +135,34 @@ START_TEST(counted_flops_equal_the_closed_form) {
         /* the cache gives the logits of recomputing: bit-identical kernels, tolerance as verify */
         ck_assert_double_le(dbl(c, r, "max_abs_dlogit"), 1e-5);
         ck_assert_int_eq((int)u64(c, r, "prompt_tokens"), TP);
+        /* by operation: the parts add up to the totals, and each is its own closed form */
+        static const char *const op[6] = {"qkv", "attn", "attn_proj", "mlp", "lm_head", "elementwise"};
+        for (int w = 0; w < 2; w++) {
+            const char *way = w ? "recompute" : "cache";
+            const uint64_t n = w ? T : 1, p = w ? 0 : T - 1;
+            char name[64];
+            uint64_t v[6], sum_layers = 0, sum = 0;
+            for (int k = 0; k < 6; k++) {
+                snprintf(name, sizeof name, "flops_%s_%s", op[k], way);
+                v[k] = u64(c, r, name);
+                sum += v[k];
+                if (k < 4) sum_layers += v[k];
+            }
+            ck_assert_uint_eq(sum_layers, w ? step_rec : step_cache);
+            snprintf(name, sizeof name, "flops_total_%s", way);
+            ck_assert_uint_eq(sum, u64(c, r, name));
+            ck_assert_uint_eq(v[0], 6ull * n * TC * TC * TL);
+            ck_assert_uint_eq(v[1], 4ull * TC * (n * p + n * (n + 1) / 2) * TL);
+            ck_assert_uint_eq(v[4], 2ull * TC * TV); /* the last position's logits only */
+            /* the weight bytes read: every matrix and vector once, the new tokens' rows */
+            const uint64_t wb = 4ull * ((uint64_t)TL * (12 * TC * TC + 13 * TC) + 2 * TC + (uint64_t)TV * TC +
+                                        2ull * TC * n);
+            snprintf(name, sizeof name, "weight_bytes_%s", way);
+            ck_assert_uint_eq(u64(c, r, name), wb);
+            snprintf(name, sizeof name, "flops_per_byte_%s", way);
+            const double fpb = (double)sum / (double)(wb + u64(c, r, "kv_bytes"));
+            ck_assert_double_eq_tol(dbl(c, r, name), fpb, 1e-8 * fpb); /* written with 9 digits */
+        }
     }
     generator_free(&g);
     model_free(&m);
@@ -434,20 +462,19 @@ START_TEST(charts_option_and_missing_gnuplot) {
     const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64", "--vocab", "32",
                           "--lengths", "8,16", "--table-lengths", "none", "--decode-at", "10", "--repeat", "1",
                           "--out", out, "--charts", charts, "--quiet", NULL};
-    /* no gnuplot on PATH: the CSVs are written, the message says how to install it */
+    /* no gnuplot on PATH: refused before measuring (nothing written, exit 2), with the
+     * line that says how to install it */
     int st;
     pid_t pid = spawn(args, dir, so, se);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st));
-    ck_assert_int_eq(WEXITSTATUS(st), 1);
+    ck_assert_int_eq(WEXITSTATUS(st), 2);
     char *e = read_file(se, NULL);
     ck_assert_ptr_nonnull(e);
-    ck_assert_ptr_nonnull(strstr(e, "apt-get install gnuplot-nox"));
+    ck_assert_msg(strstr(e, "apt-get install gnuplot-nox") && strchr(e, '\n') == e + strlen(e) - 1, "%s", e);
     free(e);
-    snprintf(p, sizeof p, "%s/compare.csv", out);
-    Csv *c = csv_load(p);
-    ck_assert_int_eq(c->nrow, 2);
-    free(c);
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(access(charts, F_OK), -1);
     /* with gnuplot: the three charts */
     pid = spawn(args, NULL, so, se);
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -462,21 +489,86 @@ START_TEST(charts_option_and_missing_gnuplot) {
 }
 END_TEST
 
+/* --charts and --scripts are checked before anything is measured; a chart that fails
+ * leaves neither --out nor --charts behind and says so in one line of its own. */
+START_TEST(charts_checked_and_failing) {
+    char dir[64], out[128], charts[160], scripts[128], se[128], p[300];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/cmp", dir);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(scripts, sizeof scripts, "%s/gp", dir);
+    const struct { const char *charts, *scripts, *why; } bad[] = {
+        {"/nonexistent/c", "plots", "--charts: the folder it goes in does not exist: /nonexistent/c"},
+        {"CHARTS", "/nonexistent", "--scripts: /nonexistent/flops.gp: cannot open"},
+        {"MINE", "plots", "--charts is a folder kvscope did not write"},
+    };
+    snprintf(charts, sizeof charts, "%s/charts", dir);
+    char mine[128], notes[160];
+    snprintf(mine, sizeof mine, "%s/mine", dir);
+    snprintf(notes, sizeof notes, "%s/notes.txt", mine);
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    ck_assert_int_eq(write_text_file(notes, "mine"), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *c = strcmp(bad[i].charts, "CHARTS") == 0 ? charts
+                        : strcmp(bad[i].charts, "MINE") == 0 ? mine : bad[i].charts;
+        const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                              "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                              "--out", out, "--charts", c, "--scripts", bad[i].scripts, "--quiet", NULL};
+        ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+        char *e = read_file(se, NULL);
+        ck_assert_ptr_nonnull(e);
+        ck_assert_msg(strstr(e, bad[i].why) && strchr(e, '\n') == e + strlen(e) - 1, "case %zu: %s", i, e);
+        free(e);
+        ck_assert_int_eq(count_entries(dir), 2); /* stderr and mine/ */
+        ck_assert_int_eq(count_entries(mine), 1);
+    }
+    remove_tree(mine);
+    /* scripts that gnuplot rejects: the first chart fails */
+    ck_assert_int_eq(mkdir(scripts, 0755), 0);
+    static const char *const gp[] = {"flops.gp", "prefill_decode.gp", "time.gp"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", scripts, gp[i]);
+        ck_assert_int_eq(write_text_file(p, "reset\nset terminal no_such_terminal\n"), 0);
+    }
+    const char *args[] = {"compare", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "32",
+                          "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat", "1",
+                          "--out", out, "--charts", charts, "--scripts", scripts, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, se), 2);
+    char *e = read_file(se, NULL);
+    ck_assert_ptr_nonnull(e);
+    snprintf(p, sizeof p, "kvscope: --charts: gnuplot failed on %s/flops.gp (status 1): ", scripts);
+    ck_assert_msg(strncmp(e, p, strlen(p)) == 0 && strstr(e, "terminal") &&
+                      strchr(e, '\n') == e + strlen(e) - 1 && !strstr(e, ".tmp."),
+                  "%s", e);
+    free(e);
+    ck_assert_int_eq(access(out, F_OK), -1);
+    ck_assert_int_eq(access(charts, F_OK), -1);
+    ck_assert_int_eq(count_entries(dir), 2); /* stderr and gp/: no temporary folder */
+    ck_assert_int_eq(remove_tree(dir), 0);
+}
+END_TEST
+
 Suite *make_compare_suite(void) {
     Suite *s = suite_create("compare");
-    TCase *t = tcase_create("sweep");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, counted_flops_equal_the_closed_form);
-    tcase_add_test(t, prefill_decode_table_from_hooks);
-    tcase_add_test(t, deterministic_files_repeat_byte_for_byte);
-    tcase_add_test(t, bad_input_exits_2_and_writes_nothing);
-    tcase_add_test(t, ctrl_c_keeps_the_rows_measured);
-    suite_add_tcase(s, t);
-    TCase *g = tcase_create("charts");
-    tcase_set_timeout(g, 120);
-    tcase_add_test(g, every_script_draws_png_and_svg);
-    tcase_add_test(g, scripts_name_the_missing_column);
-    tcase_add_test(g, charts_option_and_missing_gnuplot);
-    suite_add_tcase(s, g);
+    TCase *tc = tcase_create("sweep");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, counted_flops_equal_the_closed_form);
+    tcase_add_test(tc, prefill_decode_table_from_hooks);
+    tcase_add_test(tc, deterministic_files_repeat_byte_for_byte);
+    tcase_add_test(tc, bad_input_exits_2_and_writes_nothing);
+    tcase_add_test(tc, ctrl_c_keeps_the_rows_measured);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("charts");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, scripts_name_the_missing_column);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("charts_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, every_script_draws_png_and_svg);
+    tcase_add_test(tc, charts_option_and_missing_gnuplot);
+    tcase_add_test(tc, charts_checked_and_failing);
+    suite_add_tcase(s, tc);
     return s;
 }

@@ -145,6 +145,7 @@ END_TEST
 Suite *make_heads_suite(void) {
     Suite *s = suite_create("heads");
     TCase *t = tcase_create("scores");
+    tcase_set_tags(t, "bin"); /* runs bin/kvscope: not in make test */
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_heads_match_attention_csv);
     tcase_add_test(t, test_heads_bad_input);

@@ -27,60 +27,6 @@ static const unsigned char MID[3] = {221, 221, 221}, GREY[3] = {128, 128, 128};
 static const unsigned char WHITE[3] = {255, 255, 255}, ORANGE[3] = {230, 159, 0};
 static const unsigned char BLACK[3] = {0, 0, 0};
 
-/* ---- reading PNGs back ---- */
-
-typedef struct {
-    int w, h;
-    unsigned char *px; /* RGB */
-    char title[256], software[64], desc[1024];
-} Png;
-
-static int png_load(const char *path, Png *p) {
-    memset(p, 0, sizeof *p);
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    png_bytep *volatile rows = NULL;
-    if (!info || setjmp(png_jmpbuf(png))) {
-        png_destroy_read_struct(&png, &info, NULL);
-        free(rows);
-        free(p->px);
-        p->px = NULL;
-        fclose(f);
-        return -1;
-    }
-    png_init_io(png, f);
-    png_read_info(png, info);
-    if (png_get_color_type(png, info) != PNG_COLOR_TYPE_RGB || png_get_bit_depth(png, info) != 8)
-        png_error(png, "not 8-bit RGB");
-    p->w = (int)png_get_image_width(png, info);
-    p->h = (int)png_get_image_height(png, info);
-    p->px = malloc((size_t)p->w * p->h * 3);
-    rows = malloc((size_t)p->h * sizeof *rows);
-    if (!p->px || !rows) png_error(png, "out of memory");
-    for (int y = 0; y < p->h; y++) rows[y] = p->px + (size_t)y * p->w * 3;
-    png_read_image(png, rows);
-    png_read_end(png, info);
-    png_textp text;
-    int nt = 0;
-    png_get_text(png, info, &text, &nt);
-    for (int i = 0; i < nt; i++) {
-        char *dst = strcmp(text[i].key, "Title") == 0         ? p->title
-                    : strcmp(text[i].key, "Software") == 0    ? p->software
-                    : strcmp(text[i].key, "Description") == 0 ? p->desc
-                                                              : NULL;
-        size_t size = dst == p->software ? sizeof p->software
-                      : dst == p->title  ? sizeof p->title
-                                         : sizeof p->desc;
-        if (dst) snprintf(dst, size, "%s", text[i].text);
-    }
-    png_destroy_read_struct(&png, &info, NULL);
-    free(rows);
-    fclose(f);
-    return 0;
-}
-
 static const unsigned char *px(const Png *p, int x, int y) {
     return p->px + ((size_t)y * p->w + x) * 3;
 }
@@ -189,7 +135,7 @@ static int fire(Rig *r, HookPoint pt, Phase ph, int step, int pos0, int slot0, c
 /* L=1, NH=1, hs=2; a prompt of 2 tokens and 1 decode step; cell 4 px. */
 static void synthetic_run(Rig *r, const char *dir) {
     HeatmapConfig cfg = {.dir = dir, .L = 1, .NH = 1, .hs = 2, .T_max = 3, .cell = 4,
-                         .grid = 0, .gif = 1};
+                         .grid = 0, .gif = 1, .raw = 1};
     select_all(&cfg.layers);
     select_all(&cfg.heads);
     hooks_init(&r->hooks);
@@ -366,7 +312,7 @@ START_TEST(test_synthetic_write_error) {
     char dir[64], gone[128];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(gone, sizeof gone, "%s/gone", dir);
-    HeatmapConfig cfg = {.dir = gone, .L = 1, .NH = 1, .hs = 2, .T_max = 2, .cell = 4};
+    HeatmapConfig cfg = {.dir = gone, .L = 1, .NH = 1, .hs = 2, .T_max = 2, .cell = 4, .raw = 1};
     select_all(&cfg.layers);
     select_all(&cfg.heads);
     Rig r;
@@ -384,7 +330,7 @@ START_TEST(test_synthetic_write_error) {
 }
 END_TEST
 
-/* ---- bin/kvscope run --heatmaps ---- */
+/* ---- bin/kvscope run --heatmaps --raw ---- */
 
 /* A tiny model: 1 layer, 2 heads of size 8. */
 static int run_tiny(const char *out, int T, int steps, const char *extra1, const char *extra2) {
@@ -397,7 +343,7 @@ static int run_tiny(const char *out, int T, int steps, const char *extra1, const
     snprintf(st, sizeof st, "%d", steps);
     const char *args[32] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64",
                             "--vocab", "64", "--prompt-ids", ids, "--steps", st, "--out", out,
-                            "--heatmaps", "--quiet", extra1, extra2, NULL};
+                            "--heatmaps", "--raw", "--quiet", extra1, extra2, NULL};
     return run_kvscope(args, NULL, NULL);
 }
 
@@ -521,7 +467,7 @@ START_TEST(test_cli_plots_folder) {
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(plots, sizeof plots, "%s/new/parent/heat", dir);
     ck_assert_int_eq(run_tiny(out, 3, 1, "--plots", plots), 0);
-    ck_assert_int_eq(count_entries(plots), 7);
+    ck_assert_int_eq(count_entries(plots), 7 + 1); /* and the marker */
     snprintf(keep, sizeof keep, "%s/heatmaps", out);
     struct stat sb;
     ck_assert_int_ne(stat(keep, &sb), 0); /* not also in <out>/heatmaps */
@@ -531,9 +477,9 @@ START_TEST(test_cli_plots_folder) {
     fclose(f);
     const char *args[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "64",
                           "--prompt-ids", "1,2,3", "--steps", "2", "--out", out, "--plots", plots,
-                          "--heads-shown", "all", "--no-gif", "--quiet", NULL};
+                          "--heads-shown", "all", "--no-gif", "--raw", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2)); /* old.txt is gone */
+    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2) + 1); /* old.txt is gone */
     remove_tree(dir);
 }
 END_TEST
@@ -581,7 +527,7 @@ START_TEST(test_cli_disk_full) {
     ck_assert_int_eq(mkdir(small, 0755), 0);
     snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=200k tmpfs '%s' 2>/dev/null", small);
     if (system(cmd) != 0) {
-        fprintf(stderr, "check_heatmap: no tmpfs mount here: disk-full case not run\n");
+        TEST_SKIPPED("cannot mount a small tmpfs here (needs root): the disk-full case");
         remove_tree(dir);
         return;
     }
@@ -618,8 +564,8 @@ static int run_tiny_more(const char *out, int T, int steps, const char *const *m
     snprintf(st, sizeof st, "%d", steps);
     const char *args[32] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64",
                             "--vocab", "64", "--prompt-ids", ids, "--steps", st, "--out", out,
-                            "--heatmaps", "--quiet"};
-    int n = 19;
+                            "--heatmaps", "--raw", "--quiet"};
+    int n = 20;
     for (int i = 0; more[i] && n < 31; i++) args[n++] = more[i];
     args[n] = NULL;
     return run_kvscope(args, NULL, NULL);
@@ -708,19 +654,22 @@ START_TEST(test_cli_window_evicted_cells) {
     /* the slide version names the hatched cells */
     char cmd[1024], path[200];
     snprintf(cmd, sizeof cmd,
-             "gnuplot -e \"dir='%s'; step=6; layer=0; head=0; out='%s/hm'\" plots/heatmap.gp "
-             "2>%s/gp.err",
+             "KVSCOPE_KEEP_PDF=1 gnuplot -e \"dir='%s'; step=6; layer=0; head=0; out='%s/hm'\" "
+             "plots/heatmap.gp 2>%s/gp.err",
              out, dir, dir);
     ck_assert_msg(system(cmd) == 0, "%s", cmd);
     snprintf(path, sizeof path, "%s/gp.err", dir);
     char *err = read_file(path, NULL);
     ck_assert_msg(err && err[0] == '\0', "gnuplot said: %s", err ? err : "?");
     free(err);
-    snprintf(path, sizeof path, "%s/hm.svg", dir);
-    char *svg = read_file(path, NULL);
-    ck_assert_msg(svg && strstr(svg, "evicted: not in the cache") && strstr(svg, "hatched: key"),
+    /* the SVG's glyphs are outlines: read the words from the PDF they were drawn from */
+    snprintf(cmd, sizeof cmd, "pdftotext '%s/hm.pdf' '%s/hm.txt'", dir, dir);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    snprintf(path, sizeof path, "%s/hm.txt", dir);
+    char *txt = read_file(path, NULL);
+    ck_assert_msg(txt && strstr(txt, "evicted: not in the cache") && strstr(txt, "hatched: key"),
                   "no evicted key in %s", path);
-    free(svg);
+    free(txt);
     remove_tree(dir);
 }
 END_TEST
@@ -772,7 +721,8 @@ START_TEST(test_gnuplot_heatmap) {
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(out, sizeof out, "%s/out", dir);
     const char *args[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256",
-                          "--prompt", "a, b", "--steps", "2", "--out", out, "--quiet", NULL};
+                          "--prompt", "a, b", "--steps", "2", "--heads-shown", "0-1", "--out", out,
+                          "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
     const char *values[] = {"weight", "score"};
     for (int v = 0; v < 2; v++) {
@@ -803,23 +753,27 @@ END_TEST
 
 Suite *make_heatmap_suite(void) {
     Suite *s = suite_create("heatmap");
-    TCase *t = tcase_create("heatmap");
-    tcase_set_timeout(t, 60);
-    tcase_add_test(t, test_colormap_known_values);
-    tcase_add_test(t, test_png_roundtrip_and_errors);
-    tcase_add_test(t, test_synthetic_cells);
-    tcase_add_test(t, test_synthetic_gif);
-    tcase_add_test(t, test_synthetic_write_error);
-    tcase_add_loop_test(t, test_cli_dimensions, 0, 3);
-    tcase_add_test(t, test_cli_staircase_matches);
-    tcase_add_test(t, test_cli_deterministic);
-    tcase_add_test(t, test_cli_plots_folder);
-    tcase_add_test(t, test_cli_errors);
-    tcase_add_test(t, test_cli_disk_full);
-    tcase_add_test(t, test_gnuplot_heatmap);
-    tcase_add_test(t, test_cli_window_evicted_cells);
-    tcase_add_test(t, test_cli_article_bug_row);
-    tcase_add_test(t, test_cli_window_unused_same_bytes);
-    suite_add_tcase(s, t);
+    TCase *tc = tcase_create("heatmap");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_colormap_known_values);
+    tcase_add_test(tc, test_png_roundtrip_and_errors);
+    tcase_add_test(tc, test_synthetic_cells);
+    tcase_add_test(tc, test_synthetic_gif);
+    tcase_add_test(tc, test_synthetic_write_error);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("heatmap_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_cli_dimensions, 0, 3);
+    tcase_add_test(tc, test_cli_staircase_matches);
+    tcase_add_test(tc, test_cli_deterministic);
+    tcase_add_test(tc, test_cli_plots_folder);
+    tcase_add_test(tc, test_cli_errors);
+    tcase_add_test(tc, test_cli_disk_full);
+    tcase_add_test(tc, test_gnuplot_heatmap);
+    tcase_add_test(tc, test_cli_window_evicted_cells);
+    tcase_add_test(tc, test_cli_article_bug_row);
+    tcase_add_test(tc, test_cli_window_unused_same_bytes);
+    suite_add_tcase(s, tc);
     return s;
 }

@@ -233,19 +233,20 @@ END_TEST
 
 Suite *make_kvmem_suite(void) {
     Suite *s = suite_create("kvmem");
-    TCase *f = tcase_create("formula");
-    tcase_add_test(f, gpt2_small_1024_fp16);
-    tcase_add_test(f, llama2_7b_2048_fp16_is_one_gib);
-    tcase_add_test(f, presets_match_the_configs);
-    tcase_add_test(f, gqa_shrinks_by_heads_over_kv_heads);
-    tcase_add_test(f, dtypes_and_batch);
-    tcase_add_test(f, bad_shapes_and_overflow);
-    suite_add_tcase(s, f);
-    TCase *c = tcase_create("cli");
-    tcase_set_timeout(c, 30);
-    tcase_add_test(c, cli_prints_exact_bytes);
-    tcase_add_test(c, cli_bad_flags_exit_2);
-    tcase_add_test(c, cli_out_sweep);
-    suite_add_tcase(s, c);
+    TCase *tc = tcase_create("formula");
+    tcase_add_test(tc, gpt2_small_1024_fp16);
+    tcase_add_test(tc, llama2_7b_2048_fp16_is_one_gib);
+    tcase_add_test(tc, presets_match_the_configs);
+    tcase_add_test(tc, gqa_shrinks_by_heads_over_kv_heads);
+    tcase_add_test(tc, dtypes_and_batch);
+    tcase_add_test(tc, bad_shapes_and_overflow);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, cli_prints_exact_bytes);
+    tcase_add_test(tc, cli_bad_flags_exit_2);
+    tcase_add_test(tc, cli_out_sweep);
+    suite_add_tcase(s, tc);
     return s;
 }

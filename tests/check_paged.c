@@ -211,6 +211,10 @@ Suite *make_paged_suite(void) {
     tcase_add_test(tc, test_blocks_taken_only_when_full);
     tcase_add_test(tc, test_check_catches_bad_books);
     tcase_add_test(tc, test_paged_logits_equal_contiguous);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("paged_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cli_memory_columns);
     suite_add_tcase(s, tc);
     return s;

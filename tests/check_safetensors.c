@@ -399,6 +399,7 @@ START_TEST(test_folder_rejections) {
          " \"activation_function\": \"relu\"}", "\"activation_function\" is not supported"},
         {"{\"n_layer\": 2, \"n_layer\": 2, \"n_head\": 2, \"n_embd\": 8, \"n_positions\": 16, \"vocab_size\": 256}",
          "duplicate"},
+        {"\"n\\\n", "invalid JSON"}, /* jansson echoes the newline: still one line */
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         f = fopen(path, "w");
@@ -416,6 +417,75 @@ START_TEST(test_folder_rejections) {
 }
 END_TEST
 
+/* Set n floats of tensor name, from element index on, to v, in place in the file. */
+static void poke(const char *m, const char *name, size_t index, size_t n, float v) {
+    char path[160], err[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", m);
+    SafeTensors st;
+    ck_assert_msg(st_open(&st, path, err, sizeof err) == 0, "%s", err);
+    const StTensor *t = st_find(&st, name);
+    ck_assert_ptr_nonnull(t);
+    ck_assert(t->dtype == ST_F32 && index + n <= t->numel);
+    long off = (long)((const unsigned char *)st.data - (const unsigned char *)st.map + t->begin + 4 * index);
+    st_close(&st);
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char b[4];
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        for (int k = 0; k < 4; k++) b[k] = (unsigned char)(u >> (8 * k));
+        ck_assert_int_eq(fseek(f, off + 4 * (long)i, SEEK_SET), 0);
+        ck_assert_int_eq(fwrite(b, 1, 4, f), 4);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A NaN or an infinity in the weights is refused at load, with the tensor and the
+ * first bad element; the untouched file loads. */
+START_TEST(test_nonfinite_weights) {
+    char dir[64], m[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    static const struct { const char *name; size_t index; float v; const char *want; } cases[] = {
+        {"h.1.mlp.c_fc.bias", 5, NAN, "tensor \"h.1.mlp.c_fc.bias\": non-finite value nan at index 5"},
+        {"h.0.attn.c_attn.weight", 30, INFINITY,
+         "tensor \"h.0.attn.c_attn.weight\": non-finite value inf at index 30 ([1, 6])"},
+        {"wte.weight", 8 * 256 - 1, -INFINITY, "\"wte.weight\": non-finite value -inf at index 2047 ([255, 7])"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        export_tiny(dir, m, sizeof m);
+        poke(m, cases[i].name, cases[i].index, 1, cases[i].v);
+        expect_cli_bad(dir, m, cases[i].want);
+        remove_tree(m);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* Finite weights whose numbers overflow float32 give non-finite logits: run stops with
+ * a line saying so, and verify says "non-finite logits" instead of blaming the cache. */
+START_TEST(test_nonfinite_logits) {
+    char dir[64], m[128], ep[160], op[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    export_tiny(dir, m, sizeof m);
+    poke(m, "ln_f.weight", 0, 8, 3e38f); /* the normalized rows (about ±1) times 3e38 */
+    expect_cli_bad(dir, m, "non-finite logits at the prefill");
+    snprintf(ep, sizeof ep, "%s/err.txt", dir);
+    snprintf(op, sizeof op, "%s/out.txt", dir);
+    const char *args[] = {"verify", "--model", m, "--steps", "2", NULL};
+    ck_assert_int_eq(run_kvscope(args, op, ep), 2);
+    char *e = read_file(ep, NULL), *o = read_file(op, NULL);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_msg(strstr(e, "kvscope: non-finite logits at the prefill (cached run)") &&
+                      strchr(e, '\n') == e + strlen(e) - 1, "%s", e);
+    ck_assert_msg(!strstr(o, "MISMATCH"), "%s", o);
+    free(e);
+    free(o);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_safetensors_suite(void) {
     Suite *s = suite_create("safetensors");
     TCase *tc = tcase_create("reader");
@@ -426,9 +496,15 @@ Suite *make_safetensors_suite(void) {
     suite_add_tcase(s, tc);
     tc = tcase_create("folders");
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_nonfinite_weights);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("folders_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_export_load_identical);
     tcase_add_test(tc, test_folder_variants);
     tcase_add_test(tc, test_folder_rejections);
+    tcase_add_test(tc, test_nonfinite_logits);
     suite_add_tcase(s, tc);
     return s;
 }

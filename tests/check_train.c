@@ -357,7 +357,7 @@ END_TEST
 
 START_TEST(test_threads_same_bytes) {
 #ifndef _OPENMP
-    printf("check_train: skipped: 1 vs 2 threads needs the OpenMP build (make OMP=1 check)\n");
+    TEST_SKIPPED("1 vs 2 threads (built without OpenMP: make OMP=1 test)");
 #else
     char dir[64];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
@@ -497,8 +497,8 @@ START_TEST(test_cli_outputs) {
 }
 END_TEST
 
-/* Start kvscope with args, wait for its first line of output, send SIGINT: exit status. */
-static int interrupt_after_first_line(const char *const *args) {
+/* Start kvscope with args, wait for its first line of output, send sig: exit status. */
+static int interrupt_after_first_line(const char *const *args, int sig) {
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
     fflush(NULL);
@@ -520,7 +520,7 @@ static int interrupt_after_first_line(const char *const *args) {
     close(fd[1]);
     char c;
     while (read(fd[0], &c, 1) == 1 && c != '\n') {}
-    kill(pid, SIGINT);
+    kill(pid, sig);
     while (read(fd[0], &c, 1) == 1) {}
     close(fd[0]);
     int st;
@@ -547,7 +547,7 @@ START_TEST(test_cli_sigint_resume) {
     tiny_args(args, corpus, b, "30");
     args[n - 1] = "--eval-every", args[n] = "1", args[n + 1] = NULL; /* in place of --quiet */
     n += 1; /* at the NULL */
-    ck_assert_int_eq(interrupt_after_first_line(args), 130);
+    ck_assert_int_eq(interrupt_after_first_line(args, SIGINT), 130);
     ck_assert_msg(exists(ckpt), "Ctrl-C left no checkpoint");
     ck_assert_msg(!exists(b), "Ctrl-C left an output folder");
     args[n] = "--resume", args[n + 1] = "--quiet", args[n + 2] = NULL;
@@ -558,6 +558,27 @@ START_TEST(test_cli_sigint_resume) {
     snprintf(fa, sizeof fa, "%s/train_log.csv", a);
     snprintf(fb, sizeof fb, "%s/train_log.csv", b);
     ck_assert_msg(files_equal(fa, fb), "train_log.csv differs after resuming");
+    remove_tree(dir);
+}
+END_TEST
+
+/* SIGTERM stops a run as Ctrl-C does, with the signal's own status (128 + 15). */
+START_TEST(test_cli_sigterm) {
+    char dir[64], corpus[128], out[128], ckpt[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/t", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/t.ckpt", dir);
+    const char *args[40];
+    tiny_args(args, corpus, out, "30");
+    int n = 0;
+    while (args[n]) n++;
+    args[n - 1] = "--eval-every", args[n] = "1", args[n + 1] = NULL; /* progress lines */
+    ck_assert_int_eq(interrupt_after_first_line(args, SIGTERM), 143);
+    ck_assert_msg(exists(ckpt), "SIGTERM left no checkpoint");
+    ck_assert_msg(!exists(out), "SIGTERM left an output folder");
+    ck_assert_int_eq(count_entries(dir), 2); /* the corpus and the checkpoint: nothing temporary */
     remove_tree(dir);
 }
 END_TEST
@@ -622,6 +643,8 @@ static const struct { const char *corpus, *opt, *val, *expect; } bad_cases[] = {
     {"ok", "--batch", "x", "--batch expects a whole number: x"},
     {"ok", "--resume", NULL, "--resume"},
     {"ok", "--lr", "1e30", "not finite at step"},
+    {"ok", "--checkpoint", "OUT/c.ckpt", "--out would replace --checkpoint's"},
+    {"ok", "--warmup", "12", "--warmup must be below --steps: 12"},
 };
 
 START_TEST(test_cli_bad_input) {
@@ -639,7 +662,13 @@ START_TEST(test_cli_bad_input) {
     int n = 0;
     while (args[n]) n++;
     if (bad_cases[_i].opt) args[n++] = bad_cases[_i].opt;
-    if (bad_cases[_i].val) args[n++] = bad_cases[_i].val;
+    char val[200];
+    if (bad_cases[_i].val) { /* OUT: the output folder */
+        const char *v = bad_cases[_i].val;
+        if (strncmp(v, "OUT/", 4) == 0) snprintf(val, sizeof val, "%s/%s", out, v + 4);
+        else snprintf(val, sizeof val, "%s", v);
+        args[n++] = val;
+    }
     if (strcmp(bad_cases[_i].opt ? bad_cases[_i].opt : "", "--lr") == 0)
         args[n++] = "--clip", args[n++] = "0", args[n++] = "--checkpoint-every", args[n++] = "2";
     args[n] = NULL;
@@ -710,9 +739,11 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_resume_same_bytes);
     suite_add_tcase(s, t);
     t = tcase_create("command");
+    tcase_set_tags(t, "bin"); /* runs bin/kvscope: not in make test */
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_cli_outputs);
     tcase_add_test(t, test_cli_sigint_resume);
+    tcase_add_test(t, test_cli_sigterm);
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

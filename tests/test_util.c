@@ -1,6 +1,8 @@
 /* test_util.c — see testutil.h. */
 #include <dirent.h>
+#include <limits.h>
 #include <fcntl.h>
+#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,13 @@
 #include <unistd.h>
 
 #include "testutil.h"
+
+void test_skipped(const char *file, const char *test, const char *why) {
+    const char *base = strrchr(file, '/');
+    size_t n = strlen(test);
+    if (n > 3 && strcmp(test + n - 3, "_fn") == 0) n -= 3; /* Check's START_TEST adds it */
+    fprintf(stderr, "%s: %.*s: skipped: %s\n", base ? base + 1 : file, (int)n, test, why);
+}
 
 Config tiny_config(int L, int NH, int C, int N, int V) {
     Config c = config_default();
@@ -19,10 +28,13 @@ Config tiny_config(int L, int NH, int C, int N, int V) {
     return c;
 }
 
-int run_kvscope(const char *const *args, const char *out_path, const char *err_path) {
+int run_kvscope_at(const char *cwd, const char *home, const char *const *args, const char *out_path,
+                   const char *err_path) {
+    char bin[4096];
     const char *argv[64];
     int n = 0;
-    argv[n++] = KVSCOPE_BIN;
+    if (!realpath(KVSCOPE_BIN, bin)) return -1; /* before a chdir makes it unreachable */
+    argv[n++] = bin;
     for (; args[n - 1] && n < 63; n++) argv[n] = args[n - 1];
     argv[n] = NULL;
     fflush(NULL);
@@ -33,12 +45,24 @@ int run_kvscope(const char *const *args, const char *out_path, const char *err_p
         int e = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (o >= 0) dup2(o, 1);
         if (e >= 0) dup2(e, 2);
+        if ((cwd && chdir(cwd) != 0) || (home && setenv("HOME", home, 1) != 0)) _exit(126);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     int st;
     if (waitpid(pid, &st, 0) < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int run_kvscope(const char *const *args, const char *out_path, const char *err_path) {
+    return run_kvscope_at(NULL, NULL, args, out_path, err_path);
+}
+
+int write_text_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    int bad = fputs(text, f) < 0;
+    return (fclose(f) != 0 || bad) ? -1 : 0;
 }
 
 const char *make_temp_dir(char *buf, size_t size) {
@@ -91,3 +115,50 @@ int count_entries(const char *dir) {
     closedir(d);
     return n;
 }
+
+int png_load(const char *path, Png *p) {
+    memset(p, 0, sizeof *p);
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    png_bytep *volatile rows = NULL;
+    if (!info || setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct(&png, &info, NULL);
+        free(rows);
+        free(p->px);
+        p->px = NULL;
+        fclose(f);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_read_info(png, info);
+    if (png_get_color_type(png, info) != PNG_COLOR_TYPE_RGB || png_get_bit_depth(png, info) != 8)
+        png_error(png, "not 8-bit RGB");
+    p->w = (int)png_get_image_width(png, info);
+    p->h = (int)png_get_image_height(png, info);
+    p->px = malloc((size_t)p->w * p->h * 3);
+    rows = malloc((size_t)p->h * sizeof *rows);
+    if (!p->px || !rows) png_error(png, "out of memory");
+    for (int y = 0; y < p->h; y++) rows[y] = p->px + (size_t)y * p->w * 3;
+    png_read_image(png, rows);
+    png_read_end(png, info);
+    png_textp text;
+    int nt = 0;
+    png_get_text(png, info, &text, &nt);
+    for (int i = 0; i < nt; i++) {
+        char *dst = strcmp(text[i].key, "Title") == 0         ? p->title
+                    : strcmp(text[i].key, "Software") == 0    ? p->software
+                    : strcmp(text[i].key, "Description") == 0 ? p->desc
+                                                              : NULL;
+        size_t size = dst == p->software ? sizeof p->software
+                      : dst == p->title  ? sizeof p->title
+                                         : sizeof p->desc;
+        if (dst) snprintf(dst, size, "%s", text[i].text);
+    }
+    png_destroy_read_struct(&png, &info, NULL);
+    free(rows);
+    fclose(f);
+    return 0;
+}
+

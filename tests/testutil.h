@@ -11,12 +11,23 @@
 #define KVSCOPE_BIN "bin/kvscope"
 #endif
 
+/* A test that could not run a case says so, on stderr, in one form for every suite:
+ * "check_kernels.c: test_matmul_exact: skipped: avx512 (CPU lacks it)". */
+void test_skipped(const char *file, const char *test, const char *why);
+#define TEST_SKIPPED(why) test_skipped(__FILE__, __func__, (why))
+
 /* A small config: L layers, NH heads, C width, context N, vocabulary V. */
 Config tiny_config(int L, int NH, int C, int N, int V);
 
 /* Run KVSCOPE_BIN with args (NULL-terminated), stdout and stderr to the files
  * given (NULL: /dev/null). Returns the exit status, or -1 if it did not exit. */
 int run_kvscope(const char *const *args, const char *out_path, const char *err_path);
+
+/* The same in folder cwd (NULL: this one) with HOME=home (NULL: unchanged). */
+int run_kvscope_at(const char *cwd, const char *home, const char *const *args, const char *out_path,
+                   const char *err_path);
+/* Write text to path (created or truncated); 0 or -1. */
+int write_text_file(const char *path, const char *text);
 
 /* A fresh empty folder under /tmp; returns its path in buf. */
 const char *make_temp_dir(char *buf, size_t size);
@@ -26,5 +37,14 @@ int files_equal(const char *a, const char *b);
 char *read_file(const char *path, size_t *len);
 /* Number of entries in a folder other than . and .. (-1 on error). */
 int count_entries(const char *dir);
+
+/* A PNG read back: 8-bit RGB pixels and its text chunks. */
+typedef struct {
+    int w, h;
+    unsigned char *px; /* RGB, malloc'ed */
+    char title[256], software[64], desc[1024];
+} Png;
+/* 0, or -1 if path is not an 8-bit RGB PNG. */
+int png_load(const char *path, Png *p);
 
 #endif

@@ -10,6 +10,14 @@
  *                             128/256/512/1024 cached tokens (recompute: once, it is slow)
  *   bench_kvscope triad       STREAM-style triad a = b + s·c over 3 × 128 MiB, GB/s, and
  *                             the read-only bandwidth over the same 384 MiB
+ *   bench_kvscope peak        the FMA peak, GFLOP/s: a loop of independent vector FMAs on
+ *                             registers only, per vector level the CPU has, on every thread
+ *   bench_kvscope steps LEVEL WEIGHTS   GPT-2 small prefill 128/512 and decode at 128/512/1024
+ *                             cached on kernel level LEVEL (avx2, avx512) with WEIGHTS (fp32,
+ *                             fp16, bf16), each step split into matmuls, attention, rest
+ *   bench_kvscope record DIR  GPT-2 small prefill 512 writing the whole attention.csv (every
+ *                             layer and head) into DIR, and prefill 128 with run's default
+ *                             recording (layers 0 and 11, head 0): MB/s and the hooks' share
  *
  * Threads: OMP_NUM_THREADS (the script sets it). Weights are the built-in seeded ones;
  * the cache is filled with seeded values instead of a long prefill (a decode step's
@@ -31,6 +39,8 @@
 #include "kernels.h"
 #include "kvcache.h"
 #include "model.h"
+#include "record_csv.h"
+#include "select.h"
 #include "sysinfo.h"
 
 /* Seconds of CPU time used by this process (all threads): with 1 thread a measure
@@ -117,7 +127,7 @@ static void fill_cache(Bench *b, int p) {
  * *flops gets the engine's count. */
 static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
     FlopCount f = {0};
-    StepLabel lb = {PHASE_PREFILL, 0, hooks};
+    StepLabel lb = {.phase = PHASE_PREFILL, .step = 0, .hooks = hooks};
     kvcache_reset(&b->c);
     double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, b->tokens, T, b->logits, &lb, &f) != 0) die("forward");
@@ -130,7 +140,7 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
 /* Seconds of one decode step with p tokens cached (fill_cache(p) first); the cache
  * is put back to p tokens afterwards so the same step can be timed again. */
 static double time_decode(Bench *b, int p, int with_logits, Hooks *hooks) {
-    StepLabel lb = {PHASE_DECODE, 1, hooks};
+    StepLabel lb = {.phase = PHASE_DECODE, .step = 1, .hooks = hooks};
     double c0 = cpu_seconds(), t0 = now_seconds();
     if (model_forward(&b->m, &b->c, &b->tokens[p], 1, with_logits ? b->logits : NULL, &lb, NULL))
         die("forward");
@@ -320,13 +330,192 @@ static void run_triad(void) {
     free(c);
 }
 
+/* ---- where the time goes ---------------------------------------------------- */
+
+/* Prints key_{matmul,attention,hooks,rest}_ms of the times t over reps calls. */
+static void print_split(const char *key, const StepTimes *t, int reps) {
+    const double k = 1e3 / reps;
+    printf("%s_matmul_ms,%.4f\n%s_attention_ms,%.4f\n%s_hooks_ms,%.4f\n%s_rest_ms,%.4f\n", key,
+           k * t->matmul, key, k * t->attention, key, k * t->hooks, key,
+           k * (t->total - t->matmul - t->attention - t->hooks));
+}
+
+/* Bytes a decode step reads when its matrices are halves (wte included: the lm_head). */
+static double decode_bytes_half(const Config *cfg, int p) {
+    double C = cfg->C, L = cfg->L;
+    return 2.0 * (L * 12 * C * C + (double)cfg->V * C) + 4.0 * (L * 13 * C + 2 * C) +
+           4.0 * 2.0 * L * (p + 1) * C;
+}
+
+static void run_steps(const char *level, const char *weights) {
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    KernDtype dt;
+    if (model_dtype_parse(weights, &dt)) die("weights: fp32, fp16 or bf16");
+    KernLevel lv = strcmp(level, "avx512") == 0 ? KERN_AVX512 : KERN_AVX2;
+    if (strcmp(level, "avx2") != 0 && strcmp(level, "avx512") != 0) die("level: avx2 or avx512");
+    if (!kern_supported(lv)) { /* said, not measured: the script prints n/a */
+        printf("unsupported,%s\n", level);
+        return;
+    }
+    Bench b;
+    bench_init(&b, &cfg);
+    if (model_set_weights(&b.m, dt) != 0) die("out of memory (half weights)");
+    b.m.kern = lv;
+    header(&cfg);
+    static const int Tp[] = {128, 512};
+    for (int i = 0; i < 2; i++) {
+        const int reps = Tp[i] > 128 ? 1 : 3;
+        uint64_t fl = 0;
+        StepTimes t = {0};
+        time_prefill(&b, Tp[i], NULL, NULL); /* warm-up */
+        b.m.times = &t;
+        double cpu, ms = prefill_ms(&b, Tp[i], NULL, reps, &fl, &cpu);
+        b.m.times = NULL;
+        char key[32];
+        snprintf(key, sizeof key, "prefill_%d", Tp[i]);
+        printf("%s_ms,%.4f\n%s_cpu_ms,%.4f\n%s_flops,%llu\n", key, ms, key, cpu, key,
+               (unsigned long long)fl);
+        print_split(key, &t, reps + 1); /* prefill_ms runs one more, as its own warm-up */
+    }
+    static const int P[] = {128, 512, 1024};
+    for (int i = 0; i < 3; i++) {
+        fill_cache(&b, P[i]);
+        StepTimes t = {0};
+        b.m.times = &t;
+        double cpu, ms = decode_ms(&b, P[i], 1, NULL, 5, &cpu);
+        b.m.times = NULL;
+        char key[32];
+        snprintf(key, sizeof key, "decode_%d", P[i]);
+        printf("%s_ms,%.4f\n%s_cpu_ms,%.4f\n%s_bytes,%.0f\n", key, ms, key, cpu, key,
+               dt == KERN_FP32 ? decode_bytes(&cfg, P[i], 1) : decode_bytes_half(&cfg, P[i]));
+        print_split(key, &t, 6);
+    }
+    bench_free(&b);
+}
+
+/* Prefill of T tokens with a CSV recorder on hooks h: writes into dir. *bytes gets the
+ * size of attention.csv. */
+static void recorded_prefill(Bench *b, int T, const char *dir, const char *layers,
+                             const char *heads, StepTimes *t, long *bytes) {
+    Selection ls, hs;
+    if (select_parse(&ls, layers, b->m.cfg.L) || select_parse(&hs, heads, b->m.cfg.NH))
+        die("selection");
+    CsvRecorder rec;
+    Hooks h;
+    hooks_init(&h);
+    if (csv_recorder_open(&rec, dir, REC_DEFAULT & ~(unsigned)REC_TIMING, &ls, &hs) ||
+        csv_recorder_attach(&rec, &h))
+        die("recorder (is DIR a folder?)");
+    b->m.times = t;
+    time_prefill(b, T, &h, NULL);
+    b->m.times = NULL;
+    if (csv_recorder_close(&rec) != 0) die("recorder: write failed");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/attention.csv", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0) die("attention.csv");
+    *bytes = ftell(f);
+    fclose(f);
+}
+
+static void run_record(const char *dir) {
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    Bench b;
+    bench_init(&b, &cfg);
+    header(&cfg);
+    StepTimes t = {0}, t0 = {0};
+    long bytes = 0;
+    recorded_prefill(&b, 512, dir, "all", "all", &t, &bytes);
+    printf("record_all_512_bytes,%ld\nrecord_all_512_hooks_ms,%.4f\nrecord_all_512_ms,%.4f\n"
+           "record_all_512_mbs,%.3f\n", bytes, 1e3 * t.hooks, 1e3 * t.total,
+           bytes / (t.hooks * 1e6));
+    /* run's default: layers 0 and L-1, head 0; against the same prefill unrecorded */
+    for (int r = 0; r < 3; r++) {
+        recorded_prefill(&b, 128, dir, "0,11", "0", &t0, &bytes);
+        b.m.times = &t;
+        memset(&t, 0, sizeof t);
+        time_prefill(&b, 128, NULL, NULL);
+        b.m.times = NULL;
+    }
+    printf("record_default_128_bytes,%ld\nrecord_default_128_hooks_ms,%.4f\n"
+           "record_default_128_ms,%.4f\n", bytes, 1e3 * t0.hooks / 3, 1e3 * t0.total / 3);
+    bench_free(&b);
+}
+
+/* ---- the FMA peak: independent FMAs on registers, no memory ------------------ */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define PEAK_ACC(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+/* 12 chains of 2 FMAs per iteration: enough in flight for 2 FMA units of latency 4..6.
+ * Returns the FLOPs done (+ 1 if a lane came out as 12345, which keeps the sums). */
+#define PEAK_LOOP(vec, set1, fmadd, lanes)                                                  \
+    PEAK_ACC(PEAK_DECL)                                                                     \
+    const vec m = set1(0.999f), c = set1(1e-3f);                                            \
+    for (long k = 0; k < iters; k++) { PEAK_ACC(PEAK_STEP) PEAK_ACC(PEAK_STEP) }            \
+    vec s = a0;                                                                             \
+    PEAK_ACC(PEAK_SUM)                                                                      \
+    float f[lanes];                                                                         \
+    memcpy(f, &s, sizeof f);                                                                \
+    return 24.0 * lanes * 2 * (double)iters + (f[0] == 12345.0f);
+__attribute__((target("avx2,fma"))) static double peak_avx2(long iters) {
+#define PEAK_DECL(i) __m256 a##i = _mm256_set1_ps((float)(i) * 1e-3f);
+#define PEAK_STEP(i) a##i = _mm256_fmadd_ps(a##i, m, c);
+#define PEAK_SUM(i) s = _mm256_fmadd_ps(s, m, a##i);
+    PEAK_LOOP(__m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
+#undef PEAK_DECL
+#undef PEAK_STEP
+#undef PEAK_SUM
+}
+__attribute__((target("avx512f"))) static double peak_avx512(long iters) {
+#define PEAK_DECL(i) __m512 a##i = _mm512_set1_ps((float)(i) * 1e-3f);
+#define PEAK_STEP(i) a##i = _mm512_fmadd_ps(a##i, m, c);
+#define PEAK_SUM(i) s = _mm512_fmadd_ps(s, m, a##i);
+    PEAK_LOOP(__m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
+#undef PEAK_DECL
+#undef PEAK_STEP
+#undef PEAK_SUM
+}
+#define HAVE_PEAK 1
+#else
+#define HAVE_PEAK 0
+#endif
+
+static void run_peak(void) {
+    printf("threads,%d\n", kern_threads());
+#if HAVE_PEAK
+    static const char *names[] = {"avx2", "avx512"};
+    for (int lv = 0; lv < 2; lv++) {
+        if (!kern_supported(lv ? KERN_AVX512 : KERN_AVX2)) continue;
+        double best = 0.0, best_cpu = 0.0;
+        for (int r = 0; r < 5; r++) {
+            double flops = 0.0, t0 = now_seconds(), c0 = cpu_seconds();
+#ifdef _OPENMP
+#pragma omp parallel reduction(+ : flops)
+#endif
+            flops += lv ? peak_avx512(20000000) : peak_avx2(20000000);
+            const double g = flops / ((now_seconds() - t0) * 1e9),
+                         gc = flops / ((cpu_seconds() - c0) * 1e9) * kern_threads();
+            if (g > best) best = g;
+            if (gc > best_cpu) best_cpu = gc;
+        }
+        /* cpu: per CPU second of each thread, what the machine gives a thread it runs */
+        printf("peak_%s_gflops,%.3f\npeak_%s_cpu_gflops,%.3f\n", names[lv], best, names[lv],
+               best_cpu);
+    }
+#endif
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "gpt2") == 0) run_gpt2();
     else if (argc >= 3 && strcmp(argv[1], "small") == 0)
         run_small(atoi(argv[2]), argc < 4 || strcmp(argv[3], "--no-recompute") != 0);
     else if (argc >= 2 && strcmp(argv[1], "triad") == 0) run_triad();
+    else if (argc >= 2 && strcmp(argv[1], "peak") == 0) run_peak();
+    else if (argc >= 4 && strcmp(argv[1], "steps") == 0) run_steps(argv[2], argv[3]);
+    else if (argc >= 3 && strcmp(argv[1], "record") == 0) run_record(argv[2]);
     else {
-        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad\n");
+        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad | peak | "
+                        "steps avx2|avx512 fp32|fp16|bf16 | record DIR\n");
         return 2;
     }
     return fflush(stdout) == 0 ? 0 : 1;

@@ -1,7 +1,10 @@
 # make bench — the speed benchmark: tests/bench/bench.c (the C harness) driven by
 # tests/bench/bench.py, which also times PyTorch (Debian's python3-torch, installed
-# here, not by the default build) and OpenBLAS, and prints one table. Measured, not
-# tested: nothing it prints is committed. BENCH_ARGS=--quick runs fewer rounds.
+# here, not by the default build) and OpenBLAS, and prints the tables. Measured, not
+# tested: nothing it prints is committed. BENCH_ARGS=--quick runs one round. Optional,
+# side by side: LLAMA_BENCH=path/to/llama-bench with LLAMA_MODEL_F32=… LLAMA_MODEL_F16=…
+# (GGUF files of GPT-2 small's shapes), or GGML_GPT2=path/to/gpt-2-backend with
+# GGML_MODEL_F32=… GGML_MODEL_F16=… (see tests/bench/bench.py).
 BENCH_BIN := $(B)/bench_kvscope
 
 $(BENCH_BIN): tests/bench/bench.c $(LIB)
@@ -12,6 +15,6 @@ $(BENCH_BIN): tests/bench/bench.c $(LIB)
 bench:
 	@$(MAKE) --no-print-directory OMP=1 B=build/bench BIN=build/bench/kvscope bench-run bench-train-run
 
-bench-run: $(BENCH_BIN)
+bench-run: $(BENCH_BIN) $(BIN)
 	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0
-	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) $(BENCH_ARGS)
+	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) --kvscope $(BIN) $(BENCH_ARGS)

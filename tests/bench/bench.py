@@ -3,9 +3,19 @@
 
 Runs, in interleaved rounds, each in its own process with its thread count pinned:
   - bench_kvscope gpt2         kvscope at GPT-2 small shapes (tests/bench/bench.c)
+  - bench_kvscope steps L W    the same on kernel level L (avx512, avx2) with weights W
+                               (fp32, fp16, bf16), each step split into matmuls, attention
+                               and the rest
+  - bench_kvscope peak         the FMA peak per vector level (machine limit)
   - this script's `torch`      the same computation in PyTorch on the CPU
   - this script's `sgemm`      OpenBLAS cblas_sgemm on the prefill shapes (machine limit)
   - bench_kvscope triad        STREAM-style triad and read-only bandwidth (machine limits)
+  - bench_kvscope record DIR   the recording's own speed (attention.csv MB/s), and
+    `kvscope run` at 128 tokens with its default recording against --record timing
+  - optional, when given: llama.cpp's llama-bench (LLAMA_BENCH, with LLAMA_MODEL_F32 and
+    LLAMA_MODEL_F16, GGUF files of GPT-2 small's shapes) or ggml's GPT-2 example
+    (GGML_GPT2, the gpt-2-backend binary, with GGML_MODEL_F32 and GGML_MODEL_F16, and the
+    lm_head on the last position only, as kvscope): the same shapes, threads, rounds
 then prints medians over the rounds with min-max, as markdown tables.
 
 The PyTorch model is GPT-2 written with torch ops as Hugging Face computes it
@@ -13,14 +23,17 @@ The PyTorch model is GPT-2 written with torch ops as Hugging Face computes it
 its KV cache is preallocated and sliced (faster than HF's torch.cat). Like kvscope,
 the lm_head runs on the last position only.
 
-usage: bench.py --bin BENCH_BIN [--rounds R] [--quick]
+usage: bench.py --bin BENCH_BIN --kvscope KVSCOPE_BIN [--rounds R] [--quick]
        bench.py torch THREADS | sgemm THREADS      (one round, key,value lines)
 """
+import csv
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 C, NH, L, V, N = 768, 12, 12, 50257, 1025
@@ -140,6 +153,74 @@ def sgemm_round(threads):
     return out
 
 
+# ---- kvscope run: default recording against --record timing ---------------
+
+def run_round(kvscope, threads, work):
+    """Seconds in the timed steps (timing.csv) of `kvscope run` at GPT-2 small's shapes,
+    a 128-token prompt and 8 decode steps: with the default recording, and with timing only."""
+    ids = ",".join(str((i * 2654435761) % V) for i in range(128))
+    out = {"threads": threads}
+    for tag, rec in (("default", []), ("timing", ["--record", "timing"])):
+        d = os.path.join(work, tag)
+        cmd = [kvscope, "run", "--layers", str(L), "--vocab", str(V), "--prompt-ids", ids,
+               "--steps", "8", "--out", d, "--quiet"] + rec
+        r = subprocess.run(cmd, env=env_for(threads), stdout=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[:2])} failed ({r.returncode})")
+        with open(os.path.join(d, "timing.csv")) as f:
+            out[f"run_{tag}_s"] = sum(float(row["seconds"]) for row in csv.DictReader(f))
+        if tag == "default":
+            out["run_default_bytes"] = float(sum(os.path.getsize(os.path.join(d, x))
+                                                 for x in os.listdir(d)))
+    return out
+
+
+# ---- llama.cpp / ggml, when given --------------------------------------------
+
+def llama_round(threads):
+    """llama-bench: prompt processing 128 and 512 tokens, 16 generated, per model."""
+    out = {"threads": threads}
+    for wt in ("F32", "F16"):
+        model = os.environ.get(f"LLAMA_MODEL_{wt}")
+        if not model:
+            continue
+        cmd = [os.environ["LLAMA_BENCH"], "-m", model, "-p", "128,512", "-n", "16", "-t",
+               str(threads), "-r", "3", "-o", "csv"]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"llama-bench failed ({r.returncode})")
+        for row in csv.DictReader(r.stdout.splitlines()):
+            ts = float(row["avg_ts"])  # tokens per second
+            if int(row["n_prompt"]) > 0:
+                out[f"{wt}_prefill_{row['n_prompt']}_ms"] = 1e3 * int(row["n_prompt"]) / ts
+            else:
+                out[f"{wt}_decode_ms"] = 1e3 / ts
+    return out
+
+
+def ggml_round(threads):
+    """ggml's GPT-2 example: one prompt of 128 and of 512 tokens, 16 decode steps."""
+    out = {"threads": threads}
+    for wt in ("F32", "F16"):
+        model = os.environ.get(f"GGML_MODEL_{wt}")
+        if not model:
+            continue
+        for T in PREFILL:
+            cmd = [os.environ["GGML_GPT2"], "-m", model, "-t", str(threads), "-b", str(T),
+                   "-n", "16", "--ignore-eos", "-p", "a" * T]
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               errors="replace")
+            if r.returncode != 0:
+                raise RuntimeError(f"gpt-2-backend failed ({r.returncode})")
+            for line in r.stdout.splitlines():
+                f = line.split(",")
+                if f[0] == "bench" and f[1] == "prefill_ms" and int(f[4]) == T:
+                    out[f"{wt}_prefill_{T}_ms"] = float(f[2])
+                if f[0] == "bench" and f[1] == "decode_ms_per_token" and T == PREFILL[0]:
+                    out[f"{wt}_decode_ms"] = float(f[2])
+    return out
+
+
 # ---- the driver ------------------------------------------------------------
 
 def parse(text):
@@ -201,13 +282,15 @@ class Stats:
 
 def main():
     args = sys.argv[1:]
-    if args and args[0] in ("torch", "sgemm"):
-        d = (torch_round if args[0] == "torch" else sgemm_round)(int(args[1]))
+    if args and args[0] in ("torch", "sgemm", "llama", "ggml"):
+        d = {"torch": torch_round, "sgemm": sgemm_round, "llama": llama_round,
+             "ggml": ggml_round}[args[0]](int(args[1]))
         for k, v in d.items():
             print(f"{k},{v}")
         return 0
     binp = args[args.index("--bin") + 1]
-    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 5
+    kvscope = args[args.index("--kvscope") + 1] if "--kvscope" in args else None
+    rounds = int(args[args.index("--rounds") + 1]) if "--rounds" in args else 3
     quick = "--quick" in args
     if quick:
         rounds = 1
@@ -218,21 +301,42 @@ def main():
         have_torch = False
         print("bench: PyTorch is not importable: its columns say n/a", file=sys.stderr)
     me = [sys.executable, os.path.abspath(__file__)]
+    other = ("llama" if os.environ.get("LLAMA_BENCH") else
+             "ggml" if os.environ.get("GGML_GPT2") else None)
     load0 = os.getloadavg()
     S = Stats()
+    S.other = other
     t_start = time.time()
-    for r in range(rounds):
-        for t in (1, 2):
-            jobs = [("kv", [binp, "gpt2"]), ("blas", me + ["sgemm", str(t)]),
-                    ("mem", [binp, "triad"])]
-            if have_torch:
-                jobs.insert(1 if r % 2 == 0 else 0, ("pt", me + ["torch", str(t)]))
-            for tag, cmd in jobs:
-                print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
-                for k, v in run(cmd, t).items():
-                    S.add(f"{tag}:{t}:{k}", v)
-                    if k == "kernels":
-                        S.kernels = v
+    work = tempfile.mkdtemp(prefix="kvscope-bench.")
+    try:
+        for r in range(rounds):
+            for t in (1, 2):
+                jobs = [("kv", [binp, "gpt2"]), ("peak", [binp, "peak"]),
+                        ("s512", [binp, "steps", "avx512", "fp32"]),
+                        ("s2", [binp, "steps", "avx2", "fp32"]),
+                        ("h16", [binp, "steps", "avx512", "fp16"]),
+                        ("hbf", [binp, "steps", "avx512", "bf16"]),
+                        ("blas", me + ["sgemm", str(t)]), ("mem", [binp, "triad"])]
+                if have_torch:
+                    jobs.insert(1 if r % 2 == 0 else 0, ("pt", me + ["torch", str(t)]))
+                if other:  # llama.cpp or ggml next to kvscope's own steps, alternating sides
+                    jobs.insert(2 if r % 2 == 0 else 4, ("ll", me + [other, str(t)]))
+                for tag, cmd in jobs:
+                    print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
+                    for k, v in run(cmd, t).items():
+                        S.add(f"{tag}:{t}:{k}", v)
+                        if k == "kernels":
+                            S.kernels = v
+            print(f"bench: round {r + 1}/{rounds}: recording", file=sys.stderr)
+            rec = os.path.join(work, "rec")
+            os.makedirs(rec, exist_ok=True)
+            for k, v in run([binp, "record", rec], 1).items():
+                S.add(f"rec:1:{k}", v)
+            if kvscope:
+                for k, v in run_round(kvscope, 1, work).items():
+                    S.add(f"run:1:{k}", float(v))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     # issue 2's bench: the built-in model's widths, L=1 and L=12, all threads
     for r in range(rounds):
         for Lr in (1, 12):
@@ -241,6 +345,7 @@ def main():
             for k, v in run(cmd, os.cpu_count()).items():
                 S.add(f"small:{Lr}:{k}", v)
     report(S, have_torch, rounds, time.time() - t_start, load0, os.getloadavg())
+    report_fma(S)
     return 0
 
 
@@ -329,6 +434,115 @@ def report(S, have_torch, rounds, secs, load0, load1):
               " | ".join(S.fmt(f"small:{Lr}:recompute_{p}_ms") for p in (128, 256, 512, 1024)) + " |")
     print("\nrecompute: one step runs the whole sequence of p+1 tokens. For L=12 it is timed once, "
           "in the first round only (at 1024 tokens one step takes seconds); for L=1 every round.")
+
+
+def report_fma(S):
+    """Issue 19's tables: FMA peak shares, where the time goes, half weights, recording,
+    llama.cpp or ggml side by side."""
+    def med(key):
+        return S.med(key)
+
+    print("\nFMA peak (register-only loop of independent FMAs, GFLOP/s): " + "; ".join(
+        f"{t} thread(s): AVX-512 {S.fmt(f'peak:{t}:peak_avx512_gflops')}, "
+        f"AVX2 {S.fmt(f'peak:{t}:peak_avx2_gflops')}" for t in (1, 2)) +
+        "; per CPU second, 1 thread: AVX-512 " + S.fmt("peak:1:peak_avx512_cpu_gflops") +
+        ", AVX2 " + S.fmt("peak:1:peak_avx2_cpu_gflops"))
+    print("\nPrefill on each vector level, as a share of that level's FMA peak (wall clock "
+          "against the peak loop's wall clock; 1 thread also in CPU time, against the peak "
+          "loop's CPU time: what a shared machine gives the thread while it runs):\n")
+    print("| level | threads | clock | prefill 128, ms | GFLOP/s | of FMA peak | prefill 512, ms | GFLOP/s | of FMA peak |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for tag, lv, pk in (("s512", "AVX-512", "avx512"), ("s2", "AVX2", "avx2")):
+        for t in (1, 2):
+            for clock, sfx in (("wall", ""), ("CPU", "cpu_")):
+                if clock == "CPU" and t > 1:
+                    continue
+                cells = []
+                peak = med(f"peak:{t}:peak_{pk}_{sfx}gflops")
+                for T in PREFILL:
+                    ms = med(f"{tag}:{t}:prefill_{T}_{sfx}ms")
+                    fl = med(f"{tag}:{t}:prefill_{T}_flops")
+                    if not ms:
+                        cells += ["n/a"] * 3
+                        continue
+                    g = fl / (ms * 1e6)
+                    cells += [S.fmt(f"{tag}:{t}:prefill_{T}_{sfx}ms"), f"{g:.1f}",
+                              f"{100 * g / peak:.0f} %" if peak else "n/a"]
+                print(f"| {lv} | {t} | {clock} | " + " | ".join(cells) + " |")
+
+    print("\nWhere the time goes (AVX-512, float32 weights; ms per step, mean of the timed "
+          "calls; matmuls as a share of the FMA peak for prefill, of the read bandwidth for "
+          "decode):\n")
+    print("| step | threads | total | matmuls | attention | recording (run's default) | rest |")
+    print("|---|---|---|---|---|---|---|")
+    C_, L_ = C, L
+    for t in (1, 2):
+        peak, rd = med(f"peak:{t}:peak_avx512_gflops"), med(f"mem:{t}:read_gbs")
+        for key, label in [(f"prefill_{T}", f"prefill {T}") for T in PREFILL] + \
+                          [(f"decode_{p}", f"decode, {p} cached") for p in DECODE]:
+            parts = [med(f"s512:{t}:{key}_{x}_ms") for x in ("matmul", "attention", "rest")]
+            if None in parts:
+                continue
+            mm, at, rest = parts
+            if key.startswith("prefill"):
+                T = int(key.split("_")[1])
+                g = (24 * T * C_ * C_ * L_ + 2 * C_ * V) / (mm * 1e6)
+                mms = f"{mm:.1f} ({g:.0f} GFLOP/s = {100 * g / peak:.0f} % of peak)"
+            else:
+                by = 4.0 * (12 * C_ * C_ * L_ + V * C_)
+                gbs = by / (mm * 1e6)
+                mms = f"{mm:.2f} ({gbs:.1f} GB/s = {100 * gbs / rd:.0f} % of read)"
+            rec = med("rec:1:record_default_128_hooks_ms") if key == "prefill_128" and t == 1 else None
+            recs = f"{rec:.2f}" if rec is not None else "–"
+            tot = mm + at + rest
+            print(f"| {label} | {t} | {tot:.1f} | {mms} | {at:.2f} | {recs} | {rest:.2f} |")
+
+    print("\nHalf-size weights, decode ms/step (full model; bytes read as a share of the "
+          "read bandwidth):\n")
+    print("| cache | threads | fp32 | fp16 | bf16 | fp16 speed-up |")
+    print("|---|---|---|---|---|---|")
+    for t in (1, 2):
+        rd = med(f"mem:{t}:read_gbs")
+        for p in DECODE:
+            cells = []
+            for tag in ("s512", "h16", "hbf"):
+                ms, by = med(f"{tag}:{t}:decode_{p}_ms"), med(f"{tag}:{t}:decode_{p}_bytes")
+                cells.append(f"{S.fmt(f'{tag}:{t}:decode_{p}_ms', 2)} = {by / (ms * 1e6):.1f} "
+                             f"GB/s, {100 * by / (ms * 1e6) / rd:.0f} %" if ms else "n/a")
+            a, b = med(f"s512:{t}:decode_{p}_ms"), med(f"h16:{t}:decode_{p}_ms")
+            up = f"{a / b:.2f}×" if a and b else "n/a"
+            print(f"| {p} | {t} | " + " | ".join(cells) + f" | {up} |")
+
+    by, hk = med("rec:1:record_all_512_bytes"), med("rec:1:record_all_512_hooks_ms")
+    if by:
+        print(f"\nRecording: the whole attention.csv of a 512-token prefill (every layer and "
+              f"head, {by / 1e6:.0f} MB) written at {S.fmt('rec:1:record_all_512_mbs', 0)} MB/s; "
+              f"run's default recording costs {S.fmt('rec:1:record_default_128_hooks_ms', 2)} ms "
+              f"in a 128-token prefill of {S.fmt('rec:1:record_default_128_ms', 0)} ms.")
+    d, tm = med("run:1:run_default_s"), med("run:1:run_timing_s")
+    if d and tm:
+        print(f"`kvscope run`, 128 prompt tokens + 8 decode steps, 1 thread, timed steps: "
+              f"default recording {S.fmt('run:1:run_default_s', 3)} s "
+              f"({med('run:1:run_default_bytes') / 1e6:.1f} MB written), --record timing "
+              f"{S.fmt('run:1:run_timing_s', 3)} s: {100 * (d - tm) / tm:+.1f} %.")
+
+    if S.other:
+        name = "llama.cpp (llama-bench)" if S.other == "llama" else "ggml (examples/gpt-2)"
+        print(f"\nSide by side with {name}, the same shapes and threads, interleaved; "
+              "kvscope/other is the speed ratio (above 1: kvscope faster):\n")
+        print("| measure | threads | kvscope | other | kvscope/other |")
+        print("|---|---|---|---|---|")
+        for t in (1, 2):
+            rows = [(f"prefill {T}, F32, ms", f"s512:{t}:prefill_{T}_ms", f"ll:{t}:F32_prefill_{T}_ms")
+                    for T in PREFILL]
+            rows += [("decode, F32 weights, ms/step", f"s512:{t}:decode_128_ms", f"ll:{t}:F32_decode_ms"),
+                     ("decode, F16 weights, ms/step", f"h16:{t}:decode_128_ms", f"ll:{t}:F16_decode_ms")]
+            for label, a, b in rows:
+                x, y = med(a), med(b)
+                r = f"{y / x:.2f}×" if x and y else "n/a"
+                print(f"| {label} | {t} | {S.fmt(a, 2)} | {S.fmt(b, 2)} | {r} |")
+        print("\n(decode: kvscope with 128 cached tokens, the other over 16 steps after a "
+              "128-token prompt)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Write small valid .safetensors files into $1 as seeds for fuzz_safetensors.
-# usage: sh tests/fuzz/seeds.sh DIR
+# Write the hand-made .safetensors seeds of fuzz_safetensors (tests/fuzz/seeds/safetensors/
+# two, scalar, empty; tiny_model there is `kvscope export` of a 1-layer, C = 4 model).
+# usage: sh tests/fuzz/seeds.sh tests/fuzz/seeds/safetensors
 set -e
 mkdir -p "$1"
 seed() { # seed NAME HEADER DATA_BYTES

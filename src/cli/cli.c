@@ -1,0 +1,276 @@
+/* cli.c — the error line, the model options and loading, and the output folders every
+ * subcommand shares. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpe.h"
+#include "generate.h"
+#include "hf_model.h"
+#include "outdir.h"
+
+int cli_fail(const char *what, const char *value) {
+    fprintf(stderr, "kvscope: %s: %s\n", what, value);
+    return 2;
+}
+
+int cli_error(const char *msg) {
+    fprintf(stderr, "kvscope: %s\n", msg);
+    return 2;
+}
+
+/* ---- the model options ---------------------------------------------------------------- */
+
+static int parse_weights(const char *s, void *f) { return model_dtype_parse(s, f); }
+static const char *show_weights(const void *f) { return model_dtype_name(*(const KernDtype *)f); }
+
+/* A shape option: an int of the config, noted as the one given (--model refuses them). */
+#define SHAPE(nm, a, m, max, h)                                                               \
+    {.kind = OPT_KIND_INT, .name = (nm), .arg = (a), .field = OPT_FIELD(ModelArgs, cfg.m, int), \
+     .lo = 1, .hi = (max), .help = (h), .note = offsetof(ModelArgs, cfg_option), .has_note = 1}
+/* --prompt and --prompt-ids: the later one given wins (prompt_option notes which). */
+#define PROMPT(nm, a, m, h)                                                                   \
+    {.kind = OPT_KIND_STRING, .name = (nm), .arg = (a), .field = OPT_FIELD(ModelArgs, m, char *), \
+     .help = (h), .note = offsetof(ModelArgs, prompt_option), .has_note = 1}
+
+static const Option MODEL_WEIGHT_OPTIONS[] = {
+    SHAPE("--layers", "L", L, MODEL_MAX_LAYERS, "transformer blocks"),
+    SHAPE("--heads", "NH", NH, MODEL_MAX_HEADS, "attention heads"),
+    SHAPE("--dim", "C", C, MODEL_MAX_DIM, "width; must be divisible by NH"),
+    SHAPE("--ctx", "N", N, MODEL_MAX_CTX, "context length"),
+    SHAPE("--vocab", "V", V, MODEL_MAX_VOCAB, "vocabulary size"),
+    OPT_U64("--seed", "S", ModelArgs, seed, "seed of the built-in weights"),
+    OPT_STRING("--model", "DIR", ModelArgs, model_dir,
+               "a Hugging Face GPT-2 folder instead of the built-in model: config.json + "
+               "model.safetensors, and vocab.json + merges.txt for GPT-2's tokenizer (without "
+               "them: byte-level tokens)"),
+    OPT_CHOICE("--weights", "TYPE", ModelArgs, weights, parse_weights, show_weights,
+               "fp32, fp16, bf16",
+               "fp32, or fp16 or bf16: the matrices rounded once to half size, multiplied in "
+               "float32 (the KV cache's type is --kv-dtype)"),
+    OPT_END,
+};
+
+const Option MODEL_OPTIONS[] = {
+    OPT_GROUP("model and prompt"),
+    PROMPT("--prompt", "TEXT", prompt,
+           "prompt text; the built-in model's tokens are the text's UTF-8 bytes"),
+    PROMPT("--prompt-ids", "LIST", prompt_ids, "token ids instead of text, e.g. 1,2,3"),
+    OPT_INCLUDE_HERE(MODEL_WEIGHT_OPTIONS),
+    OPT_END,
+};
+
+const Option MODEL_ONLY_OPTIONS[] = {
+    OPT_GROUP("model"),
+    OPT_INCLUDE_HERE(MODEL_WEIGHT_OPTIONS),
+    OPT_END,
+};
+
+void model_args_default(ModelArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->cfg = config_default();
+    a->seed = 1;
+    a->prompt = "The KV cache";
+    a->weights = KERN_FP32;
+}
+
+/* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
+ * 0, or 2 with the error printed. */
+static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
+    char err[4600], vp[4200], mp[4200];
+    *tok = NULL;
+    int has = a->model_dir ? hf_has_tokenizer(a->model_dir) : 0;
+    if (has < 0) return cli_fail("--model needs both vocab.json and merges.txt (or neither) in", a->model_dir);
+    if (has) {
+        Bpe *bpe;
+        path_join(vp, sizeof vp, a->model_dir, "vocab.json");
+        path_join(mp, sizeof mp, a->model_dir, "merges.txt");
+        int rc = bpe_load(&bpe, vp, mp, err, sizeof err);
+        if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer");
+        if (rc) return cli_error(err);
+        *tok = tokenizer_from_bpe(bpe);
+    } else {
+        *tok = tokenizer_bytes();
+    }
+    return *tok ? 0 : cli_fail("out of memory", "tokenizer");
+}
+
+/* The model's shape: the flags', or config.json's with --model. 0, or 2. */
+static int load_config(const ModelArgs *a, Config *cfg) {
+    char err[4600];
+    *cfg = a->cfg;
+    if (a->model_dir) {
+        if (a->cfg_option)
+            return cli_fail("--model takes the model's shape from config.json; drop", a->cfg_option);
+        if (hf_config_load(a->model_dir, cfg, err, sizeof err)) return cli_error(err);
+    }
+    if (cfg->C % cfg->NH != 0) {
+        char what[96], c[32];
+        snprintf(what, sizeof what, "--dim must be divisible by --heads (%d)", cfg->NH);
+        snprintf(c, sizeof c, "%d", cfg->C);
+        return cli_fail(what, c);
+    }
+    const char *bad = config_check(cfg);
+    return bad ? cli_fail("bad model config", bad) : 0;
+}
+
+/* The prompt's ids (given, or the text tokenized) and the tokenizer. 0, or 2. */
+static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
+    int rc;
+    if ((rc = open_tokenizer(a, &out->tok))) return rc;
+    const int ids = a->prompt_option ? strcmp(a->prompt_option, "--prompt-ids") == 0
+                                     : a->prompt_ids != NULL;
+    if (ids) {
+        int cap = 1;
+        for (const char *p = a->prompt_ids; *p; p++) cap += *p == ',';
+        if (!(out->prompt = malloc((size_t)cap * sizeof *out->prompt)))
+            return cli_fail("out of memory", "--prompt-ids");
+        if (opts_int_list("--prompt-ids", a->prompt_ids, 0, INT32_MAX, out->prompt, cap, &out->T))
+            return 2;
+    } else {
+        if (tokenizer_encode(out->tok, a->prompt, &out->prompt, &out->T) != 0)
+            return cli_fail("out of memory", "prompt");
+        if (out->T == 0) return cli_fail("empty prompt", "\"\"");
+    }
+    for (int i = 0; i < out->T; i++) {
+        if (out->prompt[i] < cfg->V) continue;
+        char what[96], id[32];
+        snprintf(what, sizeof what, "token id out of range (vocab %d)", cfg->V);
+        snprintf(id, sizeof id, "%d", out->prompt[i]);
+        return cli_fail(what, id);
+    }
+    return 0;
+}
+
+/* The prompt and `steps` more tokens fit the context. 0, or 2. */
+static int check_length(const Config *cfg, int T, int steps) {
+    char what[128], v[32];
+    if (T > cfg->N) {
+        snprintf(what, sizeof what, "prompt longer than the context (%d tokens)", cfg->N);
+        snprintf(v, sizeof v, "%d tokens", T);
+        return cli_fail(what, v);
+    }
+    if ((long)T + steps <= cfg->N) return 0;
+    snprintf(what, sizeof what, "--steps past the context (%d prompt tokens + steps > %d)", T,
+             cfg->N);
+    snprintf(v, sizeof v, "%d", steps);
+    return cli_fail(what, v);
+}
+
+/* The weights: --model's, or the built-in ones from the seed; then --weights. 0, or 2. */
+static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
+    char err[4600];
+    int rc = a->model_dir ? hf_weights_load(a->model_dir, cfg, m, err, sizeof err)
+                          : model_init_random(m, cfg, a->seed) ? HF_NOMEM : 0;
+    if (rc == HF_NOMEM) {
+        fprintf(stderr, "kvscope: out of memory: %zu parameters\n", model_num_params(cfg));
+        return 2;
+    }
+    if (rc) return cli_error(err);
+    if (model_set_weights(m, a->weights) != 0) /* from fp32 only: then out of memory */
+        return cli_fail("out of memory rounding the weights to", model_dtype_name(a->weights));
+    if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
+        fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
+                        "kernels (same results, slower)\n");
+    return 0;
+}
+
+int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out) {
+    memset(out, 0, sizeof *out);
+    int rc = load_config(a, cfg);
+    if (rc == 0) rc = read_prompt(a, cfg, out);
+    if (rc == 0) rc = check_length(cfg, out->T, steps);
+    if (rc) loaded_free(out);
+    return rc;
+}
+
+int model_args_load(const ModelArgs *a, int steps, Loaded *out) {
+    Config cfg;
+    int rc = model_args_prompt(a, steps, &cfg, out);
+    if (rc == 0 && (rc = load_weights(a, &cfg, &out->model))) loaded_free(out);
+    return rc;
+}
+
+void loaded_free(Loaded *l) {
+    model_free(&l->model);
+    tokenizer_free(l->tok);
+    free(l->prompt);
+    memset(l, 0, sizeof *l);
+}
+
+const char *const EXIT_STATUS_HELP =
+    "exit status: 0 success; 1 the check failed (verify, batch: the logits differ);\n"
+    "  2 bad input or an environment error (a bad option or file, an output folder\n"
+    "  kvscope may not replace, a full disk, out of memory, non-finite logits), with\n"
+    "  one line \"kvscope: <problem>: <path or value>\" on stderr; 130/143 after\n"
+    "  Ctrl-C/SIGTERM (output folders left as they were)\n";
+
+int cli_outdir_check(OutDir *od, const char *path, const char *command, const char *option,
+                     unsigned flags) {
+    char err[8400];
+    if (outdir_check(od, path, command, option, flags, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "kvscope: %s\n", err);
+    return 2;
+}
+
+int cli_outdirs_apart(const OutDir *a, const OutDir *b) {
+    if (!outdir_overlap(a, b)) return 0;
+    fprintf(stderr, "kvscope: %s and %s must be separate folders (one would replace the other): "
+                    "%s %s, %s %s\n", b->option, a->option, a->option, a->target, b->option, b->target);
+    return 2;
+}
+
+int cli_outdir_spares(const OutDir *od, const char *option, const char *path) {
+    if (!path || !outdir_holds(od, path)) return 0;
+    fprintf(stderr, "kvscope: %s would replace %s's %s: %s\n", od->option, option, path, od->target);
+    return 2;
+}
+
+int cli_outdir_begin(OutDir *od) {
+    char err[8400];
+    if (outdir_begin(od, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "kvscope: %s\n", err);
+    return 2;
+}
+
+void cli_outdir_error(const OutDir *od, const char *msg) {
+    char shown[8400];
+    outdir_shown(od, msg, shown, sizeof shown);
+    fprintf(stderr, "kvscope: %s\n", shown);
+}
+
+int cli_outdir_end(OutDir *od, int status, int close_failed) {
+    char err[8400];
+    if (close_failed && status == 0) {
+        fprintf(stderr, "kvscope: %s: cannot write (%s): %s\n", od->option, write_error_text(errno),
+                od->target);
+        status = 2;
+    }
+    if (status == 0 && outdir_commit(od, err, sizeof err) != 0) {
+        fprintf(stderr, "kvscope: %s\n", err);
+        status = 2;
+    }
+    if (status != 0) outdir_abort(od);
+    return status;
+}
+
+int cli_step_failed(int rc, const char *what, const float *logits, int V) {
+    if (rc == KVCACHE_OVER_BUDGET) {
+        fprintf(stderr, "kvscope: %s failed: the KV cache would pass its cap (--max-kv-mb, "
+                        "--max-tokens)\n", what);
+        return 2;
+    }
+    if (rc != GEN_NONFINITE) {
+        fprintf(stderr, "kvscope: %s failed (out of memory?)\n", what);
+        return 2;
+    }
+    int i = logits_first_nonfinite(logits, V);
+    fprintf(stderr, "kvscope: non-finite logits at %s: logit %d is %s (the model's numbers "
+                    "overflow float32)\n", what, i, i >= 0 && isnan(logits[i]) ? "nan" : "inf");
+    return 2;
+}

@@ -1,0 +1,125 @@
+/* cli_html.c — see cli_html.h. */
+#include "cli_html.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numfmt.h"
+
+const Option HTML_OPTIONS[] = {
+    OPT_GROUP("explorer page (one self-contained HTML file: step through prefill and decode)"),
+    OPT_STRING("--html", "FILE", HtmlOpts, path,
+               "write it to FILE (its folder must exist; inside --out: directly in it); layers: "
+               "--layers-shown, heads: --heads-shown (default all); at most 16 MiB"),
+    OPT_END,
+};
+
+void html_opts_default(HtmlOpts *o) { memset(o, 0, sizeof *o); }
+
+int html_opts_check(HtmlOpts *o, const OutDir *out, const OutDir *plots, unsigned flags) {
+    if (!o->path) return 0;
+    const size_t n = strlen(o->path);
+    char real[4096], err[8400];
+    if (n == 0 || n >= 4000) return cli_fail("bad --html", o->path);
+    if (o->path[n - 1] == '/') return cli_fail("--html names a folder", o->path);
+    if (path_resolve(o->path, real, sizeof real) != 0) return cli_fail("--html: cannot resolve", o->path);
+    if (outdir_holds(out, o->path)) { /* the folder is replaced: the page goes into the new one */
+        const char *rest = real + strlen(out->real);
+        if (rest[0] != '/' || !rest[1] || strchr(rest + 1, '/'))
+            return cli_fail("--html inside --out must name a file directly in it", o->path);
+        snprintf(o->name, sizeof o->name, "%s", rest + 1);
+        o->in_out = 1;
+        return 0;
+    }
+    if (plots && outdir_holds(plots, o->path)) {
+        char what[8400];
+        snprintf(what, sizeof what, "--html inside --plots would be lost (%s is replaced after the "
+                 "page is written); put the page in --out or beside %s", plots->target, plots->target);
+        return cli_fail(what, o->path);
+    }
+    if (outfile_check(&o->file, o->path, "--html", HTML_SIGNATURE, flags, err, sizeof err))
+        return cli_error(err);
+    return 0;
+}
+
+static const char *mode_name(GenMode m) {
+    return m == GEN_RECOMPUTE ? "recompute" : m == GEN_ARTICLE_BUG ? "article-bug" : "cache";
+}
+
+/* The one line for a run too large for a page: how large, and how to choose. */
+static int too_large(const HtmlConfig *hc) {
+    char total[32], head[32], limit[32];
+    const int n = html_heads_selected(hc), hs = hc->cfg.C / hc->cfg.NH;
+    human_bytes((double)html_page_estimate(hc), total, sizeof total);
+    human_bytes((double)html_head_bytes(hc->T_max, hs) * 4.0 / 3.0, head, sizeof head);
+    human_bytes((double)HTML_MAX_BYTES, limit, sizeof limit);
+    fprintf(stderr,
+            "kvscope: --html: the page would take %s (%d heads × %s for %d tokens), more "
+            "than %s: choose fewer with --layers-shown and --heads-shown (e.g. "
+            "--heads-shown 0), or fewer --steps\n",
+            total, n, head, hc->T_max, limit);
+    return 2;
+}
+
+int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode mode,
+                    const BudgetOpts *budget, int steps, const Selection *layers,
+                    const char *heads_shown, Hooks *hooks) {
+    if (!o->path) return 0;
+    const Config *cfg = &ld->model.cfg;
+    HtmlConfig hc = {.cfg = *cfg, .model_name = o->model_name, .mode = mode_name(mode),
+                     .kv_dtype = kvcache_dtype_name(budget->dtype), .window = budget->window,
+                     .sink = budget->sink, .T = ld->T, .T_max = ld->T + steps,
+                     .layers = *layers, .bpe = !tokenizer_is_bytes(ld->tok)};
+    const char *hs = heads_shown ? heads_shown : "all";
+    if (select_parse(&hc.heads, hs, cfg->NH))
+        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    if (ma->model_dir) snprintf(o->model_name, sizeof o->model_name, "%s", ma->model_dir);
+    else snprintf(o->model_name, sizeof o->model_name, "built-in GPT-2 (seed %llu)",
+                  (unsigned long long)ma->seed);
+    hc.kv_bytes_per_token = 2 * (size_t)cfg->L *
+                            kvcache_row_bytes(budget->dtype, cfg->NH, cfg->C / cfg->NH);
+    hc.kv_cap_bytes = budget_cap_bytes(budget, hc.kv_bytes_per_token);
+    int rc = html_out_open(&o->ho, &hc);
+    o->begun = 1;
+    if (rc == HTML_TOO_LARGE) return too_large(&hc);
+    if (rc || html_out_attach(&o->ho, hooks)) {
+        fprintf(stderr, "kvscope: --html: %s\n", o->ho.err[0] ? o->ho.err : "too many observers");
+        return 2;
+    }
+    return 0;
+}
+
+/* The page into FILE (or its place in out's new folder). 0, or 2 after the error line. */
+static int write_page(HtmlOpts *o, const OutDir *out, const Generator *g, const Tokenizer *tok,
+                      size_t *bytes) {
+    char err[8400];
+    FILE *f = o->in_out ? outdir_fopen(out, o->name, err, sizeof err)
+                        : outfile_begin(&o->file, err, sizeof err);
+    if (!f) return cli_error(err);
+    if (html_out_write(&o->ho, f, g->tokens, g->len, tok, bytes)) {
+        fprintf(stderr, "kvscope: --html: %s: %s\n", o->ho.err, o->path);
+        if (o->in_out) fclose(f);
+        else outfile_abort(&o->file, f);
+        return 2;
+    }
+    if (!o->in_out) return outfile_commit(&o->file, f, err, sizeof err) ? cli_error(err) : 0;
+    if (file_close(f) == 0) return 0;
+    fprintf(stderr, "kvscope: --html: cannot write (%s): %s\n", write_error_text(errno), o->path);
+    return 2;
+}
+
+int html_opts_finish(HtmlOpts *o, int status, const OutDir *out, const Generator *g,
+                     const Tokenizer *tok, int quiet) {
+    if (!o->begun) return status;
+    o->begun = 0;
+    size_t bytes = 0;
+    if (status == 0 && (status = write_page(o, out, g, tok, &bytes)) == 0 && !quiet) {
+        char size[32];
+        printf("wrote %s (%s, %d heads, %d steps)\n", o->path,
+               human_bytes((double)bytes, size, sizeof size), o->ho.n_heads, o->ho.n_steps);
+    }
+    html_out_free(&o->ho);
+    return status;
+}

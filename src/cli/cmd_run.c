@@ -1,0 +1,232 @@
+/* cmd_run.c — `kvscope run`: prefill, N greedy decode steps, recorders attached. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_budget.h"
+#include "cli.h"
+#include "commands.h"
+#include "generate.h"
+#include "cli_heatmap.h"
+#include "cli_html.h"
+#include "numfmt.h"
+#include "outdir.h"
+#include "record_csv.h"
+#include "sysinfo.h"
+
+typedef struct {
+    ModelArgs model;
+    int steps;
+    GenMode mode;
+    const char *out;
+    unsigned record;
+    int record_given;  /* 0: the default, 1: a --record list, 2: --record all */
+    const char *layers_shown, *heads_shown;
+    int quiet, force;
+    BudgetOpts budget; /* --kv-dtype, --window/--sink, --max-kv-mb/--max-tokens */
+    HeatmapOpts heat;  /* --heatmaps, --plots, --cell, --grid, --no-gif */
+    HtmlOpts html;     /* --html FILE */
+} RunArgs;
+
+static int set_record(const Option *o, const char *v, void *base) {
+    RunArgs *a = base;
+    if (record_parse(v, &a->record)) {
+        char what[160];
+        snprintf(what, sizeof what, "unknown %s list (%s, all or none)", o->name, RECORD_KINDS);
+        return cli_fail(what, v);
+    }
+    a->record_given = strcmp(v, "all") == 0 ? 2 : 1;
+    return 0;
+}
+
+static const Option RUN_OPTIONS[] = {
+    OPT_GROUP("run options"),
+    OPT_INT("--steps", "N", RunArgs, steps, 0, 65536, "decode steps after the prefill"),
+    OPT_SET("--no-cache", RunArgs, mode, GEN_RECOMPUTE,
+            "recompute the whole sequence at every step (the baseline)"),
+    OPT_SET("--article-bug", RunArgs, mode, GEN_ARTICLE_BUG,
+            "keep only the newest step's K/V, as one source article's layer does in eval mode "
+            "(shows what forgetting history does)"),
+    OPT_STRING("--out", "DIR", RunArgs, out, "output folder, replaced as a whole"),
+    {.kind = OPT_KIND_CALLBACK, .name = "--record", .arg = "LIST", .callback = set_record,
+     .dflt = "all but logits, with attention.csv for the shown layers and heads only: a first "
+             "run's files",
+     .help = "files to write: any of shapes, attention, kv, flops, tokens, timing and logits, "
+             "separated by commas (shapes,kv), or all (every file, attention of every layer "
+             "and head) or none"},
+    OPT_BIT("--logits", RunArgs, record, REC_LOGITS, "also write logits.csv"),
+    {.kind = OPT_KIND_STRING, .name = "--layers-shown", .arg = "LIST",
+     .field = OPT_FIELD(RunArgs, layers_shown, char *),
+     .dflt = "all when L <= 2 or --record all, else the first and the last",
+     .help = "layers in attention.csv and --html, e.g. 0,2-3 or all"},
+    {.kind = OPT_KIND_STRING, .name = "--heads-shown", .arg = "LIST",
+     .field = OPT_FIELD(RunArgs, heads_shown, char *),
+     .dflt = "in attention.csv head 0, as the heatmaps, without --record and all with a "
+             "--record list; in --html all",
+     .help = "heads in attention.csv and --html"},
+    OPT_QUIET(RunArgs, quiet),
+    OPT_FORCE(RunArgs, force),
+    OPT_INCLUDE(RunArgs, budget, BUDGET_OPTIONS),
+    OPT_INCLUDE(RunArgs, heat, HEATMAP_OPTIONS),
+    OPT_INCLUDE(RunArgs, html, HTML_OPTIONS),
+    OPT_INCLUDE(RunArgs, model, MODEL_OPTIONS),
+    OPT_END,
+};
+
+static const Command RUN = {
+    "run", "[options]",
+    "Prefill the prompt, then decode --steps tokens greedily, printing the Q/K/V shapes\n"
+    "and the KV-cache size of every step and writing CSV files into --out.\n",
+    RUN_OPTIONS, NULL,
+};
+
+static int parse_run(int argc, char **argv, RunArgs *a) {
+    memset(a, 0, sizeof *a);
+    model_args_default(&a->model);
+    a->steps = 8;
+    a->mode = GEN_CACHE;
+    a->out = "kvscope_out";
+    a->record = REC_DEFAULT;
+    budget_opts_default(&a->budget);
+    heatmap_opts_default(&a->heat);
+    html_opts_default(&a->html);
+    return opts_parse(&RUN, argc, argv, a);
+}
+
+/* One line per step in the spirit of the articles:
+ *   prefill  T=4  q=[1,4,768] k=[1,4,768] v=[1,4,768]  kv 24.0 KiB */
+static void print_step(const Generator *g, Phase ph, int step, int rows) {
+    char kv[32];
+    const int C = g->m->cfg.C, T = g->cache.len;
+    human_bytes((double)kvcache_bytes_used(&g->cache), kv, sizeof kv);
+    if (ph == PHASE_PREFILL) printf("prefill  T=%-3d", g->len);
+    else printf("decode %d T=%-3d", step, g->len);
+    printf("  q=[1,%d,%d] k=[1,%d,%d] v=[1,%d,%d]  kv %s\n", rows, C, T, C, T, C, kv);
+}
+
+/* A run from its checks to its commit: the folder, what it shows, the engine and the
+ * observers that record it. */
+typedef struct {
+    OutDir od;
+    Selection layers, heads; /* in attention.csv (the figures and the page choose heads too) */
+    Generator g;
+    CsvRecorder rec;
+    int rec_open;
+    Hooks hooks;
+} Run;
+
+/* 1. Every output, before the model is even loaded. 0, or 2. */
+static int check_outputs(RunArgs *a, Run *r) {
+    const unsigned fl = a->force ? OUTDIR_FORCE : 0;
+    int rc;
+    if ((rc = cli_outdir_check(&r->od, a->out, "run", "--out", fl)) ||
+        (rc = cli_outdir_spares(&r->od, "--model", a->model.model_dir)) ||
+        (rc = heatmap_opts_check(&a->heat, &r->od, fl, a->model.model_dir)))
+        return rc;
+    return html_opts_check(&a->html, &r->od, heatmap_opts_plots(&a->heat), fl);
+}
+
+/* 2. The layers and heads shown, now that the model's are known. 0, or 2. */
+static int choose_shown(const RunArgs *a, const Config *cfg, Run *r) {
+    const char *ls = a->layers_shown;
+    char deflayers[32];
+    if (!ls) {
+        if (cfg->L <= 2 || a->record_given == 2) ls = "all";
+        else snprintf(deflayers, sizeof deflayers, "0,%d", cfg->L - 1), ls = deflayers;
+    }
+    if (select_parse(&r->layers, ls, cfg->L))
+        return cli_fail("bad --layers-shown (layers are 0..L-1)", ls);
+    /* the default recording keeps attention.csv to what the heatmaps show: head 0 */
+    const char *hs = a->heads_shown ? a->heads_shown : a->record_given ? "all" : "0";
+    if (select_parse(&r->heads, hs, cfg->NH))
+        return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    return 0;
+}
+
+/* 3. The folder, the engine and every observer subscribed. 0, or 2. */
+static int begin(RunArgs *a, Loaded *ld, Run *r) {
+    int rc;
+    hooks_init(&r->hooks);
+    if ((rc = cli_outdir_begin(&r->od))) return rc;
+    if (generator_init(&r->g, &ld->model, a->mode) || budget_opts_apply(&a->budget, &r->g))
+        return cli_fail("out of memory", "generator");
+    if (csv_recorder_open(&r->rec, r->od.tmp, a->record, &r->layers, &r->heads) ||
+        csv_recorder_attach(&r->rec, &r->hooks)) {
+        fprintf(stderr, "kvscope: --out: cannot write CSV files (%s): %s\n", write_error_text(errno),
+                a->out);
+        return 2;
+    }
+    r->rec_open = 1;
+    const Config *cfg = &ld->model.cfg;
+    if ((rc = heatmap_opts_begin(&a->heat, cfg, ld->T + a->steps, &r->layers, a->heads_shown,
+                                 a->out, r->od.tmp, &r->hooks)))
+        return rc;
+    return html_opts_begin(&a->html, &a->model, ld, a->mode, &a->budget, a->steps, &r->layers,
+                           a->heads_shown, &r->hooks);
+}
+
+/* The token at pos, for the CSV and the figures' labels. */
+static void note_token(RunArgs *a, const Loaded *ld, Run *r, int step, int pos, int id) {
+    char text[64];
+    csv_recorder_token(&r->rec, step, pos, id, tokenizer_token_text(ld->tok, id, text, sizeof text));
+    heatmap_opts_token(&a->heat, ld->tok, pos, id);
+}
+
+/* 4. The prefill, then the decode steps, a line each; a memory cap ends the run early
+ * and cleanly. 0, or 2 after the error line. */
+static int run_steps(RunArgs *a, Loaded *ld, Run *r) {
+    Generator *g = &r->g;
+    const int V = ld->model.cfg.V;
+    for (int i = 0; i < ld->T; i++) note_token(a, ld, r, 0, i, ld->prompt[i]);
+    if (budget_cap_reached(g, 0, ld->T)) return 0; /* keep what we have */
+    double t0 = now_seconds();
+    int rc = generator_prefill(g, ld->prompt, ld->T, &r->hooks);
+    if (rc) return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, "the prefill", g->logits, V);
+    csv_recorder_timing(&r->rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
+    if (!a->quiet) print_step(g, PHASE_PREFILL, 0, ld->T);
+    for (int s = 1; s <= a->steps; s++) {
+        if (budget_cap_reached(g, s, ld->T)) break; /* checked before the step allocates */
+        int tok = generator_argmax(g), rows = generator_next_rows(g);
+        note_token(a, ld, r, s, g->len, tok);
+        t0 = now_seconds();
+        if ((rc = generator_decode(g, tok, s, &r->hooks))) {
+            char what[32];
+            snprintf(what, sizeof what, "decode step %d", s);
+            return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, what, g->logits, V);
+        }
+        csv_recorder_timing(&r->rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
+        if (!a->quiet) print_step(g, PHASE_DECODE, s, rows);
+    }
+    return 0;
+}
+
+/* 5. The observers' files, then the folders: the page and --out, then --plots. */
+static int finish(RunArgs *a, Loaded *ld, Run *r, int status) {
+    status = heatmap_opts_finish(&a->heat, status);
+    status = html_opts_finish(&a->html, status, &r->od, &r->g, ld->tok, a->quiet);
+    int closed = r->rec_open ? csv_recorder_close(&r->rec) : 0;
+    status = cli_outdir_end(&r->od, status, closed != 0);
+    status = heatmap_opts_commit(&a->heat, status);
+    if (status == 0 && !a->quiet) printf("wrote %s/\n", a->out);
+    if (status == 0 && !a->quiet && a->heat.plots) printf("wrote %s/\n", a->heat.plots);
+    return status;
+}
+
+int cmd_run(int argc, char **argv) {
+    RunArgs a;
+    Run r;
+    Loaded ld;
+    memset(&r, 0, sizeof r);
+    int rc = parse_run(argc, argv, &a);
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
+    if ((rc = check_outputs(&a, &r)) || (rc = model_args_load(&a.model, a.steps, &ld))) return rc;
+    if ((rc = budget_opts_check(&a.budget, ld.T, a.mode)) == 0 &&
+        (rc = choose_shown(&a, &ld.model.cfg, &r)) == 0) {
+        if ((rc = begin(&a, &ld, &r)) == 0) rc = run_steps(&a, &ld, &r);
+        rc = finish(&a, &ld, &r, rc);
+    }
+    generator_free(&r.g);
+    loaded_free(&ld);
+    return rc;
+}

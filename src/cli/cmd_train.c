@@ -1,0 +1,436 @@
+/* cmd_train.c — `kvscope train`: train a byte-level GPT-2 on a text file (train.h does
+ * the work). parse → check the options, the corpus's path and the output folder → load
+ * the corpus, build the trainer, resume → train, a progress line every 10 steps (Ctrl-C
+ * or SIGTERM: a checkpoint, then stop) → evaluate and sample → the folder and its loss
+ * chart → commit. With --grads-out: one batch's gradient instead of the training. */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "cli.h"
+#include "commands.h"
+#include "corpus.h"
+#include "gnuplot.h"
+#include "infile.h"
+#include "outdir.h"
+#include "train.h"
+#include "train_kernels.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct {
+    const char *corpus, *out, *checkpoint, *grads_out, *scripts;
+    Config cfg;      /* L, NH, C, N; V = 256 byte tokens */
+    TrainOptions o;  /* the whole numbers; its rates come from the doubles below */
+    double lr, lr_final, weight_decay, clip, repeat_share;
+    int checkpoint_every, resume, threads, sample_bytes, quiet, force;
+    char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
+} TrainArgs;
+
+#define TRAIN_INT(nm, a, m, lo, hi, h) OPT_INT(nm, a, TrainArgs, m, lo, hi, h)
+#define TRAIN_DOUBLE(nm, a, m, lo, hi, h) OPT_DOUBLE(nm, a, TrainArgs, m, lo, hi, h)
+
+static const Option TRAIN_OPTIONS[] = {
+    OPT_GROUP("input and output"),
+    OPT_STRING("--corpus", "FILE", TrainArgs, corpus,
+               "the training text (required): its bytes are the tokens"),
+    OPT_STRING("--out", "DIR", TrainArgs, out,
+               "output folder, made when the training ends and replaced as a whole (required, "
+               "but for --grads-out): config.json, model.safetensors, train_log.csv, "
+               "train_timing.csv, eval.csv, samples.txt, loss.png and loss.svg"),
+    {.kind = OPT_KIND_STRING, .name = "--checkpoint", .arg = "FILE",
+     .field = OPT_FIELD(TrainArgs, checkpoint, char *), .dflt = "DIR.ckpt, beside --out",
+     .help = "checkpoint file, written whole; removed when the run is complete"},
+    TRAIN_INT("--checkpoint-every", "K", checkpoint_every, 0, 10000000,
+              "steps between checkpoints; 0: only when stopped"),
+    OPT_FLAG("--resume", TrainArgs, resume, "continue from the checkpoint (give the same options)"),
+    OPT_STRING("--grads-out", "DIR", TrainArgs, grads_out,
+               "instead of training, run one batch and write into DIR (replaced as a whole) its "
+               "token ids, its loss and the gradient of every parameter (grads.safetensors), "
+               "with the weights it was taken at"),
+    TRAIN_INT("--samples", "N", sample_bytes, 0, 4096, "bytes of each greedy sample"),
+    OPT_STRING("--scripts", "DIR", TrainArgs, scripts, "where the chart script train_loss.gp is"),
+    OPT_INT_AUTO("--threads", "T", TrainArgs, threads, 1, 256, "OMP_NUM_THREADS",
+                 "OpenMP threads (the model's bytes do not depend on them)"),
+    OPT_QUIET(TrainArgs, quiet),
+    OPT_FORCE(TrainArgs, force),
+    OPT_GROUP("model shape (V = 256 byte tokens)"),
+    TRAIN_INT("--layers", "L", cfg.L, 1, 64, "transformer blocks"),
+    TRAIN_INT("--heads", "NH", cfg.NH, 1, 64, "attention heads"),
+    TRAIN_INT("--dim", "C", cfg.C, 1, 4096, "width; must be divisible by NH"),
+    TRAIN_INT("--ctx", "N", cfg.N, 2, 4096, "context: every training sequence is N bytes"),
+    OPT_GROUP("optimisation"),
+    TRAIN_INT("--batch", "B", o.B, 1, 4096, "sequences per step"),
+    TRAIN_INT("--steps", "S", o.steps, 1, 10000000, "optimizer steps in all"),
+    {.kind = OPT_KIND_DOUBLE, .name = "--lr", .arg = "LR", .field = OPT_FIELD(TrainArgs, lr, double),
+     .lo = 0, .hi = 1e30, .flags = OPTF_ABOVE_LO, .help = "peak learning rate"},
+    TRAIN_INT("--warmup", "W", o.warmup, 0, 10000000,
+              "steps of linear warm-up, fewer than --steps"),
+    TRAIN_DOUBLE("--lr-final", "F", lr_final, 0, 1,
+                 "the rate at the last step, times --lr (cosine decay after the warm-up)"),
+    TRAIN_DOUBLE("--weight-decay", "WD", weight_decay, 0, 10,
+                 "AdamW's decoupled decay, on the 2-D weights only"),
+    TRAIN_DOUBLE("--clip", "G", clip, 0, 1e6, "clip the global gradient norm to G; 0: no clipping"),
+    OPT_U64("--seed", "S", TrainArgs, o.seed, "seed of the initial weights and of the batches"),
+    TRAIN_INT("--eval-every", "E", o.eval_every, 0, 10000000,
+              "validation loss every E steps, and after the last; 0: after the last only"),
+    OPT_GROUP("copying (sequences whose second half repeats the first: induction heads)"),
+    TRAIN_DOUBLE("--repeat-share", "F", repeat_share, 0, 1, "share of each batch's sequences that repeat"),
+    OPT_FLAG("--repeat-text", TrainArgs, o.repeat_text,
+             "their first half from the training text, not random printable bytes"),
+    TRAIN_INT("--repeat-first", "K", o.repeat_first, 0, 10000000,
+              "every sequence repeats in the first K steps (a copying curriculum)"),
+    OPT_END,
+};
+
+static const Command TRAIN = {
+    "train", "--corpus FILE --out DIR [options]",
+    "Train a GPT-2 with byte tokens (V = 256) on FILE: AdamW, warm-up then cosine decay,\n"
+    "gradient clipping, float32, deterministic (the same corpus, options and seed give\n"
+    "the same model.safetensors at any thread count). Write it as a Hugging Face folder\n"
+    "(config.json, model.safetensors: kvscope run --model DIR reads it) with its\n"
+    "training log, the loss chart, the validation bits per byte beside n-gram baselines,\n"
+    "and greedy samples. The split is fixed: every 20th block of 8 KiB is validation.\n",
+    TRAIN_OPTIONS,
+    "Ctrl-C or SIGTERM writes a checkpoint after the current step and stops (exit status\n"
+    "130/143, --out not written); the same command with --resume goes on to the same\n"
+    "bytes. A loss or gradient that is not finite stops the run with exit status 2 and\n"
+    "keeps the checkpoint of the step before.\n",
+};
+
+static void train_args_default(TrainArgs *a) {
+    memset(a, 0, sizeof *a);
+    a->cfg = config_default();
+    a->cfg.L = 4, a->cfg.NH = 6, a->cfg.C = 192, a->cfg.N = 256; /* the shipped model's shape */
+    a->o = train_options_default();
+    a->lr = a->o.lr, a->lr_final = a->o.lr_final, a->weight_decay = a->o.weight_decay;
+    a->clip = a->o.clip, a->repeat_share = a->o.repeat_share;
+    a->checkpoint_every = 200;
+    a->sample_bytes = 160;
+    a->scripts = "plots";
+}
+
+/* The checks that need no file, and the rates into a->o. 0, or 2 after the error line. */
+static int check_args(TrainArgs *a) {
+    char v[64], what[128];
+    if (!a->corpus) return cli_fail("missing option", "--corpus FILE");
+    if (!a->out && !a->grads_out) return cli_fail("missing option", "--out DIR");
+    if (a->out && a->grads_out)
+        return cli_fail("--grads-out runs one batch instead of the training; drop --out", a->out);
+    if (a->cfg.C % a->cfg.NH != 0) {
+        snprintf(what, sizeof what, "--dim must be divisible by --heads (%d)", a->cfg.NH);
+        snprintf(v, sizeof v, "%d", a->cfg.C);
+        return cli_fail(what, v);
+    }
+    const char *bad = config_check(&a->cfg);
+    if (bad) return cli_fail("bad model shape", bad);
+    if (a->o.warmup >= a->o.steps && a->o.steps > 1) {
+        snprintf(v, sizeof v, "%d", a->o.warmup);
+        return cli_fail("--warmup must be below --steps", v);
+    }
+    if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
+    a->o.lr = (float)a->lr, a->o.lr_final = (float)a->lr_final;
+    a->o.weight_decay = (float)a->weight_decay, a->o.clip = (float)a->clip;
+    a->o.repeat_share = (float)a->repeat_share;
+    return 0;
+}
+
+/* The default checkpoint: the output folder's path (without trailing slashes) + ".ckpt".
+ * 0, or 2 after the error line. */
+static int default_checkpoint(TrainArgs *a) {
+    if (a->checkpoint) return 0;
+    const char *base = a->out ? a->out : a->grads_out;
+    size_t n = strlen(base);
+    while (n > 1 && base[n - 1] == '/') n--;
+    if (n + 6 > sizeof a->ckpt_path) return cli_fail("path too long", base);
+    snprintf(a->ckpt_path, sizeof a->ckpt_path, "%.*s.ckpt", (int)n, base);
+    a->checkpoint = a->ckpt_path;
+    return 0;
+}
+
+/* 1 when the loss chart can be drawn: gnuplot is there and so is the script (else a
+ * note: the run goes on without the chart). */
+static int chart_possible(const TrainArgs *a) {
+    char script[4300], err[4600];
+    if (!gnuplot_found()) {
+        if (!a->quiet)
+            fprintf(stderr, "kvscope: note: gnuplot not found: no loss chart (install it with: %s)\n",
+                    GNUPLOT_INSTALL_HINT);
+        return 0;
+    }
+    snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
+    const int fd = infile_open(script, NULL, err, sizeof err);
+    if (fd < 0) {
+        if (!a->quiet) fprintf(stderr, "kvscope: note: no loss chart: %s\n", err);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+/* Before any work: the output folder may be replaced, and holds none of the inputs
+ * (a swap would delete them). 0, or 2 after the error line. */
+static int check_outputs(const TrainArgs *a, OutDir *od) {
+    char script[4300];
+    int rc;
+    snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
+    if ((rc = cli_outdir_check(od, a->out ? a->out : a->grads_out, "train",
+                               a->out ? "--out" : "--grads-out", a->force ? OUTDIR_FORCE : 0)) ||
+        (rc = cli_outdir_spares(od, "--corpus", a->corpus)) ||
+        (rc = cli_outdir_spares(od, "--checkpoint", a->checkpoint)) ||
+        (rc = cli_outdir_spares(od, "--scripts", script)))
+        return rc;
+    return 0;
+}
+
+/* The corpus must give one batch and one validation window. 0, or 2. */
+static int check_corpus(const TrainArgs *a, const Corpus *c) {
+    char what[160], v[4400];
+    const size_t T = (size_t)a->cfg.N, need = (size_t)a->o.B * (T + 1);
+    if (c->ntrain <= T) {
+        snprintf(what, sizeof what, "--ctx longer than the training split of %.60s (%zu bytes)",
+                 a->corpus, c->ntrain);
+        snprintf(v, sizeof v, "%zu", T);
+        return cli_fail(what, v);
+    }
+    if (c->ntrain < need) {
+        snprintf(what, sizeof what, "corpus shorter than one batch (--batch %d × (--ctx + 1) = %zu "
+                 "bytes)", a->o.B, need);
+        snprintf(v, sizeof v, "%s: %zu training bytes", a->corpus, c->ntrain);
+        return cli_fail(what, v);
+    }
+    if (corpus_val_windows(c, a->cfg.N) < 1) {
+        snprintf(what, sizeof what, "validation split shorter than --ctx + 1 = %zu bytes", T + 1);
+        snprintf(v, sizeof v, "%s: %zu validation bytes", a->corpus, c->nval);
+        return cli_fail(what, v);
+    }
+    return 0;
+}
+
+/* ---- progress and Ctrl-C ------------------------------------------------------------------ */
+
+/* The signal that asks the run to stop (SIGINT, SIGTERM), 0 until then: a signal
+ * handler can only reach file scope. */
+static volatile sig_atomic_t stop_signal = 0;
+static void on_stop(int sig) { stop_signal = sig; }
+
+typedef struct {
+    int quiet, first_step;
+    double first_seconds;
+} Progress;
+
+/* A line every 10 steps, at an evaluation and at the first and last step. */
+static void progress(void *user, const TrainLogRow *r, int steps) {
+    Progress *p = user;
+    if (p->first_step < 0) {
+        p->first_step = r->step - 1;
+        p->first_seconds = r->seconds;
+    }
+    const int done = r->step - p->first_step;
+    if (p->quiet || !(r->step % 10 == 0 || r->step == steps || !isnan(r->val_loss) || done == 1))
+        return;
+    const double per = done > 1 ? (r->seconds - p->first_seconds) / (done - 1) : 0.0;
+    const long eta = (long)(per * (steps - r->step) + 0.5);
+    char val[48] = "";
+    if (!isnan(r->val_loss))
+        snprintf(val, sizeof val, "  val %.4f (%.3f bits/byte)", (double)r->val_loss,
+                 r->val_loss / M_LN2);
+    printf("step %6d/%d  loss %.4f%s  lr %.2e  |g| %.3f  %.0f tok/s  ETA %ld:%02ld\n", r->step, steps,
+           (double)r->train_loss, val, (double)r->lr, (double)r->grad_norm, (double)r->tokens_per_s,
+           eta / 60, eta % 60);
+    fflush(stdout);
+}
+
+/* ---- set up -------------------------------------------------------------------------------- */
+
+/* Load the corpus, build the trainer, resume if asked. 0, or 2 after the error line
+ * (nothing left to free). */
+static int setup(const TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
+    char err[4600];
+    int rc = corpus_load(c, a->corpus, err, sizeof err);
+    if (rc) return rc == CORPUS_NOMEM ? cli_fail("out of memory reading", a->corpus)
+                                      : cli_fail("--corpus", err);
+    if ((rc = check_corpus(a, c)) == 0 && trainer_init(tr, &a->cfg, a->o.B, a->o.seed)) {
+        fprintf(stderr, "kvscope: out of memory: a model of %zu parameters with batch %d\n",
+                model_num_params(&a->cfg), a->o.B);
+        rc = 2;
+    } else if (rc == 0 && a->resume) {
+        rc = train_checkpoint_load(tr, &a->o, log, a->checkpoint, err, sizeof err);
+        if (rc) rc = rc == TRAIN_NOMEM ? cli_fail("out of memory reading", a->checkpoint)
+                                       : cli_fail("--resume", err);
+        if (rc) trainer_free(tr);
+    }
+    if (rc == 0 && log->n && log->rows[log->n - 1].step > a->o.steps) {
+        char what[4400], v[32];
+        snprintf(what, sizeof what, "--steps below the %d steps of the checkpoint %s",
+                 log->rows[log->n - 1].step, a->checkpoint);
+        snprintf(v, sizeof v, "%d", a->o.steps);
+        train_log_free(log);
+        trainer_free(tr);
+        rc = cli_fail(what, v);
+    }
+    if (rc) corpus_free(c);
+    return rc;
+}
+
+static void set_threads(const TrainArgs *a) {
+    if (!a->threads) return;
+#ifdef _OPENMP
+    omp_set_num_threads(a->threads);
+#else
+    if (a->threads > 1 && !a->quiet)
+        fprintf(stderr, "kvscope: note: built without OpenMP (make OMP=1): --threads %d runs on 1\n",
+                a->threads);
+#endif
+}
+
+/* ---- --grads-out ------------------------------------------------------------------------- */
+
+static int run_grads(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainLog *log,
+                     OutDir *od) {
+    char err[8400];
+    const int step = log->n ? log->rows[log->n - 1].step : 0;
+    corpus_batch(c, a->o.seed, step, tr->B, tr->T, train_repeats(&a->o, step), a->o.repeat_text,
+                 tr->inputs, tr->targets);
+    const float loss = trainer_forward(tr, tr->inputs, tr->targets);
+    trainer_backward(tr);
+    int rc = cli_outdir_begin(od);
+    if (rc) return rc;
+    const int e = train_write_grads(tr, loss, od, err, sizeof err);
+    if (e) cli_outdir_error(od, err);
+    if ((rc = cli_outdir_end(od, e ? 2 : 0, 0)) == 0 && !a->quiet)
+        printf("wrote %s: the batch of step %d (loss %.6f), the gradient of every parameter "
+               "(grads.safetensors) and the weights it was taken at\n", a->grads_out, step + 1,
+               (double)loss);
+    return rc;
+}
+
+/* ---- the end of a run ----------------------------------------------------------------------- */
+
+static const char *const SAMPLE_PROMPTS[] = {
+    "In the beginning", "And God said", "The LORD is my", "Blessed are the", "The KV cache is",
+};
+enum { NSAMPLES = sizeof SAMPLE_PROMPTS / sizeof SAMPLE_PROMPTS[0] };
+
+/* The loss chart into the begun folder; a failure is a note (the model is written). */
+static void draw_chart(const TrainArgs *a, const OutDir *od) {
+    char script[4300], vars[13000], msg[512];
+    if (!gnuplot_quotable(od->tmp)) {
+        fprintf(stderr, "kvscope: note: no loss chart: --out resolves to a path with a quote: %s\n",
+                a->out);
+        return;
+    }
+    snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
+    snprintf(vars, sizeof vars, "log='%s/train_log.csv'; eval='%s/eval.csv'; out='%s/loss'", od->tmp,
+             od->tmp, od->tmp);
+    const int rc = gnuplot_run(script, vars, msg, sizeof msg);
+    if (rc) fprintf(stderr, "kvscope: note: no loss chart: gnuplot failed on %s (status %d): %s\n",
+                    script, rc, msg[0] ? msg : "no message");
+}
+
+/* The held-out bits per byte, the baselines and the samples, then the folder. 0, or 2. */
+static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainLog *log, OutDir *od,
+                  int chart) {
+    char err[8400];
+    const size_t windows = corpus_val_windows(c, tr->T);
+    float val = log->rows[log->n - 1].val_loss;
+    if (isnan(val)) val = trainer_eval(tr, c, windows); /* resumed at the last step */
+    TrainEval ev = {.model = val / M_LN2, .targets = windows * (size_t)tr->T};
+    for (int k = 0; k < 3; k++)
+        if (corpus_ngram_bits(c, k, tr->T, &ev.ngram[k], &ev.alpha[k]))
+            return cli_fail("out of memory", "n-gram baselines");
+    TrainSample s[NSAMPLES];
+    for (int i = 0; i < NSAMPLES; i++) s[i].prompt = SAMPLE_PROMPTS[i];
+    int steps = a->sample_bytes;
+    if (steps > tr->T - 16) steps = tr->T - 16 > 0 ? tr->T - 16 : 0;
+    int rc = train_samples(tr, s, NSAMPLES, steps);
+    if (rc == TRAIN_NOMEM) {
+        train_samples_free(s, NSAMPLES);
+        return cli_fail("out of memory", "samples");
+    }
+    for (int i = 0; i < NSAMPLES && rc; i++) s[i].len = 0; /* prompts that do not fit */
+    if ((rc = cli_outdir_begin(od)) == 0) {
+        const int e = train_write(tr, log, &ev, s, NSAMPLES, od, err, sizeof err);
+        if (e) cli_outdir_error(od, err);
+        else if (chart) draw_chart(a, od);
+        rc = cli_outdir_end(od, e ? 2 : 0, 0);
+    }
+    train_samples_free(s, NSAMPLES);
+    if (rc) return rc;
+    remove(a->checkpoint); /* the run is complete: the folder holds everything */
+    if (!a->quiet)
+        printf("wrote %s: validation %.3f bits/byte on %zu bytes (unigram %.3f, order-1 %.3f, "
+               "order-2 %.3f)\n", a->out, ev.model, ev.targets, ev.ngram[0], ev.ngram[1], ev.ngram[2]);
+    return 0;
+}
+
+/* train_loop with SIGINT and SIGTERM caught: they stop it after a checkpoint. */
+static int train_caught(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log,
+                        int *bad, char *err, size_t errsize) {
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    cleanup_install(); /* what is restored after the loop */
+    stop_signal = 0;
+    const int caught = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
+    Progress p = {.quiet = a->quiet, .first_step = -1};
+    const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p};
+    const int rc = train_loop(tr, c, &a->o, log, &ctl, bad, err, errsize);
+    if (caught) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
+    return rc;
+}
+
+static int run_training(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log, OutDir *od) {
+    char err[4600];
+    const int chart = chart_possible(a);
+    if (!a->quiet)
+        printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
+               "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
+               a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
+    int bad = 0;
+    const int rc = train_caught(a, c, tr, log, &bad, err, sizeof err);
+    if (rc == TRAIN_OK) return finish(a, c, tr, log, od, chart);
+    const int done = log->n ? log->rows[log->n - 1].step : 0;
+    if (rc == TRAIN_STOPPED) {
+        fprintf(stderr, "kvscope: %s after step %d: checkpoint %s; the same command with "
+                "--resume goes on\n", stop_signal == SIGTERM ? "terminated" : "interrupted", done,
+                a->checkpoint);
+        return 128 + (int)stop_signal;
+    }
+    if (rc == TRAIN_NONFINITE) {
+        fprintf(stderr, "kvscope: loss or gradient not finite at step %d (a lower --lr?): stopped; "
+                "checkpoint %s holds step %d\n", bad, a->checkpoint, done);
+        return 2;
+    }
+    return rc == TRAIN_NOMEM ? cli_fail("out of memory", "training") : cli_error(err);
+}
+
+int cmd_train(int argc, char **argv) {
+    TrainArgs a;
+    train_args_default(&a);
+    int rc = opts_parse(&TRAIN, argc, argv, &a);
+    if (rc) return rc == OPTS_HELP ? 0 : rc;
+    OutDir od;
+    if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = check_outputs(&a, &od)))
+        return rc;
+    set_threads(&a);
+    Corpus c;
+    Trainer tr;
+    TrainLog log = {0};
+    if ((rc = setup(&a, &c, &tr, &log))) return rc;
+    rc = a.grads_out ? run_grads(&a, &c, &tr, &log, &od) : run_training(&a, &c, &tr, &log, &od);
+    train_log_free(&log);
+    trainer_free(&tr);
+    corpus_free(&c);
+    return rc;
+}

@@ -1,0 +1,614 @@
+/* heatfig.c — layouts of the heatmap figures. See heatfig.h.
+ * Sizes are pixels of a 1600 × 900 canvas (the qkv figure adapts its width). */
+#include "heatfig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colormap.h"
+#include "figure.h"
+
+static const Rgb INK = {34, 34, 34}, SOFT = {85, 85, 85}, FRAME = {128, 128, 128};
+static const Rgb WHITE = {255, 255, 255}, BLACK = {0, 0, 0};
+#define ORANGE COLOR_NEWEST
+
+#define TITLE_PX 30
+#define SUB_PX 19
+#define HEAD_PX 19
+#define CAP_PX 19
+
+static int imin(int a, int b) { return a < b ? a : b; }
+static int imax(int a, int b) { return a > b ? a : b; }
+static int clampi(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* ---- cells ---- */
+
+static Rgb value_colour(float x, float R) {
+    return R > 0.0f ? colormap_diverging(x, R) : colormap_viridis(x);
+}
+
+static void draw_matrix(Fig *f, const HfMatrix *m, int x0, int y0, int cw, int ch) {
+    for (int r = 0; r < m->rows; r++)
+        for (int c = 0; c < m->cols; c++) {
+            const int st = m->state ? m->state[(size_t)r * m->cols + c] : HF_VALUE;
+            const int x = x0 + c * cw, y = y0 + r * ch;
+            if (st == HF_BLANK) continue;
+            if (st == HF_EVICTED) fig_hatch(f, x, y, cw, ch);
+            else if (st == HF_MASKED) fig_rect(f, x, y, cw, ch, COLOR_MASKED);
+            else fig_rect(f, x, y, cw, ch, value_colour(m->v[(size_t)r * m->sr + (size_t)c * m->sc], m->R));
+        }
+    fig_frame(f, x0 - 0.5, y0 - 0.5, m->cols * cw + 1, m->rows * ch + 1, FRAME, 1);
+}
+
+/* A number printed in a cell, black or white by the cell's lightness. */
+static void cell_number(Fig *f, int x, int y, int w, int h, Rgb bg, const char *s, double px) {
+    const int light = 299 * bg.r + 587 * bg.g + 114 * bg.b > 128000;
+    fig_text_mid(f, x + w / 2.0, y + h / 2.0, px, FIG_CENTER, light ? BLACK : WHITE, s);
+}
+
+/* ---- token labels ---- */
+
+static double label_px(int cell) { return clampi(cell * 3 / 4, 11, 20); }
+
+/* Labels left of rows y0 + i·ch, right-aligned at x; spans get a bracket. Labels that
+ * would overlap the previous one are left out. hi: a row whose label is orange. */
+static void row_labels(Fig *f, const TokLabel *l, int m, int x, int y0, int ch, int hi) {
+    const double px = label_px(ch);
+    double last = -1e9;
+    for (int i = 0; i < m; i++) {
+        const double yc = y0 + (l[i].first + l[i].span / 2.0) * ch;
+        if (l[i].span > 1 && ch >= 3)
+            fig_line(f, x + 2, y0 + l[i].first * ch + 1, x + 2, y0 + (l[i].first + l[i].span) * ch - 1,
+                     SOFT, 1.5);
+        if (yc - last < px * 1.05) continue;
+        const int h = hi >= l[i].first && hi < l[i].first + l[i].span;
+        fig_text_mid(f, x - 3, yc, l[i].span > 1 ? label_px(imin(ch * l[i].span, 24)) : px,
+                     FIG_RIGHT, h ? ORANGE : INK, l[i].text);
+        last = yc;
+    }
+}
+
+/* Labels under columns x0 + i·cw, from y down: upright where a label fits its span,
+ * else turned to read upwards. Labels that would overlap the previous one are left
+ * out. Returns the height used. */
+static int col_labels(Fig *f, const TokLabel *l, int m, int x0, int cw, int y) {
+    const double px = label_px(cw);
+    double last_right = -1e9, used = 0;
+    for (int i = 0; i < m; i++) {
+        const double xc = x0 + (l[i].first + l[i].span / 2.0) * cw;
+        if (l[i].span > 1 && cw >= 3)
+            fig_line(f, x0 + l[i].first * cw + 1, y + 2, x0 + (l[i].first + l[i].span) * cw - 1, y + 2,
+                     SOFT, 1.5);
+        const double su = label_px(imin(cw * l[i].span, 24)), wu = fig_text_width(f, su, l[i].text);
+        const int upright = wu <= l[i].span * cw - 1;
+        const double half = upright ? wu / 2 : px * 0.55, w = upright ? su + 8 : fig_text_width(f, px, l[i].text) + 8;
+        if (xc - half < last_right + 2) continue;
+        if (upright) fig_text(f, xc, y + 6 + su, su, FIG_CENTER, INK, l[i].text);
+        else fig_text_turned(f, xc, y + 6, px, -90, FIG_RIGHT, INK, l[i].text);
+        if (w > used) used = w;
+        last_right = xc + half;
+    }
+    return (int)used;
+}
+
+/* 1 if some label covers more than one cell: then the axis caption says why. */
+static int spans(const TokLabel *l, int m) {
+    for (int i = 0; i < m; i++)
+        if (l[i].span > 1) return 1;
+    return 0;
+}
+#define SPAN_NOTE " (a character spans its UTF-8 bytes, one token each)"
+
+/* ---- colour bars ---- */
+
+static void fmt_tick(char *b, size_t n, double v) {
+    snprintf(b, n, "%g", v);
+    if (strcmp(b, "-0") == 0) snprintf(b, n, "0");
+}
+
+/* Vertical bar, bottom = low end; ticks on its right; caption turned beside them. */
+static void colorbar_v(Fig *f, int x, int y, int w, int h, float R, const char *cap) {
+    for (int i = 0; i < h; i++) {
+        const double u = 1.0 - (i + 0.5) / h; /* top = 1 */
+        Rgb c = R > 0 ? colormap_diverging((float)((2 * u - 1) * R), R) : colormap_viridis((float)u);
+        fig_rect(f, x, y + i, w, 1, c);
+    }
+    fig_frame(f, x - 0.5, y - 0.5, w + 1, h + 1, FRAME, 1);
+    double maxw = 0;
+    for (int k = 0; k <= 4; k++) {
+        const double u = k / 4.0, v = R > 0 ? (2 * u - 1) * R : u;
+        char t[32];
+        fmt_tick(t, sizeof t, v);
+        const double yy = y + h - u * h;
+        fig_line(f, x + w, yy, x + w + 6, yy, INK, 1);
+        double tw = fig_text_mid(f, x + w + 10, yy, 17, FIG_LEFT, INK, t);
+        if (tw > maxw) maxw = tw;
+    }
+    fig_text_turned(f, x + w + 22 + maxw + 6, y + h / 2.0, CAP_PX, 90, FIG_CENTER, INK, cap);
+}
+
+/* Horizontal bar, left = low end; ticks below; caption above. */
+static void colorbar_h(Fig *f, int x, int y, int w, int h, float R, const char *cap) {
+    for (int i = 0; i < w; i++) {
+        const double u = (i + 0.5) / w;
+        Rgb c = R > 0 ? colormap_diverging((float)((2 * u - 1) * R), R) : colormap_viridis((float)u);
+        fig_rect(f, x + i, y, 1, h, c);
+    }
+    fig_frame(f, x - 0.5, y - 0.5, w + 1, h + 1, FRAME, 1);
+    for (int k = 0; k <= 4; k++) {
+        const double u = k / 4.0, v = R > 0 ? (2 * u - 1) * R : u;
+        char t[32];
+        fmt_tick(t, sizeof t, v);
+        fig_line(f, x + u * w, y + h, x + u * w, y + h + 5, INK, 1);
+        fig_text(f, x + u * w, y + h + 22, 16, FIG_CENTER, INK, t);
+    }
+    fig_text(f, x + w / 2.0, y - 8, 17, FIG_CENTER, INK, cap);
+}
+
+static void titles(Fig *f, const char *title, const char *sub) {
+    fig_text(f, HEATFIG_W / 2.0, 44, TITLE_PX, FIG_CENTER, BLACK, title);
+    if (sub) fig_text(f, HEATFIG_W / 2.0, 78, SUB_PX, FIG_CENTER, SOFT, sub);
+}
+
+static const char *what(int scores) {
+    return scores ? "attention scores q·k/√hs (before the softmax)" : "attention weights";
+}
+
+/* ---- the square ---- */
+
+typedef struct {
+    const HfSquare *s;
+    int x0, y0, c;
+    char title[256], sub[256];
+} SquareDraw;
+
+static void square_layout(SquareDraw *d) {
+    const int n = d->s->m.rows;
+    const int aw = HEATFIG_W - 170 - 210, ah = HEATFIG_H - 100 - 140;
+    d->c = clampi(imin(aw / n, ah / n), 1, 64);
+    d->x0 = 170 + (aw - n * d->c) / 2;
+    d->y0 = 100 + (ah - n * d->c) / 2;
+    const HfSquare *s = d->s;
+    if (s->at.step == 0 && s->steps > 0)
+        snprintf(d->title, sizeof d->title, "Prefill (step 0 of %d), layer %d, head %d: %s",
+                 s->steps, s->at.layer, s->at.head, what(s->scores));
+    else if (s->at.step == 0)
+        snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: %s", s->at.layer,
+                 s->at.head, what(s->scores));
+    else
+        snprintf(d->title, sizeof d->title, "Decode step %d of %d, layer %d, head %d: %s, every row so far",
+                 s->at.step, s->steps, s->at.layer, s->at.head, what(s->scores));
+    if (s->at.step == 0 && !s->scores)
+        snprintf(d->sub, sizeof d->sub, "row: one query token's softmax over the keys it may see "
+                 "(the row sums to 1); grey: future keys, masked");
+    else if (s->at.step == 0)
+        snprintf(d->sub, sizeof d->sub, "one score per (query, key) pair of the %d prompt tokens; "
+                 "grey: future keys, masked (never computed)", n);
+    else
+        snprintf(d->sub, sizeof d->sub, "the prefill's %d rows, then one row per decode step; "
+                 "orange frame: the row of this step (1×%d)%s", s->at.T0, s->new0 + 1,
+                 s->evicted ? "; hatched: evicted from the cache" : "");
+}
+
+static int square_draw(Fig *f, void *user) {
+    SquareDraw *d = user;
+    const HfSquare *s = d->s;
+    const int n = s->m.rows, c = d->c, S = n * c;
+    titles(f, d->title, d->sub);
+    draw_matrix(f, &s->m, d->x0, d->y0, c, c);
+    TokLabel *l = malloc((size_t)n * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(s->at.tok, NULL, imin(n, s->nrows), l);
+    row_labels(f, l, m, d->x0 - 6, d->y0, c, s->new_n ? s->new0 : -1);
+    const int ml = toklabel_axis(s->at.tok, NULL, imin(n, s->nrows), l);
+    int used = col_labels(f, l, ml, d->x0, c, d->y0 + S);
+    char cap[160];
+    snprintf(cap, sizeof cap, "key: a token the query may look at%s", spans(l, ml) ? SPAN_NOTE : "");
+    free(l);
+    fig_text(f, d->x0 + S / 2.0, d->y0 + S + used + 28, CAP_PX, FIG_CENTER, INK, cap);
+    fig_text_turned(f, d->x0 - 110, d->y0 + S / 2.0, CAP_PX, -90, FIG_CENTER, INK,
+                    "query: the token being computed");
+    if (s->at.step > 0) { /* rows of decode: a bar right of the matrix; the prompt's end */
+        for (int r = s->at.T0; r < s->nrows; r++)
+            fig_rect(f, d->x0 + S + 4, d->y0 + r * c, 6, c,
+                     r >= s->new0 && r < s->new0 + s->new_n ? ORANGE : BLACK);
+        fig_dashed(f, d->x0 - 4, d->y0 + s->at.T0 * c, d->x0 + S + 12, d->y0 + s->at.T0 * c,
+                   ORANGE, 2, 6);
+        if (s->new_n)
+            fig_frame(f, d->x0 - 1, d->y0 + s->new0 * c - 1, (s->new0 + 1) * c + 2,
+                      s->new_n * c + 2, ORANGE, 3);
+        fig_text(f, d->x0 + S + 16, d->y0 + s->at.T0 * c + 18, 16, FIG_LEFT, SOFT,
+                 "▌ rows of decode steps");
+    }
+    if (s->scores) snprintf(cap, sizeof cap, "score (clipped at ±%g)", (double)s->m.R);
+    else snprintf(cap, sizeof cap, "weight (0 to 1)");
+    colorbar_v(f, d->x0 + S + (s->steps > 0 ? 200 : 60), d->y0, 26, imax(S, 200), s->m.R, cap);
+    return 0;
+}
+
+static void square_texts(const SquareDraw *d, PngText *t, char *desc, size_t n) {
+    const HfSquare *s = d->s;
+    snprintf(desc, n,
+             "phase=%s step=%d layer=%d head=%d matrix=%s shape=%dx%d rows=query positions "
+             "0..%d columns=key positions colormap=%s range=%s%g masked=grey(128)%s "
+             "grid=%d,%d,%d,%d",
+             s->at.step ? "decode" : "prefill", s->at.step, s->at.layer, s->at.head,
+             s->scores ? "scores" : "weights", s->nrows, s->m.cols, s->nrows - 1,
+             s->m.R > 0 ? "cool-warm" : "viridis", s->m.R > 0 ? "+/-" : "0..", s->m.R > 0 ? (double)s->m.R : 1.0,
+             s->evicted ? " evicted=white hatched black" : "", d->x0, d->y0, d->c, d->c);
+    t->title = d->title;
+    t->description = desc;
+}
+
+int heatfig_square(const HfSquare *s, const char *png, const char *svg, char *err, size_t n) {
+    SquareDraw d = {.s = s};
+    square_layout(&d);
+    char desc[1024];
+    PngText t;
+    square_texts(&d, &t, desc, sizeof desc);
+    return fig_write(png, svg, HEATFIG_W, HEATFIG_H, square_draw, &d, &t, err, n);
+}
+
+int heatfig_square_rgb(const HfSquare *s, unsigned char *rgb) {
+    SquareDraw d = {.s = s};
+    square_layout(&d);
+    return fig_render_rgb(rgb, HEATFIG_W, HEATFIG_H, square_draw, &d);
+}
+
+/* ---- Q, Kᵀ, V ---- */
+
+typedef struct {
+    const HfQkv *q;
+    int ut, uc, W;        /* px per token, px per channel, canvas width */
+    int xq, yq, xk, yk, xv, yv;
+    char title[256];
+} QkvDraw;
+
+/* Q | Kᵀ | V in a row. Tokens and channels have their own cell sizes (as in the step
+ * figure), chosen so that the three panels are about square: no empty canvas. */
+static void qkv_layout(QkvDraw *d) {
+    const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 50, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
+    d->ut = clampi(560 / T, 1, 40);
+    d->uc = clampi(T * d->ut / hs, 1, 16);
+    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) {
+        if (d->uc > 1) d->uc--;
+        if (2 * hs * d->uc + T * d->ut > aw && d->ut > 1) d->ut--;
+    }
+    const int w = 2 * LAB + 2 * hs * d->uc + T * d->ut + 2 * G;
+    d->W = HEATFIG_W;
+    const int x0 = (HEATFIG_W - w) / 2, top = 134;
+    d->xq = x0 + LAB, d->yq = top;
+    d->xk = d->xq + hs * d->uc + G, d->yk = top;
+    d->xv = d->xk + T * d->ut + G + LAB, d->yv = top;
+    snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: Q, K^T and V of the %d prompt tokens",
+             d->q->at.layer, d->q->at.head, T);
+}
+
+static void channel_ticks_x(Fig *f, int x0, int y, int u, int hs) {
+    char b[16];
+    fig_text(f, x0 + u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "0");
+    snprintf(b, sizeof b, "%d", hs - 1);
+    fig_text(f, x0 + (hs - 0.5) * u, y + 18, 15, FIG_CENTER, SOFT, b);
+    fig_text(f, x0 + hs * u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "channel");
+}
+
+static int qkv_draw(Fig *f, void *user) {
+    QkvDraw *d = user;
+    const HfQkv *q = d->q;
+    const int T = q->T, hs = q->hs, ut = d->ut, uc = d->uc;
+    titles(f, d->title, "rows of Q and V and columns of K^T are the tokens; the other axis: "
+                        "the head's hs channels");
+    HfMatrix mq = {T, hs, q->q, q->row, 1, NULL, q->R}, mk = {hs, T, q->k, 1, q->row, NULL, q->R},
+             mv = {T, hs, q->v, q->row, 1, NULL, q->R};
+    draw_matrix(f, &mq, d->xq, d->yq, uc, ut);
+    draw_matrix(f, &mk, d->xk, d->yk, ut, uc);
+    draw_matrix(f, &mv, d->xv, d->yv, uc, ut);
+    char h[96];
+    snprintf(h, sizeof h, "Q (%d×%d): queries", T, hs);
+    fig_text(f, d->xq, d->yq - 10, HEAD_PX, FIG_LEFT, INK, h);
+    snprintf(h, sizeof h, "K^T (%d×%d): keys, transposed", hs, T);
+    fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, h);
+    snprintf(h, sizeof h, "V (%d×%d): values", T, hs);
+    fig_text(f, d->xv, d->yv - 10, HEAD_PX, FIG_LEFT, INK, h);
+    TokLabel *l = malloc((size_t)T * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(q->at.tok, NULL, T, l);
+    row_labels(f, l, m, d->xq - 6, d->yq, ut, -1);
+    row_labels(f, l, m, d->xv - 6, d->yv, ut, -1);
+    col_labels(f, l, m, d->xk, ut, d->yk + hs * uc);
+    free(l);
+    channel_ticks_x(f, d->xq, d->yq + T * ut, uc, hs);
+    channel_ticks_x(f, d->xv, d->yv + T * ut, uc, hs);
+    char cap[96];
+    snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (clipped beyond)", (double)q->R);
+    colorbar_h(f, d->W / 2 - 220, HEATFIG_H - 62, 440, 18, q->R, cap);
+    return 0;
+}
+
+int heatfig_qkv(const HfQkv *q, const char *png, const char *svg, char *err, size_t n) {
+    QkvDraw d = {.q = q};
+    qkv_layout(&d);
+    char desc[640];
+    snprintf(desc, sizeof desc,
+             "phase=prefill step=0 layer=%d head=%d matrices=Q|K^T|V shape=%dx%d|%dx%d|%dx%d "
+             "colormap=cool-warm range=+/-%g (one scale, clipped beyond) grid=%d,%d,%d,%d "
+             "grid_k=%d,%d grid_v=%d,%d",
+             q->at.layer, q->at.head, q->T, q->hs, q->hs, q->T, q->T, q->hs, (double)q->R, d.xq,
+             d.yq, d.uc, d.ut, d.xk, d.yk, d.xv, d.yv);
+    PngText t = {d.title, desc};
+    return fig_write(png, svg, d.W, HEATFIG_H, qkv_draw, &d, &t, err, n);
+}
+
+/* ---- one attention step ---- */
+
+typedef struct {
+    const HfStep *s;
+    int ch, cw, sw;                  /* token rows, channel columns, score/weight columns */
+    int xq, yq, xk, yk, xs, xw, xv, xz, yz, ys; /* ys: top of scores/weights (prefill) */
+    unsigned char *mask;             /* n × t: HF_MASKED beyond what a query row sees */
+    char title[256], sub[256];
+} StepDraw;
+
+#define STEP_LAB 120
+#define STEP_G 30
+
+static void step_layout_decode(StepDraw *d) {
+    const HfStep *s = d->s;
+    d->ch = clampi(548 / (s->t_max + 2), 2, 40);
+    d->sw = imax(d->ch, d->ch >= 15 ? 68 : 58); /* room for the numbers, or for the headers */
+    d->cw = clampi((HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G - 14 - 2 * d->sw) / (2 * s->hs), 1, 16);
+    const int w = STEP_LAB + 2 * s->hs * d->cw + 2 * STEP_G + 14 + 2 * d->sw;
+    d->xk = (HEATFIG_W - w) / 2 + STEP_LAB;
+    d->xq = d->xk;
+    d->yq = 134;
+    d->yk = d->yq + d->ch + 48;
+    d->xs = d->xk + s->hs * d->cw + STEP_G;
+    d->xw = d->xs + d->sw + 14;
+    d->xv = d->xw + d->sw + STEP_G;
+    d->ys = d->yk;
+    d->xz = d->xv;
+    d->yz = d->yk + s->t_max * d->ch + 44;
+}
+
+static void step_layout_prefill(StepDraw *d) {
+    const HfStep *s = d->s;
+    const int T = s->t, aw = HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G;
+    d->ch = clampi(570 / (2 * T), 2, 36);
+    d->cw = clampi(aw / (3 * s->hs), 1, 16);
+    while (d->cw > 1 && 2 * T * d->ch + s->hs * d->cw > aw) d->cw--;
+    while (d->ch > 2 && 2 * T * d->ch + s->hs * d->cw > aw) d->ch--;
+    d->sw = d->ch;
+    const int wt = 3 * s->hs * d->cw + 2 * STEP_G, wb = 2 * T * d->ch + s->hs * d->cw + 2 * STEP_G;
+    const int x0 = (HEATFIG_W - STEP_LAB - imax(wt, wb)) / 2 + STEP_LAB;
+    d->xq = x0, d->yq = 134;
+    d->xk = x0 + s->hs * d->cw + STEP_G, d->yk = d->yq;
+    d->xv = d->xk + s->hs * d->cw + STEP_G;
+    d->ys = d->yq + T * d->ch + 56;
+    d->xs = x0, d->xw = x0 + T * d->ch + STEP_G;
+    d->xz = d->xw + T * d->ch + STEP_G, d->yz = d->ys;
+}
+
+static int step_setup(StepDraw *d) {
+    const HfStep *s = d->s;
+    d->mask = malloc((size_t)s->n * (size_t)s->t);
+    if (!d->mask) return -1;
+    for (int i = 0; i < s->n; i++)
+        for (int j = 0; j < s->t; j++)
+            d->mask[(size_t)i * s->t + j] = j <= s->vis0 + i ? HF_VALUE : HF_MASKED;
+    char tok[TOKLABEL_TEXT] = "?";
+    const int p = s->pos0 + s->n - 1;
+    if (s->at.tok && p < s->at.tok->n && s->at.tok->len[p])
+        toklabel_visible(s->at.tok->bytes[p], s->at.tok->len[p], tok, sizeof tok);
+    if (s->n == 1) {
+        step_layout_decode(d);
+        snprintf(d->title, sizeof d->title, "Decode step %d, layer %d, head %d: one query against the cache",
+                 s->at.step, s->at.layer, s->at.head);
+        snprintf(d->sub, sizeof d->sub, "the new token %s (position %d) reads all %d cached keys and "
+                 "values; its own k and v were appended as the last row", tok, p, s->t);
+    } else {
+        step_layout_prefill(d);
+        snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: all %d prompt tokens at once",
+                 s->at.layer, s->at.head, s->n);
+        snprintf(d->sub, sizeof d->sub, "every query row against every key row (T×hs against T×hs), "
+                 "the causal mask, the softmax, and the weighted sum of the values");
+    }
+    return 0;
+}
+
+static void step_numbers(Fig *f, const StepDraw *d, const float *v, int rows, int x, float R,
+                         const char *fmt) {
+    if (d->ch < 15 || d->sw < 40) return;
+    for (int r = 0; r < rows; r++) {
+        char b[32];
+        snprintf(b, sizeof b, fmt, (double)v[r]);
+        cell_number(f, x, d->ys + r * d->ch, d->sw, d->ch, value_colour(v[r], R), b,
+                    imin(d->ch - 2, 17));
+    }
+}
+
+static void step_head(Fig *f, int x, int y, const char *fmt, int a, int b, const char *what_) {
+    char h[160];
+    snprintf(h, sizeof h, fmt, a, b, what_);
+    fig_text(f, x, y, HEAD_PX, FIG_LEFT, INK, h);
+}
+
+static void step_bars(Fig *f, const HfStep *s) {
+    char c[96];
+    snprintf(c, sizeof c, "q, K, V, z: ±%g (fixed at the prefill)", (double)s->R);
+    colorbar_h(f, 130, HEATFIG_H - 62, 380, 16, s->R, c);
+    snprintf(c, sizeof c, "score: ±%g (clipped beyond)", (double)s->Rs);
+    colorbar_h(f, 610, HEATFIG_H - 62, 380, 16, s->Rs, c);
+    colorbar_h(f, 1090, HEATFIG_H - 62, 380, 16, 0, "weight: 0 to 1 (each row sums to 1)");
+}
+
+static int step_draw_decode(Fig *f, const StepDraw *d) {
+    const HfStep *s = d->s;
+    const int t = s->t, hs = s->hs, ch = d->ch, cw = d->cw;
+    HfMatrix q = {1, hs, s->q, s->row, 1, NULL, s->R}, k = {t, hs, s->k, s->row, 1, NULL, s->R};
+    HfMatrix v = {t, hs, s->v, s->row, 1, NULL, s->R}, z = {1, hs, s->z, s->row, 1, NULL, s->R};
+    HfMatrix sc = {t, 1, s->s, 1, 0, NULL, s->Rs}, w = {t, 1, s->w, 1, 0, NULL, 0};
+    draw_matrix(f, &q, d->xq, d->yq, cw, ch);
+    draw_matrix(f, &k, d->xk, d->yk, cw, ch);
+    draw_matrix(f, &sc, d->xs, d->yk, d->sw, ch);
+    draw_matrix(f, &w, d->xw, d->yk, d->sw, ch);
+    draw_matrix(f, &v, d->xv, d->yk, cw, ch);
+    draw_matrix(f, &z, d->xz, d->yz, cw, ch);
+    step_numbers(f, d, s->s, t, d->xs, s->Rs, "%.2f");
+    step_numbers(f, d, s->w, t, d->xw, 0, "%.3f");
+    step_head(f, d->xq, d->yq - 10, "q (%d×%d): the new token's query%s", 1, hs, "");
+    step_head(f, d->xk, d->yk - 12, "K cache (%d×%d): one key per token%s", t, hs, "");
+    step_head(f, d->xv, d->yk - 12, "V cache (%d×%d): one value per token%s", t, hs, "");
+    step_head(f, d->xz, d->yz + ch + 24, "z (%d×%d) = Σ weight × value: the head's output%s", 1, hs, "");
+    fig_text(f, d->xs + d->sw / 2.0, d->yk - 34, 16, FIG_CENTER, INK, "score");
+    fig_text(f, d->xs + d->sw / 2.0, d->yk - 12, 16, FIG_CENTER, SOFT, "q·k/√hs");
+    fig_text(f, d->xw + d->sw / 2.0, d->yk - 34, 16, FIG_CENTER, INK, "weight");
+    fig_text(f, d->xw + d->sw / 2.0, d->yk - 12, 16, FIG_CENTER, SOFT, "softmax");
+    fig_arrow(f, d->xq + hs * cw + 12, d->yq + ch / 2.0, d->xs - 6, d->yk - 40, SOFT, 2);
+    fig_arrow(f, d->xv + hs * cw / 2.0, d->yk + t * ch + 6, d->xv + hs * cw / 2.0, d->yz - 4, SOFT, 2);
+    const int y = d->yk + (t - 1) * ch; /* the new token's row */
+    fig_frame(f, d->xk - 1.5, y - 1.5, hs * cw + 3, ch + 3, ORANGE, 3);
+    fig_frame(f, d->xv - 1.5, y - 1.5, hs * cw + 3, ch + 3, ORANGE, 3);
+    TokLabel *l = malloc((size_t)t * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(s->at.tok, s->slot_pos, t, l);
+    row_labels(f, l, m, d->xk - 6, d->yk, ch, t - 1);
+    free(l);
+    fig_text_turned(f, d->xk - STEP_LAB + 4, d->yk + s->t_max * ch / 2.0, CAP_PX, -90, FIG_CENTER,
+                    INK, "cached tokens (oldest on top)");
+    return 0;
+}
+
+static int step_draw_prefill(Fig *f, const StepDraw *d) {
+    const HfStep *s = d->s;
+    const int T = s->t, hs = s->hs, u = d->ch, cw = d->cw;
+    HfMatrix q = {T, hs, s->q, s->row, 1, NULL, s->R}, k = {T, hs, s->k, s->row, 1, NULL, s->R};
+    HfMatrix v = {T, hs, s->v, s->row, 1, NULL, s->R}, z = {T, hs, s->z, s->row, 1, NULL, s->R};
+    HfMatrix sc = {T, T, s->s, (size_t)T, 1, d->mask, s->Rs}, w = {T, T, s->w, (size_t)T, 1, d->mask, 0};
+    draw_matrix(f, &q, d->xq, d->yq, cw, u);
+    draw_matrix(f, &k, d->xk, d->yk, cw, u);
+    draw_matrix(f, &v, d->xv, d->yk, cw, u);
+    draw_matrix(f, &sc, d->xs, d->ys, u, u);
+    draw_matrix(f, &w, d->xw, d->ys, u, u);
+    draw_matrix(f, &z, d->xz, d->yz, cw, u);
+    step_head(f, d->xq, d->yq - 10, "Q (%d×%d): queries%s", T, hs, "");
+    step_head(f, d->xk, d->yk - 10, "K (%d×%d): keys, all cached%s", T, hs, "");
+    step_head(f, d->xv, d->yk - 10, "V (%d×%d): values, all cached%s", T, hs, "");
+    step_head(f, d->xs, d->ys - 10, "scores Q·K^T/√hs (%d×%d)%s", T, T, "");
+    step_head(f, d->xw, d->ys - 10, "weights: softmax (%d×%d)%s", T, T, "");
+    step_head(f, d->xz, d->yz - 10, "Z = weights·V (%d×%d)%s", T, hs, "");
+    TokLabel *l = malloc((size_t)T * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(s->at.tok, NULL, T, l);
+    row_labels(f, l, m, d->xq - 6, d->yq, u, -1);
+    row_labels(f, l, m, d->xs - 6, d->ys, u, -1);
+    col_labels(f, l, m, d->xs, u, d->ys + T * u);
+    col_labels(f, l, m, d->xw, u, d->ys + T * u);
+    free(l);
+    return 0;
+}
+
+static int step_draw(Fig *f, void *user) {
+    StepDraw *d = user;
+    titles(f, d->title, d->sub);
+    step_bars(f, d->s);
+    return d->s->n == 1 ? step_draw_decode(f, d) : step_draw_prefill(f, d);
+}
+
+int heatfig_step(const HfStep *s, const char *png, const char *svg, char *err, size_t n) {
+    StepDraw d = {.s = s};
+    if (s->n < 1 || s->t < 1 || s->hs < 1 || step_setup(&d)) {
+        free(d.mask);
+        snprintf(err, n, "%s: out of memory (or bad shape)", png);
+        return -1;
+    }
+    char desc[1024];
+    snprintf(desc, sizeof desc,
+             "phase=%s step=%d layer=%d head=%d queries=%d keys=%d hs=%d range=+/-%g "
+             "range_scores=+/-%g grid_q=%d,%d grid_k=%d,%d grid_v=%d,%d grid_s=%d,%d "
+             "grid_w=%d,%d grid_z=%d,%d cell_token=%d cell_channel=%d cell_score=%d",
+             s->at.step ? "decode" : "prefill", s->at.step, s->at.layer, s->at.head, s->n, s->t,
+             s->hs, (double)s->R, (double)s->Rs, d.xq, d.yq, d.xk, d.yk, d.xv,
+             s->n == 1 ? d.yk : d.yk, d.xs, d.ys, d.xw, d.ys, d.xz, d.yz, d.ch, d.cw, d.sw);
+    PngText t = {d.title, desc};
+    int rc = fig_write(png, svg, HEATFIG_W, HEATFIG_H, step_draw, &d, &t, err, n);
+    free(d.mask);
+    return rc;
+}
+
+/* ---- every head ---- */
+
+typedef struct {
+    const HfHeads *h;
+    int cols, u, P, x0, y0, gx, gy;
+    unsigned char *mask;
+    char title[256];
+} HeadsDraw;
+
+static void heads_layout(HeadsDraw *d) {
+    const int NH = d->h->NH, T = d->h->T, aw = HEATFIG_W - 160 - 190, ah = HEATFIG_H - 110 - 50;
+    d->gx = 26, d->gy = 34;
+    int best = 1, bp = 0;
+    for (int c = 1; c <= NH; c++) {
+        const int r = (NH + c - 1) / c;
+        const int p = imin((aw - (c - 1) * d->gx) / c, (ah - r * d->gy) / r);
+        if (p > bp) bp = p, best = c;
+    }
+    d->cols = best;
+    d->u = clampi(bp / T, 1, 64);
+    d->P = d->u * T;
+    const int rows = (NH + best - 1) / best;
+    d->x0 = 160 + (aw - (best * d->P + (best - 1) * d->gx)) / 2;
+    d->y0 = 110 + d->gy + (ah - rows * (d->P + d->gy)) / 2;
+    snprintf(d->title, sizeof d->title, "Prefill, layer %d: the attention weights of all %d heads",
+             d->h->at.layer, NH);
+}
+
+static int heads_draw(Fig *f, void *user) {
+    HeadsDraw *d = user;
+    const HfHeads *h = d->h;
+    const int T = h->T;
+    titles(f, d->title, "each head has its own queries and keys, so its own T×T square; "
+                        "one colour scale for all");
+    TokLabel *l = malloc((size_t)T * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(h->at.tok, NULL, T, l), rows = (h->NH + d->cols - 1) / d->cols;
+    for (int i = 0; i < h->NH; i++) {
+        const int r = i / d->cols, c = i % d->cols;
+        const int x = d->x0 + c * (d->P + d->gx), y = d->y0 + r * (d->P + d->gy);
+        HfMatrix w = {T, T, h->w + (size_t)i * T * T, (size_t)T, 1, d->mask, 0};
+        draw_matrix(f, &w, x, y, d->u, d->u);
+        char b[32];
+        snprintf(b, sizeof b, "head %d", i);
+        fig_text(f, x + d->P / 2.0, y - 9, 18, FIG_CENTER, INK, b);
+        if (c == 0 && d->u >= 8) row_labels(f, l, m, x - 5, y, d->u, -1);
+        if ((r == rows - 1 || i + d->cols >= h->NH) && d->u >= 8 && d->P >= 60)
+            col_labels(f, l, m, x, d->u, y + d->P);
+    }
+    free(l);
+    const int right = d->x0 + d->cols * d->P + (d->cols - 1) * d->gx;
+    colorbar_v(f, right + 50, d->y0, 24, imax(rows * d->P + (rows - 1) * d->gy, 200), 0,
+               "weight (0 to 1)");
+    return 0;
+}
+
+int heatfig_heads(const HfHeads *h, const char *png, const char *svg, char *err, size_t n) {
+    HeadsDraw d = {.h = h};
+    heads_layout(&d);
+    d.mask = malloc((size_t)h->T * (size_t)h->T);
+    if (!d.mask) {
+        snprintf(err, n, "%s: out of memory", png);
+        return -1;
+    }
+    for (int i = 0; i < h->T; i++)
+        for (int j = 0; j < h->T; j++) d.mask[(size_t)i * h->T + j] = j <= i ? HF_VALUE : HF_MASKED;
+    char desc[512];
+    snprintf(desc, sizeof desc,
+             "phase=prefill step=0 layer=%d heads=%d matrix=weights shape=%dx%d colormap=viridis "
+             "range=0..1 masked=grey(128) grid=%d,%d,%d,%d panels=%d per row, %d px apart",
+             h->at.layer, h->NH, h->T, h->T, d.x0, d.y0, d.u, d.u, d.cols, d.P + d.gx);
+    PngText t = {d.title, desc};
+    int rc = fig_write(png, svg, HEATFIG_W, HEATFIG_H, heads_draw, &d, &t, err, n);
+    free(d.mask);
+    return rc;
+}

@@ -1,0 +1,362 @@
+/* check_figure.c — the heatmap figures (heatfig.h, figure.h, toklabel.h), read back.
+ *
+ * Every cell of a figure is a solid rectangle on whole pixels, so a pixel inside a cell
+ * has exactly the colour colormap.h gives its value; the figure's Description chunk
+ * says where each matrix is. The values come from hand-made inputs or from the CSV
+ * files kvscope writes beside the figures (a second path through the code).
+ */
+#include <check.h>
+#include <gif_lib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colormap.h"
+#include "figure.h"
+#include "heatfig.h"
+#include "outdir.h"
+#include "testutil.h"
+#include "toklabel.h"
+#include "version.h"
+
+#define ck_assert_rgb_is(got, want)                                                          \
+    ck_assert_msg((got)[0] == (want).r && (got)[1] == (want).g && (got)[2] == (want).b,      \
+                  "colour (%d,%d,%d), expected (%d,%d,%d)", (got)[0], (got)[1], (got)[2],   \
+                  (want).r, (want).g, (want).b)
+
+static const unsigned char *pix(const Png *p, int x, int y) {
+    ck_assert(x >= 0 && y >= 0 && x < p->w && y < p->h);
+    return p->px + ((size_t)y * p->w + x) * 3;
+}
+
+/* "key=x,y" or "key=x,y,w,h" in a Description. */
+static void grid_of(const char *desc, const char *key, int *v, int n) {
+    const char *s = strstr(desc, key);
+    ck_assert_msg(s != NULL, "no %s in %s", key, desc);
+    s += strlen(key);
+    for (int i = 0; i < n; i++) {
+        char *end;
+        v[i] = (int)strtol(s, &end, 10);
+        ck_assert_msg(end != s, "bad %s in %s", key, desc);
+        s = end + 1;
+    }
+}
+
+static void set_text(TokenTexts *t, const char *bytes) {
+    token_texts_init(t);
+    for (int i = 0; bytes[i]; i++)
+        ck_assert_int_eq(token_texts_set(t, i, (const unsigned char *)bytes + i, 1), 0);
+}
+
+/* ---- labels ---- */
+
+START_TEST(test_labels_bytes) {
+    TokenTexts t;
+    set_text(&t, "\xE4\xBA\xBA" "a \n\xBA" "b");
+    TokLabel l[8];
+    const int m = toklabel_axis(&t, NULL, 8, l);
+    ck_assert_int_eq(m, 6);
+    ck_assert_int_eq(l[0].first, 0);
+    ck_assert_int_eq(l[0].span, 3);
+    ck_assert_str_eq(l[0].text, "人");
+    ck_assert_str_eq(l[1].text, "a");
+    ck_assert_str_eq(l[2].text, "\xE2\x90\xA3"); /* ␣ */
+    ck_assert_str_eq(l[3].text, "\xC2\xB6");     /* ¶ */
+    ck_assert_str_eq(l[4].text, "<0xBA>");       /* a continuation byte alone */
+    ck_assert_int_eq(l[5].first, 7);
+    /* positions that are not consecutive never share a label */
+    const int pos[3] = {0, 2, 3};
+    ck_assert_int_eq(toklabel_axis(&t, pos, 3, l), 3);
+    ck_assert_str_eq(l[0].text, "<0xE4>");
+    ck_assert_str_eq(l[1].text, "<0xBA>");
+    /* a character cut by the end of the axis */
+    ck_assert_int_eq(toklabel_axis(&t, NULL, 2, l), 2);
+    ck_assert_str_eq(l[0].text, "<0xE4>");
+    /* a BPE-like token of several bytes is one label */
+    ck_assert_int_eq(token_texts_set(&t, 9, (const unsigned char *)" the", 4), 0);
+    const int p9[1] = {9};
+    ck_assert_int_eq(toklabel_axis(&t, p9, 1, l), 1);
+    ck_assert_str_eq(l[0].text, "\xE2\x90\xA3the");
+    token_texts_free(&t);
+}
+END_TEST
+
+/* ---- the square, from hand-made values ---- */
+
+START_TEST(test_square_cells) {
+    char dir[64], png[128], svg[128], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    TokenTexts t;
+    set_text(&t, "ab\xE4\xBA\xBA");
+    float v[9] = {1, 0, 0, 0.25f, 0.75f, 0, 0.5f, 0.1f, 0.4f};
+    unsigned char st[9] = {HF_VALUE,   HF_MASKED, HF_MASKED, HF_VALUE, HF_VALUE,
+                           HF_MASKED,  HF_VALUE,  HF_EVICTED, HF_VALUE};
+    HfSquare s = {{&t, 0, 2, 0, 3}, {3, 3, v, 3, 1, st, 0}, 3, 0, 0, 0, 1, 0};
+    snprintf(png, sizeof png, "%s/sq.png", dir);
+    snprintf(svg, sizeof svg, "%s/sq.svg", dir);
+    ck_assert_int_eq(heatfig_square(&s, png, svg, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    ck_assert_int_eq(p.w, HEATFIG_W);
+    ck_assert_int_eq(p.h, HEATFIG_H);
+    ck_assert_str_eq(p.title, "Prefill, layer 0, head 2: attention weights");
+    ck_assert_str_eq(p.software, "kvscope " KVSCOPE_VERSION);
+    int g[4];
+    grid_of(p.desc, "grid=", g, 4);
+    ck_assert_int_eq(g[2], g[3]);
+    ck_assert_int_ge(g[2], 40); /* a 3×3 square fills the canvas: big cells */
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            const unsigned char *q = pix(&p, g[0] + c * g[2] + g[2] / 2, g[1] + r * g[3] + 3);
+            if (st[r * 3 + c] == HF_VALUE) ck_assert_rgb_is(q, colormap_viridis(v[r * 3 + c]));
+            else if (st[r * 3 + c] == HF_MASKED) ck_assert_rgb_is(q, COLOR_MASKED);
+            else ck_assert_msg((q[0] == 0 || q[0] == 255) && q[0] == q[1] && q[1] == q[2],
+                               "evicted cell is not black or white");
+        }
+    free(p.px);
+    /* the SVG: glyphs as outlines (no text element needs a font), and the same bytes
+     * when drawn again */
+    size_t n = 0;
+    char *a = read_file(svg, &n);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_msg(strstr(a, "<svg") && strstr(a, "<path") && !strstr(a, "<text"), "svg text");
+    ck_assert_msg(strstr(a, "width=\"1600\"") || strstr(a, "width=\"1600px\""), "svg size");
+    char png2[128], svg2[128];
+    snprintf(png2, sizeof png2, "%s/sq2.png", dir);
+    snprintf(svg2, sizeof svg2, "%s/sq2.svg", dir);
+    ck_assert_int_eq(heatfig_square(&s, png2, svg2, err, sizeof err), 0);
+    ck_assert(files_equal(png, png2));
+    ck_assert(files_equal(svg, svg2));
+    free(a);
+    /* a folder that does not exist: the error names the file, nothing is left */
+    snprintf(png, sizeof png, "%s/missing/x.png", dir);
+    ck_assert_int_eq(heatfig_square(&s, png, NULL, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "missing/x.png"), "%s", err);
+    ck_assert_int_eq(count_entries(dir), 4);
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- the decode step, from hand-made values ---- */
+
+START_TEST(test_step_cells) {
+    char dir[64], png[128], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    TokenTexts t;
+    set_text(&t, "abc");
+    /* hs = 2, t = 3 cached rows, row stride 2 */
+    const float q[2] = {1, -1}, k[6] = {0.5f, -0.5f, 2, 0, -2, 1}, v[6] = {1, 0, 0, -1, 0.25f, 2};
+    const float z[2] = {0.3f, -0.7f}, s[3] = {1, 2, -3}, w[3] = {0.2f, 0.7f, 0.1f};
+    HfStep f = {{&t, 0, 0, 1, 2}, 1, 3, 2, 3, 2, NULL, q, k, v, z, 2, s, w, 2, 2.0f, 3.0f};
+    snprintf(png, sizeof png, "%s/st.png", dir);
+    ck_assert_int_eq(heatfig_step(&f, png, NULL, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    ck_assert_int_ge(p.h, 800);
+    ck_assert_msg(strstr(p.title, "Decode step 1") != NULL, "%s", p.title);
+    int gq[2], gk[2], gv[2], gs[2], gw[2], gz[2], ch[1], cw[1], sw[1];
+    grid_of(p.desc, "grid_q=", gq, 2);
+    grid_of(p.desc, "grid_k=", gk, 2);
+    grid_of(p.desc, "grid_v=", gv, 2);
+    grid_of(p.desc, "grid_s=", gs, 2);
+    grid_of(p.desc, "grid_w=", gw, 2);
+    grid_of(p.desc, "grid_z=", gz, 2);
+    grid_of(p.desc, "cell_token=", ch, 1);
+    grid_of(p.desc, "cell_channel=", cw, 1);
+    grid_of(p.desc, "cell_score=", sw, 1);
+    for (int c = 0; c < 2; c++) {
+        ck_assert_rgb_is(pix(&p, gq[0] + c * cw[0] + 1, gq[1] + 2), colormap_diverging(q[c], 2));
+        ck_assert_rgb_is(pix(&p, gz[0] + c * cw[0] + 1, gz[1] + 2), colormap_diverging(z[c], 2));
+        for (int r = 0; r < 3; r++) {
+            ck_assert_rgb_is(pix(&p, gk[0] + c * cw[0] + 1, gk[1] + r * ch[0] + 3),
+                             colormap_diverging(k[r * 2 + c], 2));
+            ck_assert_rgb_is(pix(&p, gv[0] + c * cw[0] + 1, gv[1] + r * ch[0] + 3),
+                             colormap_diverging(v[r * 2 + c], 2));
+        }
+    }
+    for (int r = 0; r < 3; r++) { /* a corner of the cell: the number is in its middle */
+        ck_assert_rgb_is(pix(&p, gs[0] + 3, gs[1] + r * ch[0] + 3), colormap_diverging(s[r], 3));
+        ck_assert_rgb_is(pix(&p, gw[0] + 3, gw[1] + r * ch[0] + 3), colormap_viridis(w[r]));
+    }
+    ck_assert_int_ge(sw[0], ch[0]);
+    free(p.px);
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- kvscope run --heatmaps: the figures of a real run ---- */
+
+static int run_fig(const char *out, int steps, const char *x1, const char *x2) {
+    char st[16];
+    snprintf(st, sizeof st, "%d", steps);
+    const char *args[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "64",
+                          "--vocab", "256", "--prompt", "a \xE4\xBA\xBA", "--steps", st, "--out",
+                          out, "--heatmaps", "--record", "attention,tokens", "--quiet", x1, x2,
+                          NULL};
+    return run_kvscope(args, NULL, NULL);
+}
+
+/* The weight attention.csv holds for (step, layer 0, head 0, query, key). */
+static float csv_weight(const char *out, int step, int query, int key) {
+    char path[200], want[64];
+    snprintf(path, sizeof path, "%s/attention.csv", out);
+    char *csv = read_file(path, NULL);
+    ck_assert_ptr_nonnull(csv);
+    snprintf(want, sizeof want, "\n%s,%d,0,0,%d,%d,", step ? "decode" : "prefill", step, query, key);
+    const char *hit = strstr(csv, want);
+    ck_assert_msg(hit != NULL, "no row %s", want + 1);
+    float score = 0.0f, w = -1.0f;
+    ck_assert_int_eq(sscanf(hit + strlen(want), "%f,%f", &score, &w), 2);
+    free(csv);
+    return w;
+}
+
+static void load(const char *dir, const char *name, Png *p) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_msg(png_load(path, p) == 0, "cannot read %s", path);
+}
+
+START_TEST(test_cli_figures) {
+    char dir[64], out[128], hm[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(hm, sizeof hm, "%s/heatmaps", out);
+    ck_assert_int_eq(run_fig(out, 3, NULL, NULL), 0); /* prompt: 5 byte tokens */
+    /* attn, scores, qkv, step of the prefill; heads; 3 × (step, stair); all ×2 (SVG); GIF */
+    ck_assert_int_eq(count_entries(hm), 2 * (4 + 1 + 3 * 2) + 1);
+    const char *names[] = {"prefill_attn_L0_H00.png", "prefill_scores_L0_H00.png",
+                           "prefill_qkv_L0_H00.png",  "prefill_step_L0_H00.png",
+                           "prefill_heads_L0.png",    "decode_s002_step_L0_H00.png",
+                           "decode_s003_stair_L0_H00.png"};
+    Png p;
+    for (int i = 0; i < 7; i++) {
+        load(hm, names[i], &p);
+        ck_assert_int_ge(p.w < p.h ? p.w : p.h, 800);
+        ck_assert_msg(strlen(p.title) > 20 && strstr(p.title, "layer 0"), "%s: %s", names[i], p.title);
+        free(p.px);
+    }
+    /* the weights column of decode step 2 (query position 6, 7 keys) and the last row
+     * of the staircase after step 3 are the weights attention.csv records */
+    load(hm, "decode_s002_step_L0_H00.png", &p);
+    int gw[2], ch[1];
+    grid_of(p.desc, "grid_w=", gw, 2);
+    grid_of(p.desc, "cell_token=", ch, 1);
+    for (int r = 0; r < 7; r++)
+        ck_assert_rgb_is(pix(&p, gw[0] + 3, gw[1] + r * ch[0] + 3),
+                         colormap_viridis(csv_weight(out, 2, 6, r)));
+    free(p.px);
+    load(hm, "decode_s003_stair_L0_H00.png", &p);
+    int g[4];
+    grid_of(p.desc, "grid=", g, 4);
+    for (int c = 0; c < 8; c++)
+        ck_assert_rgb_is(pix(&p, g[0] + c * g[2] + g[2] / 2, g[1] + 7 * g[3] + g[3] / 2),
+                         colormap_viridis(csv_weight(out, 3, 7, c)));
+    ck_assert_rgb_is(pix(&p, g[0] + 7 * g[2] + g[2] / 2, g[1] + 6 * g[3] + g[3] / 2), COLOR_MASKED);
+    free(p.px);
+    /* the same run again: the same bytes, SVGs included */
+    char out2[128], hm2[160];
+    snprintf(out2, sizeof out2, "%s/out2", dir);
+    snprintf(hm2, sizeof hm2, "%s/heatmaps", out2);
+    ck_assert_int_eq(run_fig(out2, 3, NULL, NULL), 0);
+    const char *more[] = {"prefill_step_L0_H00.svg", "decode_s003_stair_L0_H00.svg",
+                          "decode_stair_L0_H00.gif", "decode_s001_step_L0_H00.png"};
+    for (int i = 0; i < 4; i++) {
+        char a[300], b[300];
+        snprintf(a, sizeof a, "%s/%s", hm, more[i]);
+        snprintf(b, sizeof b, "%s/%s", hm2, more[i]);
+        ck_assert_msg(files_equal(a, b), "%s differs between two runs", more[i]);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* The GIF's frames are the staircase figures: after frame k + 1 the canvas is the
+ * figure of step k, up to the palette (viridis in 192 levels, 52 greys). */
+START_TEST(test_cli_gif_frames) {
+    char dir[64], out[128], hm[160], path[300];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(hm, sizeof hm, "%s/heatmaps", out);
+    ck_assert_int_eq(run_fig(out, 3, "--no-svg", NULL), 0);
+    snprintf(path, sizeof path, "%s/decode_stair_L0_H00.gif", hm);
+    int e = 0;
+    GifFileType *g = DGifOpenFileName(path, &e);
+    ck_assert_ptr_nonnull(g);
+    ck_assert_int_eq(DGifSlurp(g), GIF_OK);
+    ck_assert_int_eq(g->ImageCount, 1 + 3 + 1); /* prefill, 3 steps, the held last frame */
+    ck_assert_int_eq(g->SWidth, HEATFIG_W);
+    ck_assert_int_eq(g->SHeight, HEATFIG_H);
+    unsigned char *canvas = calloc((size_t)HEATFIG_W * HEATFIG_H, 1);
+    ck_assert_ptr_nonnull(canvas);
+    for (int k = 0; k <= 3; k++) {
+        const SavedImage *im = &g->SavedImages[k];
+        const GifImageDesc *d = &im->ImageDesc;
+        for (int y = 0; y < d->Height; y++)
+            memcpy(canvas + (size_t)(d->Top + y) * HEATFIG_W + d->Left,
+                   im->RasterBits + (size_t)y * d->Width, (size_t)d->Width);
+        if (k == 0) continue;
+        char name[64];
+        snprintf(name, sizeof name, "decode_s%03d_stair_L0_H00.png", k);
+        Png p;
+        load(hm, name, &p);
+        long off = 0;
+        int worst = 0;
+        for (size_t i = 0; i < (size_t)HEATFIG_W * HEATFIG_H; i++) {
+            const GifColorType *c = &g->SColorMap->Colors[canvas[i]];
+            int dmax = abs(c->Red - p.px[3 * i]);
+            if (abs(c->Green - p.px[3 * i + 1]) > dmax) dmax = abs(c->Green - p.px[3 * i + 1]);
+            if (abs(c->Blue - p.px[3 * i + 2]) > dmax) dmax = abs(c->Blue - p.px[3 * i + 2]);
+            if (dmax > worst) worst = dmax;
+            off += dmax > 8;
+        }
+        /* cells and plain text: within the palette's steps; only edge pixels that mix two
+         * colours (text and frames over cells) may miss, fewer than 1 in 200 */
+        ck_assert_msg(off * 200 < (long)HEATFIG_W * HEATFIG_H, "frame %d: %ld pixels off by > 8", k, off);
+        free(p.px);
+    }
+    free(canvas);
+    DGifCloseFile(g, &e);
+    remove_tree(dir);
+}
+END_TEST
+
+START_TEST(test_cli_too_long) {
+    char dir[64], out[128], errf[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(errf, sizeof errf, "%s/err.txt", dir);
+    const char *args[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "1024",
+                          "--vocab", "64", "--prompt-ids", "1,2", "--steps", "700", "--out", out,
+                          "--heatmaps", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, errf), 2);
+    char *err = read_file(errf, NULL);
+    ck_assert_msg(err && strstr(err, "702 tokens") && strstr(err, "--raw"), "%s", err ? err : "");
+    free(err);
+    ck_assert_int_eq(count_entries(dir), 1);
+    remove_tree(dir);
+}
+END_TEST
+
+Suite *make_figure_suite(void) {
+    Suite *s = suite_create("figure");
+    TCase *tc = tcase_create("figure");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_labels_bytes);
+    tcase_add_test(tc, test_square_cells);
+    tcase_add_test(tc, test_step_cells);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("figure_cli");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_cli_figures);
+    tcase_add_test(tc, test_cli_gif_frames);
+    tcase_add_test(tc, test_cli_too_long);
+    suite_add_tcase(s, tc);
+    return s;
+}

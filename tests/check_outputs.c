@@ -1,0 +1,424 @@
+/* check_outputs.c — bin/kvscope never loses a user's files: the folders it refuses up
+ * front, --force, symlinks, odd input files, a full disk, signals, what killed runs
+ * left, and the exit-status rule, each through the command line as a user meets it. */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "outdir.h"
+#include "testutil.h"
+
+static char dir[1024]; /* a fresh folder per test, resolved (short: /tmp/...) */
+
+static void setup(void) {
+    char t[64], r[PATH_MAX];
+    ck_assert_ptr_nonnull(make_temp_dir(t, sizeof t));
+    ck_assert_ptr_nonnull(realpath(t, r));
+    ck_assert_uint_lt(strlen(r), sizeof dir);
+    memcpy(dir, r, strlen(r) + 1);
+}
+
+static void teardown(void) { remove_tree(dir); }
+
+static const char *at(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/%s", dir, name);
+    return buf;
+}
+
+/* The built-in model, small: every command below runs in milliseconds. */
+#define TINY "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256"
+
+/* stderr (file err) is one line "kvscope: ..." holding every needle (NULL-terminated)
+ * and no temporary name; returns it (freed by the caller). */
+static char *one_line(const char *err, const char *const *needles) {
+    char *e = read_file(err, NULL);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(strncmp(e, "kvscope: ", 9) == 0 && strchr(e, '\n') == e + strlen(e) - 1,
+                  "not one kvscope: line: %s", e);
+    ck_assert_msg(!strstr(e, ".tmp.") && !strstr(e, ".old."), "names a temporary folder: %s", e);
+    for (int i = 0; needles[i]; i++) ck_assert_msg(strstr(e, needles[i]), "lacks \"%s\": %s", needles[i], e);
+    return e;
+}
+
+/* ---- refused before any work ------------------------------------------------ */
+
+/* The issue's cases: the working folder, its ancestors, /, $HOME, overlaps however
+ * spelled; refused even with --force, before the model runs (stdout stays empty), the
+ * user's files untouched. */
+START_TEST(test_refused_up_front) {
+    char work[PATH_MAX], sub[PATH_MAX], home[PATH_MAX], keep[PATH_MAX + 16], so[PATH_MAX], se[PATH_MAX];
+    char kp[PATH_MAX + 8];
+    snprintf(work, sizeof work, "%s/work", dir);
+    snprintf(sub, sizeof sub, "%s/work/sub", dir);
+    snprintf(home, sizeof home, "%s/h", dir);
+    ck_assert_int_eq(mkdir(home, 0755), 0);
+    snprintf(home, sizeof home, "%s/h/home", dir);
+    snprintf(kp, sizeof kp, "%s/k/p", work);
+    ck_assert_int_eq(mkdir(work, 0755) | mkdir(sub, 0755) | mkdir(home, 0755), 0);
+    snprintf(keep, sizeof keep, "%s/keep.txt", work);
+    ck_assert_int_eq(write_text_file(keep, "mine"), 0);
+    at(so, sizeof so, "stdout");
+    at(se, sizeof se, "stderr");
+    static const char *const force[] = {NULL, "--force"};
+    const struct {
+        const char *cwd, *why, *args[24];
+    } cases[] = {
+        {work, "--out is the current folder", {"run", TINY, "--steps", "50", "--out", work}},
+        {sub, "--out holds the current folder", {"run", TINY, "--out", "../.."}},
+        {work, "--out is the current folder", {"kvmem", "--out", "."}},
+        {work, "--plots holds the current folder", {"run", TINY, "--plots", dir}},
+        {work, "--plots and --out must be separate", {"run", TINY, "--out", "k", "--plots", "./k"}},
+        {work, "--plots and --out must be separate", {"run", TINY, "--out", "k", "--plots", kp}},
+        {work, "--out is the root folder", {"export", TINY, "--out", "/"}},
+        {work, "--out is your home folder", {"budget", TINY, "--out", home}},
+        {work, "--out holds your home folder", {"compare", TINY, "--out", "../h"}},
+        {sub, "--out holds the current folder", {"batch", TINY, "--out", ".."}},
+        {work, "--charts and --out must be separate", {"compare", TINY, "--out", "c", "--charts", "c/"}},
+        {work, "--out would replace --model's", {"run", "--model", "m/x", "--out", "m"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int f = 0; f < 2; f++) {
+            const char *args[28];
+            int n = 0;
+            while (cases[i].args[n]) args[n] = cases[i].args[n], n++;
+            if (force[f]) args[n++] = force[f];
+            args[n] = NULL;
+            ck_assert_msg(run_kvscope_at(cases[i].cwd, home, args, so, se) == 2, "case %zu", i);
+            const char *needles[] = {cases[i].why, NULL};
+            free(one_line(se, needles));
+            char *out = read_file(so, NULL);
+            ck_assert_msg(out && out[0] == '\0', "case %zu worked before refusing: %s", i, out);
+            free(out);
+            char *k = read_file(keep, NULL);
+            ck_assert_str_eq(k, "mine");
+            free(k);
+            ck_assert_int_eq(count_entries(work), 2); /* keep.txt and sub/: nothing added */
+            ck_assert_int_eq(count_entries(dir), 4);  /* work, h, stdout, stderr */
+        }
+    }
+}
+END_TEST
+
+/* A folder kvscope did not write is refused with a line saying how to proceed; with
+ * --force it is replaced; an empty one has nothing to lose. */
+START_TEST(test_force) {
+    char mine[PATH_MAX], f[PATH_MAX + 32], se[PATH_MAX];
+    at(mine, sizeof mine, "mine");
+    at(se, sizeof se, "stderr");
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    snprintf(f, sizeof f, "%s/thesis.tex", mine);
+    ck_assert_int_eq(write_text_file(f, "chapter 1"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", mine, NULL};
+    ck_assert_int_eq(run_kvscope(run, NULL, se), 2);
+    const char *needles[] = {"--out is a folder kvscope did not write", "--force", mine, NULL};
+    free(one_line(se, needles));
+    ck_assert_int_eq(access(f, F_OK), 0);
+    ck_assert_int_eq(count_entries(mine), 1);
+    const char *forced[] = {"run", TINY, "--steps", "1", "--quiet", "--force", "--out", mine, NULL};
+    ck_assert_int_eq(run_kvscope(forced, NULL, NULL), 0);
+    ck_assert_int_eq(access(f, F_OK), -1);
+    snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, mine);
+    char *m = read_file(f, NULL);
+    ck_assert_msg(m && strncmp(m, "kvscope run --out\n", 18) == 0, "%s", m);
+    free(m);
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0); /* now kvscope's own: no --force needed */
+    at(mine, sizeof mine, "empty");
+    ck_assert_int_eq(mkdir(mine, 0755), 0);
+    const char *kv[] = {"kvmem", "--out", mine, NULL};
+    ck_assert_int_eq(run_kvscope(kv, NULL, NULL), 0);
+    ck_assert_int_eq(count_entries(mine), 4);
+    ck_assert_int_eq(count_entries(dir), 3); /* mine, empty, stderr: no sibling left */
+}
+END_TEST
+
+/* --out through a symlink: the folder it points to is replaced, the link stays. */
+START_TEST(test_symlinked_out) {
+    char real[PATH_MAX], link[PATH_MAX], f[PATH_MAX + 32];
+    at(real, sizeof real, "real");
+    at(link, sizeof link, "link");
+    ck_assert_int_eq(mkdir(real, 0755), 0);
+    ck_assert_int_eq(symlink("real", link), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--record", "kv", "--out", link, NULL};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0);
+        struct stat st;
+        ck_assert_int_eq(lstat(link, &st), 0);
+        ck_assert(S_ISLNK(st.st_mode));
+        snprintf(f, sizeof f, "%s/kv_memory.csv", real);
+        ck_assert_int_eq(access(f, F_OK), 0);
+        ck_assert_int_eq(count_entries(dir), 2);
+    }
+}
+END_TEST
+
+/* ---- input files that are not regular ----------------------------------------- */
+
+/* Each file of a model folder, and --prompts, as a FIFO, a device or a folder: exit 2
+ * at once with a line naming it (a FIFO that blocked open() would hang: the test's
+ * timeout would catch it). */
+START_TEST(test_odd_input_files) {
+    char m[PATH_MAX], p[PATH_MAX + 32], out[PATH_MAX], se[PATH_MAX];
+    at(m, sizeof m, "m");
+    at(out, sizeof out, "out");
+    at(se, sizeof se, "stderr");
+    const char *ex[] = {"export", TINY, "--out", m, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    const char *run[] = {"run", "--model", m, "--steps", "1", "--quiet", "--out", out, NULL};
+    static const char *const files[] = {"config.json", "model.safetensors", "vocab.json", "merges.txt"};
+    char vocab[PATH_MAX + 32], merges[PATH_MAX + 32];
+    snprintf(vocab, sizeof vocab, "%s/vocab.json", m);
+    snprintf(merges, sizeof merges, "%s/merges.txt", m);
+    for (size_t i = 0; i < 4; i++) {
+        char saved[PATH_MAX + 48];
+        snprintf(p, sizeof p, "%s/%s", m, files[i]);
+        snprintf(saved, sizeof saved, "%s.saved", p);
+        if (i < 2) ck_assert_int_eq(rename(p, saved), 0);
+        /* the tokenizer takes both files or neither: the other one is a regular file */
+        if (i == 2) ck_assert_int_eq(write_text_file(merges, "#version: 0.2\n"), 0);
+        if (i == 3) ck_assert_int_eq(write_text_file(vocab, "{}"), 0);
+        ck_assert_int_eq(mkfifo(p, 0644), 0);
+        ck_assert_int_eq(run_kvscope(run, NULL, se), 2);
+        const char *needles[] = {files[i], "is a FIFO, not a regular file", NULL};
+        free(one_line(se, needles));
+        ck_assert_int_eq(unlink(p), 0);
+        if (i < 2) ck_assert_int_eq(rename(saved, p), 0);
+        unlink(i == 2 ? merges : vocab);
+    }
+    ck_assert_int_eq(access(out, F_OK), -1);
+
+    /* batch --prompts: a FIFO, /dev/zero (it would read forever), a folder, too big */
+    at(p, sizeof p, "fifo");
+    ck_assert_int_eq(mkfifo(p, 0644), 0);
+    char big[PATH_MAX + 32];
+    at(big, sizeof big, "big.txt");
+    int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, (16 << 20) + 1), 0); /* sparse: no disk used */
+    close(fd);
+    const struct { const char *path, *why; } prompts[] = {
+        {p, "is a FIFO"}, {"/dev/zero", "is a character device"}, {dir, "is a directory"},
+        {big, "larger than the limit of 16 MiB"},
+    };
+    for (size_t i = 0; i < sizeof prompts / sizeof prompts[0]; i++) {
+        const char *b[] = {"batch", TINY, "--prompts", prompts[i].path, "--quiet", "--out", out, NULL};
+        ck_assert_int_eq(run_kvscope(b, NULL, se), 2);
+        const char *needles[] = {"--prompts", prompts[i].why, NULL};
+        free(one_line(se, needles));
+    }
+    ck_assert_int_eq(access(out, F_OK), -1);
+}
+END_TEST
+
+/* ---- a full disk ------------------------------------------------------------------ */
+
+/* Every command that writes, on a tmpfs of 8 KiB (the marker takes one page, the
+ * first file the other): exit 2, one line naming the user's path and the reason,
+ * nothing left. Needs root's mount(8); where it cannot mount, says so and runs none. */
+START_TEST(test_disk_full) {
+    char small[PATH_MAX], cmd[PATH_MAX + 64], out[PATH_MAX + 8], csv[PATH_MAX + 8], se[PATH_MAX];
+    at(small, sizeof small, "small");
+    at(se, sizeof se, "stderr");
+    ck_assert_int_eq(mkdir(small, 0755), 0);
+    snprintf(out, sizeof out, "%s/o", small);
+    snprintf(csv, sizeof csv, "%s/v.csv", small);
+    const struct { const char *args[24]; } cases[] = {
+        {{"run", TINY, "--steps", "4", "--record", "all", "--quiet", "--out", out}},
+        {{"export", TINY, "--quiet", "--out", out}},
+        {{"kvmem", "--out", out}},
+        {{"budget", TINY, "--steps", "2", "--quiet", "--out", out}},
+        {{"compare", TINY, "--lengths", "8", "--table-lengths", "none", "--decode-at", "8", "--repeat",
+          "1", "--quiet", "--out", out}},
+        {{"batch", TINY, "--prompt", "ab", "--prompt", "abc", "--steps", "2", "--quiet", "--out", out}},
+        {{"verify", TINY, "--steps", "600", "--quiet", "--csv", csv}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=8k tmpfs '%s' 2>/dev/null", small);
+        if (system(cmd) != 0) {
+            TEST_SKIPPED("cannot mount a small tmpfs here (needs root): the disk-full cases");
+            return;
+        }
+        if (i == 6) { /* one page for the CSV, which needs two */
+            char fill[PATH_MAX + 16];
+            snprintf(fill, sizeof fill, "%s/fill", small);
+            write_text_file(fill, "x");
+        }
+        int rc = run_kvscope(cases[i].args, NULL, se);
+        int left = count_entries(small) - (i == 6);
+        snprintf(cmd, sizeof cmd, "umount '%s'", small);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert_msg(rc == 2, "%s: exit %d", cases[i].args[0], rc);
+        ck_assert_msg(left == 0, "%s left %d entries", cases[i].args[0], left);
+        const char *needles[] = {"No space left on device", i == 6 ? csv : out, NULL};
+        free(one_line(se, needles));
+    }
+}
+END_TEST
+
+/* ---- signals and killed runs --------------------------------------------------------- */
+
+static pid_t spawn(const char *const *args) {
+    const char *argv[40];
+    int n = 0;
+    argv[n++] = KVSCOPE_BIN;
+    for (; args[n - 1]; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        signal(SIGINT, SIG_DFL); /* as a shell starts it, not with the test runner's handlers */
+        signal(SIGTERM, SIG_DFL);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Entries of dir whose name starts with prefix. */
+static int count_prefixed(const char *prefix) {
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -c '^%s' > '%s/count'", dir, prefix, dir);
+    if (system(cmd) < 0) return -1;
+    char p[PATH_MAX + 16], *t = read_file(at(p, sizeof p, "count"), NULL);
+    int n = t ? atoi(t) : -1;
+    free(t);
+    remove(p);
+    return n;
+}
+
+/* Ctrl-C or SIGTERM in the middle of a run: the process ends by the signal, the
+ * previous --out is as it was, and no temporary folder is left beside it. */
+START_TEST(test_signal_keeps_old_out) {
+    char out[PATH_MAX], kv[PATH_MAX + 32], before[PATH_MAX];
+    at(out, sizeof out, "out");
+    snprintf(kv, sizeof kv, "%s/kv_memory.csv", out);
+    const char *first[] = {"run", TINY, "--steps", "2", "--quiet", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(first, NULL, NULL), 0);
+    char *was = read_file(kv, NULL);
+    ck_assert_ptr_nonnull(was);
+    snprintf(before, sizeof before, "%s", was);
+    free(was);
+    const int sigs[] = {SIGTERM, SIGINT};
+    for (int k = 0; k < 2; k++) {
+        const char *longer[] = {"run", "--steps", "1000", "--heatmaps", "--raw", "--quiet", "--out", out,
+                                NULL};
+        pid_t pid = spawn(longer);
+        int seen = 0; /* wait until its temporary folder exists: the run is under way */
+        for (int i = 0; i < 2000 && !seen; i++) {
+            seen = count_prefixed("out.tmp.") > 0;
+            if (!seen) nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+        }
+        ck_assert_msg(seen, "no temporary folder appeared");
+        ck_assert_int_eq(kill(pid, sigs[k]), 0);
+        int st;
+        ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+        ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == sigs[k], "status %d", st);
+        char *now = read_file(kv, NULL);
+        ck_assert_ptr_nonnull(now);
+        ck_assert_str_eq(now, before);
+        free(now);
+        ck_assert_int_eq(count_entries(dir), 1);
+    }
+}
+END_TEST
+
+/* What a kill -9 left beside --out (its pid runs no more) goes at the next run; a
+ * look-alike without the marker is the user's and stays. */
+START_TEST(test_stale_siblings_removed) {
+    char out[PATH_MAX], tmp[PATH_MAX], old[PATH_MAX], f[2 * PATH_MAX], notes[2 * PATH_MAX], name[64];
+    at(out, sizeof out, "out");
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(name, sizeof name, "out.tmp.%ld.Ab3dE6", (long)dead);
+    ck_assert_int_eq(mkdir(at(tmp, sizeof tmp, name), 0755), 0);
+    snprintf(f, sizeof f, "%s/attention.csv", tmp);
+    ck_assert_int_eq(write_text_file(f, "half a file"), 0);
+    snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, tmp);
+    ck_assert_int_eq(write_text_file(f, "kvscope run --out\n"), 0);
+    snprintf(name, sizeof name, "out.old.%ld.xY7zW1", (long)dead);
+    ck_assert_int_eq(mkdir(at(old, sizeof old, name), 0755), 0);
+    snprintf(notes, sizeof notes, "%s/notes.txt", old);
+    ck_assert_int_eq(write_text_file(notes, "not kvscope's"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0);
+    ck_assert_int_eq(count_prefixed("out.tmp."), 0);
+    ck_assert_int_eq(access(notes, F_OK), 0);
+    ck_assert_int_eq(count_entries(dir), 2);
+}
+END_TEST
+
+/* ---- the exit-status rule -------------------------------------------------------------- */
+
+START_TEST(test_exit_rule) {
+    char out[PATH_MAX], se[PATH_MAX], so[PATH_MAX];
+    at(out, sizeof out, "out");
+    at(se, sizeof se, "stderr");
+    at(so, sizeof so, "stdout");
+    const char *help[] = {"--help", NULL};
+    ck_assert_int_eq(run_kvscope(help, so, NULL), 0);
+    char *h = read_file(so, NULL);
+    ck_assert_msg(h && strstr(h, "exit status: 0 success; 1 the check failed") && strstr(h, "2 bad input"),
+                  "%s", h);
+    free(h);
+    static const char *const cmds[] = {"run", "verify", "export", "budget", "compare", "batch", "kvmem"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        const char *a[] = {cmds[i], "--help", NULL};
+        ck_assert_int_eq(run_kvscope(a, so, NULL), 0);
+        h = read_file(so, NULL);
+        ck_assert_msg(h && strstr(h, "exit status: 0 success") && (i == 1 || strstr(h, "--force")),
+                      "%s --help: %s", cmds[i], h);
+        free(h);
+    }
+    /* 1: the check failed; 2: bad input; both with stderr lines of their own */
+    const char *bug[] = {"verify", TINY, "--steps", "3", "--quiet", "--article-bug", NULL};
+    ck_assert_int_eq(run_kvscope(bug, so, NULL), 1);
+    h = read_file(so, NULL);
+    ck_assert_msg(h && strstr(h, "MISMATCH"), "%s", h);
+    free(h);
+    const char *sink[] = {"run", TINY, "--sink", "2", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(sink, NULL, se), 2);
+    const char *needles[] = {"--sink needs --window", "--sink 2", NULL};
+    free(one_line(se, needles));
+    /* verify --csv over a file kvscope did not write: refused before the run */
+    char csv[PATH_MAX + 8];
+    snprintf(csv, sizeof csv, "%s/notes.csv", dir);
+    ck_assert_int_eq(write_text_file(csv, "my,own\n"), 0);
+    const char *v[] = {"verify", TINY, "--steps", "1", "--csv", csv, NULL};
+    ck_assert_int_eq(run_kvscope(v, so, se), 2);
+    const char *vn[] = {"--csv is a file kvscope did not write", "--force", csv, NULL};
+    free(one_line(se, vn));
+    h = read_file(csv, NULL);
+    ck_assert_str_eq(h, "my,own\n");
+    free(h);
+}
+END_TEST
+
+Suite *make_outputs_suite(void) {
+    Suite *s = suite_create("outputs");
+    TCase *tc = tcase_create("outputs");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_refused_up_front);
+    tcase_add_test(tc, test_force);
+    tcase_add_test(tc, test_symlinked_out);
+    tcase_add_test(tc, test_odd_input_files);
+    tcase_add_test(tc, test_disk_full);
+    tcase_add_test(tc, test_signal_keeps_old_out);
+    tcase_add_test(tc, test_stale_siblings_removed);
+    tcase_add_test(tc, test_exit_rule);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# figcheck.sh — look at every committed figure the way a reader's machine would.
+#   sh tests/figcheck/figcheck.sh FIGCHECK      (what `make check-figures` runs)
+# For plots/lesson*/ and plots/measured/:
+#   - every SVG is rendered to PNG by librsvg (rsvg-convert, a renderer that is not
+#     cairo's SVG writer nor poppler) at its PNG twin's size, and must match it: same
+#     size, and the pixel difference under the thresholds in figcheck.c;
+#   - every PNG is at least 800 px on its short side;
+#   - every heatmap (a name with _L<layer>: drawn by kvscope) has a Title chunk and says
+#     kvscope drew it.
+# Prints one line per failure and a summary; exit 1 if anything failed.
+set -eu
+FC=$1
+if ! command -v rsvg-convert > /dev/null 2>&1; then
+    echo "check-figures: rsvg-convert not found; install it: apt-get install librsvg2-bin" >&2
+    exit 1
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvscope-figcheck.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0 svgs=0 pngs=0 worst=""
+for png in plots/lesson*/*.png plots/measured/*.png; do
+    [ -f "$png" ] || continue
+    pngs=$((pngs + 1))
+    set -- $("$FC" info "$png" | sed 's/|.*//')
+    w=$1 h=$2
+    short=$w; [ "$h" -lt "$short" ] && short=$h
+    if [ "$short" -lt 800 ]; then echo "check-figures: $png: ${w}x${h}, under 800 px on its short side" >&2; fail=1; fi
+    case $(basename "$png") in *_L[0-9]*)
+        meta=$("$FC" info "$png")
+        case $meta in *"kvscope "*"| "?*) ;; *) echo "check-figures: $png: no Title chunk from kvscope ($meta)" >&2; fail=1 ;; esac
+    esac
+    svg=${png%.png}.svg
+    [ -f "$svg" ] || continue
+    svgs=$((svgs + 1))
+    rsvg-convert -w "$w" -h "$h" -b white "$svg" -o "$tmp/r.png"
+    if ! res=$("$FC" same "$png" "$tmp/r.png"); then
+        echo "check-figures: $svg does not look like $png: $res" >&2
+        fail=1
+    fi
+    worst="$worst$res $svg
+"
+done
+echo "check-figures: $pngs PNG, $svgs SVG rendered and compared; largest differences:"
+printf '%s' "$worst" | sort -t' ' -k3,3gr | head -n 3 | sed 's/^/  /'
+[ $fail -eq 0 ] || { echo "check-figures: some figures fail (above)" >&2; exit 1; }
+echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title"
