@@ -494,13 +494,10 @@ Suite *make_safetensors_suite(void) {
     tcase_add_test(tc, test_f16_bf16);
     tcase_add_test(tc, test_write_read);
     suite_add_tcase(s, tc);
-    tc = tcase_create("folders");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_nonfinite_weights);
-    suite_add_tcase(s, tc);
     tc = tcase_create("folders_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
     tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_nonfinite_weights);
     tcase_add_test(tc, test_export_load_identical);
     tcase_add_test(tc, test_folder_variants);
     tcase_add_test(tc, test_folder_rejections);
