@@ -136,7 +136,8 @@ int model_init_random(Model *m, const Config *cfg, uint64_t seed);
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
 /* Copy the blob into the panels again after the blob changed in place (training
  * updates it every step), so that the fast kernels see the new weights. Nothing to do
- * when the model runs the plain kernels (no panels). */
+ * when the model runs the plain kernels (no panels), nor for half-size weights
+ * (model_set_weights): their panels are not packed again, and training runs in float32. */
 void model_refresh_panels(Model *m);
 /* A second model on src's weights and panels (not copied, not owned: src must
  * outlive it), with its own activations. 0, or -1. */
