@@ -14,8 +14,9 @@ TRAINED       := data/model
 MODEL_THREADS ?= 2
 # The shape and the schedule of the shipped model (README: The trained model).
 MODEL_SHAPE   := --layers 4 --heads 6 --dim 192 --ctx 256
-MODEL_TRAIN   := --batch 16 --steps 4500 --lr 3e-3 --warmup 150 --lr-final 0.1 \
-                 --weight-decay 0.1 --clip 1 --repeat-share 0.125 --seed 1 --eval-every 500
+MODEL_TRAIN   := --batch 16 --steps 2400 --lr 3e-3 --warmup 100 --lr-final 0.1 \
+                 --weight-decay 0.1 --clip 1 --init-std 0.08 --repeat-first 200 \
+                 --repeat-share 0.25 --seed 1 --eval-every 400
 
 .PHONY: model model-run heads corpus
 corpus: $(CORPUS)

@@ -26,7 +26,8 @@
 TrainOptions train_options_default(void) {
     TrainOptions o = {.B = 16, .steps = 2400, .lr = 3e-3f, .warmup = 100, .lr_final = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                      .clip = 1.0f, .seed = 1, .repeat_share = 0.0f, .eval_every = 400};
+                      .clip = 1.0f, .seed = 1, .init_std = 0.08f, .repeat_share = 0.25f,
+                      .repeat_first = 200, .eval_every = 400};
     return o;
 }
 
@@ -47,12 +48,12 @@ float train_lr(const TrainOptions *o, int s) {
 /* ---- initialisation ------------------------------------------------------------- */
 
 /* GPT-2's scheme (see train.h); tensor i draws from rng_stream(seed, i). */
-static int init_weights(float *blob, const Config *cfg, uint64_t seed) {
+static int init_weights(float *blob, const Config *cfg, uint64_t seed, double base) {
     const int ns = model_tensor_specs(cfg, NULL);
     TensorSpec *specs = malloc((size_t)ns * sizeof *specs);
     if (!specs) return TRAIN_NOMEM;
     model_tensor_specs(cfg, specs);
-    const double proj = 0.02 / sqrt(2.0 * cfg->L);
+    const double proj = base / sqrt(2.0 * cfg->L);
     for (int i = 0; i < ns; i++) {
         const TensorSpec *t = &specs[i];
         float *p = blob + t->offset;
@@ -62,7 +63,7 @@ static int init_weights(float *blob, const Config *cfg, uint64_t seed) {
             for (size_t j = 0; j < t->numel; j++) p[j] = fill;
             continue;
         }
-        const double std = strstr(t->name, "c_proj") ? proj : 0.02;
+        const double std = strstr(t->name, "c_proj") ? proj : base;
         uint64_t s = rng_stream(seed, (uint64_t)i);
         for (size_t j = 0; j < t->numel; j++) p[j] = (float)(std * rng_normal(&s));
     }
@@ -142,11 +143,15 @@ static int pack_backward_panels(Trainer *tr, int alloc) {
 }
 
 int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed) {
+    return trainer_init_std(tr, cfg, B, seed, 0.02);
+}
+
+int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, double std) {
     memset(tr, 0, sizeof *tr);
     const size_t n = model_num_params(cfg);
     float *blob = malloc(n * sizeof *blob);
     if (!blob) return TRAIN_NOMEM;
-    if (init_weights(blob, cfg, seed) || model_init_from_blob(&tr->model, cfg, blob, 1)) {
+    if (init_weights(blob, cfg, seed, std) || model_init_from_blob(&tr->model, cfg, blob, 1)) {
         free(blob);
         return TRAIN_NOMEM;
     }

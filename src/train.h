@@ -36,6 +36,7 @@ typedef struct {
     uint64_t seed;      /* initial weights and batches */
     float repeat_share; /* share of each batch's sequences whose second half repeats the first */
     int repeat_text;    /* their first half: 0 random printable bytes, 1 training text (corpus.h) */
+    float init_std;     /* initial N(0, init_std) of matrices and embeddings (GPT-2: 0.02) */
     int repeat_first;   /* steps at the start in which every sequence repeats (a copying
                          * curriculum: induction heads form first, the text is learnt after) */
     int eval_every;     /* validation loss every this many steps, and after the last */
@@ -108,6 +109,10 @@ enum { TRAIN_OK = 0, TRAIN_NOMEM = -2, TRAIN_NONFINITE = -4, TRAIN_STOPPED = -5,
  * from seed: matrices and embeddings N(0, 0.02), the two c_proj matrices N(0, 0.02/√(2L)),
  * biases 0, layernorm weights 1 (streams as model_init_random, rng.h). 0 or TRAIN_NOMEM. */
 int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed);
+/* The same with matrices and embeddings N(0, std), the c_proj matrices N(0, std/√(2L)). A
+ * wider start than GPT-2's 0.02 shortens the plateau before copying (induction) heads form:
+ * a head's query·key grows from the product of two initial matrices. */
+int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, double std);
 void trainer_free(Trainer *tr);
 
 /* After the blob was written from outside (a checkpoint, a test): the panels follow. */

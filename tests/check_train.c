@@ -257,6 +257,34 @@ START_TEST(test_decay_2d_only) {
 }
 END_TEST
 
+/* The initial spread: every matrix and embedding's sample standard deviation within 5 % of
+ * std (c_proj: std/sqrt(2L)), mean near 0; biases 0, layernorm weights 1. */
+START_TEST(test_init_std) {
+    Config cfg = tiny_config(2, 2, 64, 64, 256);
+    const double stds[2] = {0.02, 0.08};
+    for (int k = 0; k < 2; k++) {
+        Trainer tr;
+        ck_assert_int_eq(trainer_init_std(&tr, &cfg, 1, 9, stds[k]), 0);
+        for (int i = 0; i < tr.nspecs; i++) {
+            const TensorSpec *sp = &tr.specs[i];
+            const float *p = tr.model.w.blob + sp->offset;
+            double s = 0.0, s2 = 0.0;
+            for (size_t j = 0; j < sp->numel; j++) s += p[j], s2 += (double)p[j] * p[j];
+            const double mean = s / sp->numel, sd = sqrt(s2 / sp->numel - mean * mean);
+            if (sp->ndim == 1) {
+                const double want = strstr(sp->name, "ln_") && strstr(sp->name, ".weight") ? 1.0 : 0.0;
+                ck_assert_msg(mean == want && sd == 0.0, "%s: mean %g, want %g", sp->name, mean, want);
+                continue;
+            }
+            const double want = strstr(sp->name, "c_proj") ? stds[k] / sqrt(2.0 * cfg.L) : stds[k];
+            ck_assert_msg(fabs(sd - want) < 0.05 * want && fabs(mean) < 0.1 * want,
+                          "%s: std %g mean %g, want std %g", sp->name, sd, mean, want);
+        }
+        trainer_free(&tr);
+    }
+}
+END_TEST
+
 /* The copying curriculum: every sequence of a batch repeats while the step is below
  * repeat_first, then round(repeat_share · B) of them. */
 START_TEST(test_repeat_first) {
@@ -733,6 +761,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_model_gradient_fd);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_decay_2d_only);
+    tcase_add_test(t, test_init_std);
     tcase_add_test(t, test_repeat_first);
     tcase_add_test(t, test_batch_layout);
     tcase_add_test(t, test_threads_same_bytes);

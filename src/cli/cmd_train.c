@@ -28,7 +28,7 @@ typedef struct {
     const char *corpus, *out, *checkpoint, *grads_out, *scripts;
     Config cfg;      /* L, NH, C, N; V = 256 byte tokens */
     TrainOptions o;  /* the whole numbers; its rates come from the doubles below */
-    double lr, lr_final, weight_decay, clip, repeat_share;
+    double lr, lr_final, weight_decay, clip, repeat_share, init_std;
     int checkpoint_every, resume, threads, sample_bytes, quiet, force;
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
 } TrainArgs;
@@ -78,6 +78,9 @@ static const Option TRAIN_OPTIONS[] = {
                  "AdamW's decoupled decay, on the 2-D weights only"),
     TRAIN_DOUBLE("--clip", "G", clip, 0, 1e6, "clip the global gradient norm to G; 0: no clipping"),
     OPT_U64("--seed", "S", TrainArgs, o.seed, "seed of the initial weights and of the batches"),
+    {.kind = OPT_KIND_DOUBLE, .name = "--init-std", .arg = "SD",
+     .field = OPT_FIELD(TrainArgs, init_std, double), .lo = 0, .hi = 1, .flags = OPTF_ABOVE_LO,
+     .help = "initial weights N(0, SD), c_proj N(0, SD/sqrt(2L)); GPT-2 uses 0.02"},
     TRAIN_INT("--eval-every", "E", o.eval_every, 0, 10000000,
               "validation loss every E steps, and after the last; 0: after the last only"),
     OPT_GROUP("copying (sequences whose second half repeats the first: induction heads)"),
@@ -110,7 +113,7 @@ static void train_args_default(TrainArgs *a) {
     a->cfg.L = 4, a->cfg.NH = 6, a->cfg.C = 192, a->cfg.N = 256; /* the shipped model's shape */
     a->o = train_options_default();
     a->lr = a->o.lr, a->lr_final = a->o.lr_final, a->weight_decay = a->o.weight_decay;
-    a->clip = a->o.clip, a->repeat_share = a->o.repeat_share;
+    a->clip = a->o.clip, a->repeat_share = a->o.repeat_share, a->init_std = a->o.init_std;
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
     a->scripts = "plots";
@@ -137,7 +140,7 @@ static int check_args(TrainArgs *a) {
     if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
     a->o.lr = (float)a->lr, a->o.lr_final = (float)a->lr_final;
     a->o.weight_decay = (float)a->weight_decay, a->o.clip = (float)a->clip;
-    a->o.repeat_share = (float)a->repeat_share;
+    a->o.repeat_share = (float)a->repeat_share, a->o.init_std = (float)a->init_std;
     return 0;
 }
 
@@ -256,7 +259,7 @@ static int setup(const TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
     int rc = corpus_load(c, a->corpus, err, sizeof err);
     if (rc) return rc == CORPUS_NOMEM ? cli_fail("out of memory reading", a->corpus)
                                       : cli_fail("--corpus", err);
-    if ((rc = check_corpus(a, c)) == 0 && trainer_init(tr, &a->cfg, a->o.B, a->o.seed)) {
+    if ((rc = check_corpus(a, c)) == 0 && trainer_init_std(tr, &a->cfg, a->o.B, a->o.seed, a->o.init_std)) {
         fprintf(stderr, "kvscope: out of memory: a model of %zu parameters with batch %d\n",
                 model_num_params(&a->cfg), a->o.B);
         rc = 2;
