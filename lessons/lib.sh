@@ -41,8 +41,8 @@ set -eu
 : "${OMP_NUM_THREADS:=1}"
 export OMP_NUM_THREADS
 
-PHRASE="And Jacob set up a pillar of stone in Bethel, and poured oil upon it."
-PHRASE_START="And Jacob set up a pillar"
+PHRASE="And Jacob set up a pillar of stone in Bethel."
+PHRASE_START="And Jacob set"
 REPEAT_PROMPT="$PHRASE $PHRASE_START"
 COPY_WANT=${PHRASE#"$PHRASE_START"}
 
