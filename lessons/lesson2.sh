@@ -23,11 +23,11 @@ kv "$V" layers_shown "$LS"
 # Stable names (the heads are the model's choice): _ind the induction head, _prev the
 # previous-token head, prefill_heads_ind every head of the induction head's layer.
 for f in attn scores step; do
-    for e in png svg; do mv "$P/hm/prefill_${f}_$IN.$e" "$P/prefill_${f}_ind.$e"; done
+    for e in png svg; do cp "$P/hm/prefill_${f}_$IN.$e" "$P/prefill_${f}_ind.$e"; done
 done
 for e in png svg; do
-    mv "$P/hm/prefill_attn_$PN.$e" "$P/prefill_attn_prev.$e"
-    mv "$P/hm/prefill_heads_L$IND_L.$e" "$P/prefill_heads_ind.$e"
+    cp "$P/hm/prefill_attn_$PN.$e" "$P/prefill_attn_prev.$e"
+    cp "$P/hm/prefill_heads_L$IND_L.$e" "$P/prefill_heads_ind.$e"
 done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")

@@ -47,14 +47,15 @@ for by in prev_token induction; do
         }' "$D/heads/heads.csv" > "$D/top_$by.md"
 done
 
-# 2. The induction head on a repeated random sequence: the first R8 bytes of kvscope
-# heads' first random sequence, twice.
-R8=32
-ids=$(awk -F, -v r=$R8 '$1 == "repeat0" && $2 < r { s = s (s == "" ? "" : ",") $3 } END { print s "," s }' "$D/heads/tokens.csv")
+# 2. The induction head on a repeated random sequence: kvscope heads' first random
+# sequence (R bytes, twice) as it measured it. PNG only: an SVG of (2R)² cells is too big
+# for a slide.
+ids=$(awk -F, '$1 == "repeat0" { s = s (s == "" ? "" : ",") $3 } END { print s }' "$D/heads/tokens.csv")
+R8=$(awk -F, '$1 == "repeat0" { n++ } END { print n / 2 }' "$D/heads/tokens.csv")
 kv "$V" r8 $R8
 "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record none --out "$D/tmp" --layers-shown $IND_L --heads-shown $IND_H \
-    --plots "$P/hm" --no-gif --quiet
-for e in png svg; do mv "$P/hm/prefill_attn_$IN.$e" "$P/repeat_attn_ind.$e"; done
+    --plots "$P/hm" --no-gif --no-svg --quiet
+mv "$P/hm/prefill_attn_$IN.png" "$P/repeat_attn_ind.png"
 rm -rf "$P/hm" "$D/tmp"
 figure repeat_attn_ind.png "The induction head (layer $IND_L, head $IND_H) on $R8 random bytes repeated: in the second copy's rows, the bright line $((R8 - 1)) cells left of the diagonal is each token looking at the token after its earlier occurrence"
 
@@ -90,6 +91,20 @@ for w in full long short; do
     kv "$V" pct_$w "$(awk -v a=$right -v b=$((SAMPLES * (R - KEEP))) 'BEGIN { printf "%.1f", 100 * a / b }')"
 done
 rm -f "$D/seq.txt"
+
+# 4. Matching or position? The same measure at a copy length a quarter as long: a head that
+# matches content copies at any distance; one that learned the distance of its training's
+# repeats (half the context) copies only there.
+RQ=$((R / 4))
+kv "$V" rq $RQ
+"$KV" heads $MODEL_ARGS --len $RQ --out "$D/heads_quarter" --quiet
+rm -f "$D/heads_quarter/tokens.csv"
+awk -F, -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'FNR == 1 { header(); next }
+    { i = col("induction") + 0; if (i > m) { m = i; ml = col("layer"); mh = col("head") }
+      if (col("layer") == L && col("head") == H) c = i }
+    END { printf "q_ind_chosen,%.2f\nq_ind_best,%.2f\nq_best_layer,%d\nq_best_head,%d\n", c, m, ml, mh >> V }' "$D/heads_quarter/heads.csv"
+awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+    { printf "q_bpb_%s,%.2f\n", col("copy"), col("bits_per_byte") }' "$D/heads_quarter/induction.csv" >> "$V"
 kv "$V" total $((SAMPLES * (R - KEEP)))
 rm -f "$D/heads/tokens.csv"
 
