@@ -53,6 +53,8 @@ BEGIN {
     d["hook_logits"] = "ln_f, then lm_head (the embedding matrix reused): one score per vocabulary entry, last position only"
 }
 FNR == 1 { header(); next }
+# the first block and what follows the last one; every block has the same shapes
+col("name") ~ /^blocks\./ && col("name") !~ /^blocks\.0\./ { next }
 col("phase") == "prefill" { k = col("name"); if (!(k in pre)) order[++n] = k; pre[k] = col("shape") }
 col("phase") == "decode" && col("step") == 1 { dec[col("name")] = col("shape") }
 END {
@@ -76,6 +78,7 @@ kv "$V" C3 "$(value "$I" qkv_width)"
 kv "$V" C4 "$(value "$I" mlp_width)"
 for k in V L; do kv "$V" $k "$(value "$I" $k)"; done
 kv "$V" T1 $((T + 1))
+kv "$V" L1 $(($(value "$V" L) - 1))
 rm -f "$I"
 kv "$V" chars "$(printf '%s' "$PROMPT" | od -An -tu1 | awk '{ for (i = 1; i <= NF; i++) if ($i < 128 || $i >= 192) n++ } END { print n }')"
 kv "$V" bytes "$(printf '%s' "$PROMPT" | wc -c | tr -d ' ')"
@@ -89,17 +92,28 @@ bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
     awk -F, "$AWKLIB"'FNR == NR { b[++n] = $1; next } FNR == 1 { header(); next }
              col("step") == 0 { t++; if (col("token_id") != b[t]) bad = 1 }
              END { print (t == n && !bad) ? 1 : 0 }' - "$D/run/tokens.csv")
-if [ -z "$MODEL_ARGS" ]; then
+model_words > "$D/model.md"
+kv "$V" model_args "$MODEL_ARGS"
+case "$MODEL_ARGS" in
+"")
     echo "kvscope's built-in model is one GPT-2 layer with the sizes of GPT-2 small:" > "$D/model_intro.md"
     {
         echo "Its weights are random (drawn from a fixed seed), so the text it generates means"
         echo "nothing. That is fine: the shapes, the byte counts and the operation counts are exactly"
         echo "those of one layer of a trained GPT-2 small, and they are what these lessons are about."
-    } > "$D/model_note.md"
-else
+    } > "$D/model_note.md" ;;
+"--model data/model")
+    echo "kvscope's trained model is a small GPT-2 that kvscope trained itself, on the King James Bible:" > "$D/model_intro.md"
+    {
+        echo "It has GPT-2's structure with smaller widths (GPT-2 small has C = 768, NH = 12 heads of"
+        echo "hs = 64 and L = 12 layers), and it reads English, so its attention shows what it has learned"
+        echo "to look at (lessons 2, 3 and 8). Every shape below follows the same rules at any width;"
+        echo "lessons 4 and 5, about GPT-2 small's costs, run kvscope's built-in model with GPT-2 small's widths."
+    } > "$D/model_note.md" ;;
+*)
     echo "This run uses the weights given with \`$MODEL_ARGS\` (a Hugging Face GPT-2 folder):" > "$D/model_intro.md"
-    echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md"
-fi
+    echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md" ;;
+esac
 if [ "$bytes_ok" = 1 ]; then
     {
         echo "This model reads the UTF-8 bytes of the text, one token per byte. Each of these"

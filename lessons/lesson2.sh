@@ -5,41 +5,68 @@
 . lessons/lib.sh
 lesson_begin 2 "$@"
 
-PROMPT="人工智能是"
+PROMPT=$REPEAT_PROMPT
+V="$D/values.csv"
+kv "$V" prompt "$PROMPT"
+kv "$V" model_args "$MODEL_ARGS"
+model_words > "$D/model.md"
+# The heads shown: the model's best induction and previous-token heads (kvscope heads).
+pick_heads "$D/heads"
+rm -f "$D/heads/tokens.csv"
+IN=$(head_name $IND_L $IND_H)
+PN=$(head_name $PREV_L $PREV_H)
+for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
+LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
+kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
-for f in prefill_attn_L0_H00 prefill_scores_L0_H00 prefill_step_L0_H00 prefill_heads_L0; do
-    mv "$P/hm/$f.png" "$P/hm/$f.svg" "$P/"
+    --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
+# Stable names (the heads are the model's choice): _ind the induction head, _prev the
+# previous-token head, prefill_heads_ind every head of the induction head's layer.
+for f in attn scores step; do
+    for e in png svg; do cp "$P/hm/prefill_${f}_$IN.$e" "$P/prefill_${f}_ind.$e"; done
+done
+for e in png svg; do
+    cp "$P/hm/prefill_attn_$PN.$e" "$P/prefill_attn_prev.$e"
+    cp "$P/hm/prefill_heads_L$IND_L.$e" "$P/prefill_heads_ind.$e"
 done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
-figure prefill_attn_L0_H00.png "Prefill, head 0: the ${T0}×${T0} attention weights of $PROMPT — row t has t + 1 coloured cells, the grey future is masked, each row sums to 1"
-figure prefill_scores_L0_H00.png "Prefill, head 0: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
-figure prefill_step_L0_H00.png "Prefill, head 0, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
-figure prefill_heads_L0.png "Prefill: the attention weights of every head of layer 0 on one colour scale — each head looks at the prompt in its own way"
-V="$D/values.csv"
-kv "$V" prompt "$PROMPT"
+IW="the induction head (layer $IND_L, head $IND_H)"
+figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — in the second copy, look for the bright line one copy's length left of the diagonal"
+figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): nearly all of each row's weight sits just left of the diagonal, on the token before"
+figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
+figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
+figure prefill_heads_ind.png "Prefill: the attention weights of every head of layer $IND_L on one colour scale — each head looks at the prompt in its own way"
 
-# One row of one head: scores before softmax, weights after. Query position QP
-# sees keys 0..QP; later keys are masked (they do not exist yet in a causal model).
-QP=4
-awk -F, -v qp=$QP "$AWKLIB"'
+# One row of the induction head: the last prompt token's query (the end of the second
+# copy's first words), its keys ranked by weight. It sees keys 0..QP.
+QP=$((T0 - 1))
+awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H "$AWKLIB"'
+FNR == NR { if (FNR > 1) { split($0, a, ","); c = a[3] + 0; ch[a[2]] = c == 32 ? "␣" : c == 10 ? "¶" : sprintf("%c", c) } next }
 FNR == 1 { header(); next }
-col("phase") == "prefill" && col("layer") == 0 && col("head") == 0 && col("query_pos") == qp {
+col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     n++; k[n] = col("key_pos"); s[n] = col("score"); w[n] = col("weight"); sum += col("weight")
 }
 END {
-    print "| key position | score q·k/√hs | weight (softmax) |"
-    print "|---|---|---|"
-    for (i = 1; i <= n; i++) printf "| %d | %.4f | %.4f |\n", k[i], s[i], w[i]
-    printf "| sum | | %.4f |\n", sum
-}' "$D/run/attention.csv" > "$D/scores_row.md"
+    for (i = 1; i <= n; i++) o[i] = i
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && w[o[j]] > w[o[j - 1]]; j--) { t = o[j]; o[j] = o[j - 1]; o[j - 1] = t }
+    print "| key position | its byte | score q·k/√hs | weight (softmax) |"
+    print "|---:|---|---:|---:|"
+    for (r = 1; r <= 6 && r <= n; r++) { i = o[r]; printf "| %d | `%s` | %.4f | %.4f |\n", k[i], ch[k[i]], s[i], w[i] }
+    printf "| the other %d keys | | | %.4f |\n", n - 6, sum - top(6)
+    printf "| sum | | | %.4f |\n", sum
+}
+function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]; return t }' \
+    "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
+kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; printf "%s", c == 32 ? "␣" : sprintf("%c", c) }' "$D/run/tokens.csv")"
+kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
+kv "$V" qp_next_pos "$(printf '%s' "$PHRASE_START" | wc -c | tr -d ' ')"
 kv "$V" qp $QP
 # Padding without a mask (one article's pad_kv_cache): a zero key scores q·0 = 0, so
 # each padded slot takes e⁰ / (Σ eˢ + n·e⁰) of the weight. With the mask it takes 0.
-awk -F, -v qp=$QP -v V="$V" "$AWKLIB"'
+awk -F, -v qp=$QP -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'
 FNR == 1 { header(); next }
-col("phase") == "prefill" && col("layer") == 0 && col("head") == 0 && col("query_pos") == qp {
+col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     z += exp(col("score")); if (col("key_pos") == 0) w0 = col("weight") }
 END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.1f\n", n, 100 * n / (z + n) >> V
       printf "w0,%.4f\nw0_pad4,%.4f\n", w0, w0 * z / (z + 4) >> V }' "$D/run/attention.csv"

@@ -6,18 +6,36 @@
 . lessons/lib.sh
 lesson_begin 3 "$@"
 
-PROMPT="人工智能是"
+PROMPT=$REPEAT_PROMPT
 STEPS=8
 VSTEPS=20
+GSTEPS=48
 V="$D/values.csv"
 kv "$V" prompt "$PROMPT"
 kv "$V" steps $STEPS
 kv "$V" vsteps $VSTEPS
+kv "$V" gsteps $GSTEPS
+kv "$V" model_args "$MODEL_ARGS"
+model_words > "$D/model.md"
 
-"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" --plots "$P/hm" --html "$P/explorer.html" --quiet
-for f in "$P"/hm/decode_*; do mv "$f" "$P/"; done
+# The head the figures show: the model's best induction head (kvscope heads), the one
+# whose query reaches back to the token after the prompt's first copy.
+pick_heads "$D/heads"
+rm -f "$D/heads/tokens.csv"
+HN=$(head_name $IND_L $IND_H)
+kv "$V" ind_layer $IND_L
+kv "$V" ind_head $IND_H
+kv "$V" ind_score $IND_SCORE
+kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+    col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
+WHO="the induction head (layer $IND_L, head $IND_H)"
+
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
+    --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" --quiet
+# Stable names (the head is the model's choice): decode_s001_step_ind.png, ...
+for f in "$P"/hm/decode_*; do b=$(basename "$f"); mv "$f" "$P/$(echo "$b" | sed "s/_$HN\./_ind./")"; done
 rm -rf "$P/hm"
-figure decode_stair_L0_H00.gif "Animation: the staircase growing one row per decode step (head 0) — the canvas stays put, only the new row appears"
+figure decode_stair_ind.gif "Animation: the staircase of $WHO growing one row per decode step — the canvas stays put, only the new row appears"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 # the model's widths and the bytes a token's K and V take, as kvscope states them
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
@@ -29,14 +47,31 @@ kv "$V" T0_plus1 $((T0 + 1))
 i=1
 while [ $i -le $STEPS ]; do
     s=$(printf %03d $i)
-    figure decode_s${s}_step_L0_H00.png "Decode step $i, head 0: one query row (1×$HS) against the $((i + T0)) cached keys — the orange rows of K and V are the new token's, appended this step"
-    figure decode_s${s}_stair_L0_H00.png "Decode step $i, head 0: the staircase so far — the orange frame is the only row this step computed"
+    figure decode_s${s}_step_ind.png "Decode step $i, $WHO: one query row (1×$HS) against the $((i + T0)) cached keys — the orange rows of K and V are the new token's, appended this step"
+    figure decode_s${s}_stair_ind.png "Decode step $i, $WHO: the staircase so far — the orange frame is the only row this step computed"
     i=$((i + 1))
 done
 # What the run prints (the folder line says where it wrote; the reader's will differ).
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug --html "$P/explorer_article_bug.html" | grep -v '^wrote ' > "$D/bug_console.txt"
 rm -rf "$D/tmp"
+
+# What the cache is for, in text: the greedy continuation with the whole cache, and with
+# the article's cache that keeps only the newest K and V.
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $GSTEPS --record tokens --out "$D/gen_full" --quiet
+"$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $GSTEPS --record tokens --out "$D/gen_bug" --article-bug --quiet
+full=$(generated "$D/gen_full"); bug=$(generated "$D/gen_bug")
+rm -rf "$D/gen_full" "$D/gen_bug"
+{
+    printf 'the prompt:          %s\n' "$PROMPT"
+    printf 'its first copy goes: %s%s\n' "$PHRASE_START" "$COPY_WANT"
+    printf 'the full cache:      %s%s\n' "$PHRASE_START" "$full"
+    printf "the article's cache: %s%s\n" "$PHRASE_START" "$bug"
+} > "$D/texts.txt"
+kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
+kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"
+kv "$V" copied_bug "$(copied "$bug" "$COPY_WANT")"
+kv "$V" phrase_start "$PHRASE_START"
 
 # Step by step: Q stays one row, K and V gain one row, the scores are 1×t.
 awk -F, "$AWKLIB"'
@@ -84,7 +119,7 @@ FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same
 { printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "yes" : "**no**" }' "$D/article_bug.csv" > "$D/article_bug.md"
 
 FIRST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("max_abs_diff") > 0 { print col("step"); exit }' "$D/article_bug.csv")
-chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PROMPT'; first=${FIRST:-0}"
+chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PHRASE_START …'; first=${FIRST:-0}"
 figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: the correct cache stays at exactly 0, the article's jumps from step 2 on"
 
 lesson_end 3

@@ -7,6 +7,7 @@
 # only includes.
 . lessons/lib.sh
 lesson_begin 4 "$@"
+model_words > "$D/model.md"
 V="$D/values.csv"
 ids() { awk -v n="$1" 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }'; }
 

@@ -6,6 +6,7 @@
 # measured, so it lives in data/measured/ (`make timing`), which this lesson only includes.
 . lessons/lib.sh
 lesson_begin 5 "$@"
+model_words > "$D/model.md"
 V="$D/values.csv"
 PROMPT="人工智能是"
 STEPS=200

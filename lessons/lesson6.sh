@@ -9,10 +9,16 @@ lesson_begin 6 "$@"
 PROMPT="The KV cache"
 CAP_MB=0.25
 SHORT=32
-LONG=480
-W=128
 S=4
 V="$D/values.csv"
+kv "$V" model_args "$MODEL_ARGS"
+model_words > "$D/model.md"
+# The long run fills the context; the window keeps half of it.
+"$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
+N=$(value "$D/info.csv" N)
+LONG=$((N - $(value "$D/info.csv" prompt_tokens)))
+W=$((N / 2))
+rm -f "$D/info.csv"
 
 # 1. The cap: checked before each step allocates; the run stops cleanly (exit 0), with a
 # line that says where and how many bytes the cap is.
@@ -47,6 +53,36 @@ chart lesson6_bytes_error "$P/bytes_vs_error" \
     -e "short='$D/short/dtypes.csv'; long='$D/long/dtypes.csv'; nshort='$SHORT steps'; nlong='$LONG steps'"
 chart lesson6_window_growth "$P/window_growth" -e "in='$D/long/window.csv'; nosink='$D/nosink/window.csv'; W=$W; S=$S"
 figure bytes_vs_error.png "Every storage type against fp32: halving the bytes (fp16, bf16) or quartering them (int8, q8_0) costs logit error, and bf16 errs more than fp16 for the same bytes"
+# 4. A window too small for the repeated phrase, in text: the first copy's distance is the
+# phrase and its space; a window longer than that (plus the sinks) still holds the bytes the
+# copy needs, a shorter one has evicted them.
+DIST=$(($(printf '%s' "$PHRASE" | wc -c) + 1))
+WSMALL=$((DIST / 2))
+WBIG=$((DIST + S + 4))
+GSTEPS=48
+kv "$V" dist $DIST
+kv "$V" wsmall $WSMALL
+kv "$V" wbig $WBIG
+kv "$V" gsteps $GSTEPS
+kv "$V" rprompt "$REPEAT_PROMPT"
+kv "$V" phrase_start "$PHRASE_START"
+kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
+"$KV" run $MODEL_ARGS --prompt "$REPEAT_PROMPT" --steps $GSTEPS --record tokens --out "$D/g_full" --quiet
+"$KV" run $MODEL_ARGS --prompt "$REPEAT_PROMPT" --steps $GSTEPS --record tokens --out "$D/g_big" --window $WBIG --sink $S --quiet
+"$KV" run $MODEL_ARGS --prompt "$REPEAT_PROMPT" --steps $GSTEPS --record tokens --out "$D/g_small" --window $WSMALL --sink $S --quiet \
+    --html "$P/explorer_small_window.html"
+kv "$V" rprompt_tokens "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") == 0 { n++ } END { print n }' "$D/g_full/tokens.csv")"
+{
+    printf 'its first copy goes:  %s%s\n' "$PHRASE_START" "$COPY_WANT"
+    for w in full big small; do
+        t=$(generated "$D/g_$w")
+        case $w in full) lbl="the full cache:      " ;; big) lbl="window $WBIG, $S sinks:" ;; small) lbl="window $WSMALL, $S sinks:" ;; esac
+        printf '%-21s %s%s\n' "$lbl" "$PHRASE_START" "$t"
+        kv "$V" copied_$w "$(copied "$t" "$COPY_WANT")"
+    done
+} > "$D/window_texts.txt"
+rm -rf "$D/g_full" "$D/g_big" "$D/g_small"
+
 figure window_growth.png "A window of $W tokens: memory stops growing (top), the logits drift from the full cache's (bottom), less with $S sinks kept than with none for the same $W tokens"
 
 lesson_end 6

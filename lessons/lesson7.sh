@@ -12,6 +12,8 @@ PROMPTS=lessons/lesson7.prompts
 STEPS=40,12,28,20
 V="$D/values.csv"
 kv "$V" steps "$STEPS"
+kv "$V" model_args "$MODEL_ARGS"
+model_words > "$D/model.md"
 
 # One batch, three ways: padded + mask, padded without mask (the article), paged.
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/mask" --quiet > "$D/mask_console.txt"

@@ -15,6 +15,18 @@
 #   chart SCRIPT OUT ARGS...   run plots/SCRIPT.gp writing OUT.png and OUT.svg
 #   figure FILE CAPTION  list plots/lessonN/FILE (a .png) with its caption for the
 #                        gallery (data/lessonN/figures.tsv), if it was made
+#   pick_heads DIR       run kvscope heads into DIR and set the heads a lesson shows:
+#                        IND_L IND_H IND_SCORE (the highest induction score) and
+#                        PREV_L PREV_H PREV_SCORE (the highest previous-token score)
+#   head_name L H        the figure suffix kvscope gives layer L, head H: L3_H04
+#   generated DIR        the bytes a run generated (its DIR/tokens.csv, decode steps)
+#   copied TEXT WANT     how many bytes TEXT reproduces of WANT from its start
+#   model_words          one sentence: which model MODEL_ARGS names
+#
+# The attention lessons share one prompt, REPEAT_PROMPT: a verse-like sentence (PHRASE),
+# then its first words again (PHRASE_START), so that the bytes that come next are a copy
+# of the earlier ones (COPY_WANT) — what an induction head predicts, if the cache still
+# holds the first copy.
 #
 # Arithmetic in C, orchestration in shell: the numbers a lesson shows come from kvscope —
 # what it counted and recorded (run, compare, batch, budget, kvmem: CSV files and
@@ -28,6 +40,11 @@ set -eu
 # outputs do not depend on it.
 : "${OMP_NUM_THREADS:=1}"
 export OMP_NUM_THREADS
+
+PHRASE="And Jacob set up a pillar of stone in Bethel."
+PHRASE_START="And Jacob set"
+REPEAT_PROMPT="$PHRASE $PHRASE_START"
+COPY_WANT=${PHRASE#"$PHRASE_START"}
 
 lesson_begin() {
     N=$1
@@ -94,4 +111,32 @@ chart() {
         return 0
     fi
     gnuplot -e "out='$out'" "$@" "plots/$script.gp"
+}
+
+pick_heads() {
+    "$KV" heads $MODEL_ARGS --out "$1" --quiet
+    set -- $(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+        { i = col("induction") + 0; p = col("prev_token") + 0
+          if (!bi || i > bi) { bi = i; il = col("layer"); ih = col("head") }
+          if (!bp || p > bp) { bp = p; pl = col("layer"); ph = col("head") } }
+        END { printf "%d %d %.2f %d %d %.2f\n", il, ih, bi, pl, ph, bp }' "$1/heads.csv")
+    IND_L=$1 IND_H=$2 IND_SCORE=$3 PREV_L=$4 PREV_H=$5 PREV_SCORE=$6
+}
+
+head_name() { printf 'L%d_H%02d' "$1" "$2"; }
+
+generated() {
+    LC_ALL=C awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") > 0 { id = col("token_id") + 0; if (id == 10) printf "¶"; else printf "%c", id }' "$1/tokens.csv"
+}
+
+copied() {
+    LC_ALL=C awk -v a="$1" -v b="$2" 'BEGIN { n = 0; while (n < length(a) && n < length(b) && substr(a, n + 1, 1) == substr(b, n + 1, 1)) n++; print n }'
+}
+
+model_words() {
+    case "$MODEL_ARGS" in
+    "") echo "the built-in model (random weights with GPT-2 small's widths)" ;;
+    "--model data/model") echo "kvscope's trained model (\`data/model/\`: a small byte-level GPT-2 trained on the King James Bible, see the [README](../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads))" ;;
+    *) echo "the weights given with \`$MODEL_ARGS\`" ;;
+    esac
 }

@@ -139,6 +139,36 @@ START_TEST(test_window_reports_evictions) {
 }
 END_TEST
 
+/* A prompt longer than the window: the prefill keeps every position, and the first decode
+ * step evicts all but the sinks and the newest W - S - 1 prompt positions at once, reported
+ * as one run starting after the sinks; later steps evict one position each. */
+START_TEST(test_window_shorter_than_prompt) {
+    enum { W = 3, S = 1, STEPS = 4 };
+    Generator g;
+    Hooks h;
+    Ends e = {0};
+    hooks_init(&h);
+    hooks_subscribe(&h, HOOK_BIT(HOOK_STEP_END), on_end, &e);
+    ck_assert_int_eq(generator_init(&g, &model, GEN_CACHE), 0);
+    g.window = W;
+    g.sink = S;
+    ck_assert_int_eq(generator_prefill(&g, PROMPT, T0, &h), 0);
+    ck_assert_int_eq(g.cache.len, T0);
+    for (int s = 1; s <= STEPS; s++) {
+        int first, n = generator_next_eviction(&g, &first);
+        const int total = T0 + s;
+        ck_assert_int_eq(first, S);
+        ck_assert_int_eq(n, s == 1 ? T0 + 1 - W : 1);
+        ck_assert_int_eq(generator_decode(&g, generator_argmax(&g), s, &h), 0);
+        ck_assert_int_eq(e.tokens_total[s], W);
+        ck_assert_int_eq(e.evicted_n[s], n);
+        ck_assert_int_eq(e.evicted_pos0[s], s == 1 ? S : total - 1 - (W - S));
+        for (int k = 0; k < W; k++) ck_assert_int_eq(e.slot_pos[s][k], k < S ? k : total - W + k);
+    }
+    generator_free(&g);
+}
+END_TEST
+
 /* The articles' bug keeps only the newest step's K/V: what it dropped after step s is
  * reported with step s + 1. */
 START_TEST(test_article_bug_reports_forgetting) {
@@ -230,6 +260,7 @@ Suite *make_generate_suite(void) {
     tcase_add_test(t, test_rewind_reports_no_eviction);
     tcase_add_test(t, test_rewind_refused);
     tcase_add_test(t, test_window_reports_evictions);
+    tcase_add_test(t, test_window_shorter_than_prompt);
     tcase_add_test(t, test_article_bug_reports_forgetting);
     tcase_add_test(t, test_recompute_rows);
     tcase_add_test(t, test_bad_steps);

@@ -619,14 +619,16 @@ START_TEST(test_cli_grads_out) {
     snprintf(g, sizeof g, "%s/grads", dir);
     const char *args[] = {"train", "--corpus", corpus, "--grads-out", g, "--layers", "2", "--heads",
                           "2", "--dim", "32", "--ctx", "32", "--batch", "4", "--seed", "3",
-                          "--quiet", NULL};
+                          "--repeat-first", "0", "--repeat-share", "0", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    /* the same batch and backward in this process */
+    /* the same batch (no repeated sequences: the defaults' curriculum is off) and backward
+     * in this process */
     Corpus c;
     ck_assert_int_eq(corpus_load(&c, corpus, err, sizeof err), 0);
     Config cfg = tiny_config(2, 2, 32, 32, 256);
     Trainer tr;
-    ck_assert_int_eq(trainer_init(&tr, &cfg, 4, 3), 0);
+    /* the command's initial spread (its default, float as it stores it) */
+    ck_assert_int_eq(trainer_init_std(&tr, &cfg, 4, 3, train_options_default().init_std), 0);
     corpus_batch(&c, 3, 0, 4, 32, 0, 0, tr.inputs, tr.targets);
     const float loss = trainer_forward(&tr, tr.inputs, tr.targets);
     trainer_backward(&tr);

@@ -41,7 +41,7 @@ void budget_opts_default(BudgetOpts *o) {
     o->dtype = KVDT_FP32;
 }
 
-int budget_opts_check(const BudgetOpts *o, int T, GenMode mode) {
+int budget_opts_check(const BudgetOpts *o, GenMode mode) {
     char buf[32];
     if (o->sink_given && o->window == 0) {
         snprintf(buf, sizeof buf, "--sink %d", o->sink);
@@ -53,12 +53,6 @@ int budget_opts_check(const BudgetOpts *o, int T, GenMode mode) {
     }
     if (o->window && mode != GEN_CACHE)
         return cli_fail("--window needs the cache", mode == GEN_RECOMPUTE ? "--no-cache" : "--article-bug");
-    if (o->window && o->window < T) {
-        snprintf(buf, sizeof buf, "%d", o->window);
-        char what[96];
-        snprintf(what, sizeof what, "--window must hold the prompt (%d tokens)", T);
-        return cli_fail(what, buf);
-    }
     return 0;
 }
 

@@ -25,9 +25,11 @@ extern const Option BUDGET_OPTIONS[];
 extern const Option WINDOW_OPTIONS[];
 
 void budget_opts_default(BudgetOpts *o);
-/* Check the combination against the prompt length T and the generation mode:
- * 0, or 2 after the error line (sink ≥ window, window < T, window without a cache). */
-int budget_opts_check(const BudgetOpts *o, int T, GenMode mode);
+/* Check the combination against the generation mode:
+ * 0, or 2 after the error line (sink ≥ window, window without a cache). A prompt of more
+ * than W tokens is allowed: the prefill attends over all of it, and the first decode step
+ * cuts the cache to the sinks and the newest W - S - 1 positions before it appends. */
+int budget_opts_check(const BudgetOpts *o, GenMode mode);
 /* The cap in bytes for a cache of bytes_per_token (the tighter of the two caps; 0 = none). */
 size_t budget_cap_bytes(const BudgetOpts *o, size_t bytes_per_token);
 /* Set the storage type, the window and the cap on a fresh generator. 0, or -1. */

@@ -81,7 +81,7 @@ int cmd_budget(int argc, char **argv) {
         (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
         (rc = model_args_load(&a.model, a.steps, &ld)))
         return rc;
-    if ((rc = budget_opts_check(&a.budget, ld.T, GEN_CACHE)) == 0 && (rc = cli_outdir_begin(&od)) == 0) {
+    if ((rc = budget_opts_check(&a.budget, GEN_CACHE)) == 0 && (rc = cli_outdir_begin(&od)) == 0) {
         BudgetFiles f;
         char err[8400];
         int status = budget_files_open(&f, &od, a.steps, ld.T, a.budget.window, err, sizeof err);

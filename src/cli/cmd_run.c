@@ -221,7 +221,7 @@ int cmd_run(int argc, char **argv) {
     int rc = parse_run(argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
     if ((rc = check_outputs(&a, &r)) || (rc = model_args_load(&a.model, a.steps, &ld))) return rc;
-    if ((rc = budget_opts_check(&a.budget, ld.T, a.mode)) == 0 &&
+    if ((rc = budget_opts_check(&a.budget, a.mode)) == 0 &&
         (rc = choose_shown(&a, &ld.model.cfg, &r)) == 0) {
         if ((rc = begin(&a, &ld, &r)) == 0) rc = run_steps(&a, &ld, &r);
         rc = finish(&a, &ld, &r, rc);

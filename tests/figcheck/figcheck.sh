@@ -6,7 +6,8 @@
 #     cairo's SVG writer nor poppler) at its PNG twin's size, and must match it: same
 #     size, and the pixel difference under the thresholds in figcheck.c;
 #   - every PNG is at least 800 px on its short side;
-#   - every heatmap (a name with _L<layer>: drawn by kvscope) has a Title chunk and says
+#   - every heatmap (a name with _L<layer>, or _ind and _prev: a lesson's chosen head, drawn
+#     by kvscope) has a Title chunk and says
 #     kvscope drew it.
 # Prints one line per failure and a summary; exit 1 if anything failed.
 set -eu
@@ -25,7 +26,7 @@ for png in plots/lesson*/*.png plots/measured/*.png; do
     w=$1 h=$2
     short=$w; [ "$h" -lt "$short" ] && short=$h
     if [ "$short" -lt 800 ]; then echo "check-figures: $png: ${w}x${h}, under 800 px on its short side" >&2; fail=1; fi
-    case $(basename "$png") in *_L[0-9]*)
+    case $(basename "$png") in *_L[0-9]*|*_ind.png|*_prev.png)
         meta=$("$FC" info "$png")
         case $meta in *"kvscope "*"| "?*) ;; *) echo "check-figures: $png: no Title chunk from kvscope ($meta)" >&2; fail=1 ;; esac
     esac
