@@ -32,7 +32,7 @@ done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 IW="the induction head (layer $IND_L, head $IND_H)"
-figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — in the second copy, look for the bright line one copy's length left of the diagonal"
+figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matched would draw a line one copy's length left of the diagonal in the second copy; this one keeps to the byte before (lesson 8)"
 figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): nearly all of each row's weight sits just left of the diagonal, on the token before"
 figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
 figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
