@@ -545,23 +545,33 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
-/* ops_expf 8 lanes at a time: the same operations on the same constants. */
-AVX2_INLINE __m256 exp8(__m256 x) {
+/* The shared core of exp8 and tanh8 (ops.c: ops_expf and exp_mid): n = round(y·log2 e) and
+ * e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7 polynomial; the caller scales by 2^n. */
+AVX2_INLINE __m256 exp_reduced8(__m256 y, __m256 *n_out) {
 #define SET1(v) _mm256_set1_ps(v)
-    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
-    const __m256 xc = _mm256_max_ps(x, SET1(OPS_EXPF_LOW));
-    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(xc, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
                                    SET1(OPS_EXP_ROUND));
     const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
-                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), xc));
+                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
     __m256 q = SET1(1.0f / 5040.0f);
     q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
     q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
     q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
     q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
     q = _mm256_fmadd_ps(q, r, SET1(0.5f));
-    const __m256 er = _mm256_add_ps(SET1(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+    *n_out = n;
+    return _mm256_add_ps(SET1(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+#undef SET1
+}
+
+/* ops_expf 8 lanes at a time: the same operations on the same constants. */
+AVX2_INLINE __m256 exp8(__m256 x) {
+#define SET1(v) _mm256_set1_ps(v)
+    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
+    const __m256 xc = _mm256_max_ps(x, SET1(OPS_EXPF_LOW));
+    __m256 n;
+    const __m256 er = exp_reduced8(xc, &n);
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                             _mm256_set1_epi32(64 + 127)), 23);
     const __m256 e = _mm256_mul_ps(_mm256_mul_ps(er, _mm256_castsi256_ps(bits)),
@@ -1065,18 +1075,8 @@ AVX2_INLINE __m256 tanh8(__m256 x) {
     const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(a, z), p, a);
     /* exp_mid(2a) */
     const __m256 y = _mm256_mul_ps(SET1(2.0f), a);
-    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
-                                   SET1(OPS_EXP_ROUND));
-    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
-                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
-    __m256 q = SET1(1.0f / 5040.0f);
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
-    const __m256 er = _mm256_add_ps(SET1(1.0f),
-                                    _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
+    __m256 n;
+    const __m256 er = exp_reduced8(y, &n);
     const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
                                                             _mm256_set1_epi32(127)), 23);
     const __m256 e = _mm256_mul_ps(er, _mm256_castsi256_ps(bits));
