@@ -6,7 +6,7 @@ reset
 #   sink            mean weight on position 0 (a text)
 #   entropy         mean entropy of the attention row, bits (0: one key; high: spread out)
 # Reads heads.csv (layer,head,prev_token,induction,sink,entropy_bits).
-# model (optional) names the model in the title.
+# model (optional) names the model in the title; copy (optional) the copy length.
 # Writes out.png (1600x900) and out.svg. By hand, from the repository root:
 #   gnuplot -e "in='data/heads/heads.csv'; out='/tmp/heads'; model='data/model'" plots/heads.gp
 load 'plots/style.gp'
@@ -24,7 +24,10 @@ name = exists('model') ? model : 'the model'
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                      5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
 cols = 'prev_token induction sink entropy_bits'
-titles = '"previous token: weight on i − 1" "induction: weight on the token after the first copy" "sink: weight on position 0" "entropy of the row (bits)"'
+# the induction panel names its copy length: a head may copy at one distance only
+ind = exists('copy') ? sprintf('induction, %d-byte copies: weight on the byte after the first copy', copy) \
+                     : 'induction: weight on the token after the first copy'
+titles = sprintf('"previous token: weight on i − 1" "%s" "sink: weight on position 0" "entropy of the row (bits)"', ind)
 # the cell's value, printed in black on light cells and white on dark ones
 ink(v, top) = v / top > 0.6 ? 0x000000 : 0xffffff
 

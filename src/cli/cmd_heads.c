@@ -99,8 +99,8 @@ static int draw(const HeadsArgs *a, const OutDir *dir, const char *csv_dir) {
         return cli_fail("--out and --plots must resolve to paths without a quote", a->out);
     const char *label = a->model.model_dir ? a->model.model_dir : "the built-in random model";
     snprintf(script, sizeof script, "%s/heads.gp", a->scripts);
-    snprintf(vars, sizeof vars, "in='%s/heads.csv'; out='%s/heads'; model='%s'", csv_dir, dir->tmp,
-             gnuplot_quotable(label) ? label : "--model");
+    snprintf(vars, sizeof vars, "in='%s/heads.csv'; out='%s/heads'; model='%s'; copy=%d", csv_dir,
+             dir->tmp, gnuplot_quotable(label) ? label : "--model", a->R);
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
     if (rc == 0) return 0;
     char line[4900];
