@@ -288,10 +288,7 @@ int outdir_overlap(const OutDir *a, const OutDir *b) {
     return same_or_above(a->real, b->real) || same_or_above(b->real, a->real);
 }
 
-int outdir_holds(const OutDir *o, const char *path) {
-    char r[PATH_MAX];
-    return path_resolve(path, r, sizeof r) == 0 && same_or_above(o->real, r);
-}
+int outdir_holds(const OutDir *o, const char *path) { return path_inside(o->real, path); }
 
 void outdir_shown(const OutDir *o, const char *msg, char *out, size_t size) {
     size_t k = 0, n = strlen(o->tmp);
@@ -572,6 +569,9 @@ void atomic_abort(AtomicFile *a, FILE *fp) {
 
 /* ---- one output file --------------------------------------------------------- */
 
+static int file_has_header(const char *path, const char *header);
+static int check_own_file(const OutFile *f, char *err, size_t errsize);
+
 static int check_file(OutFile *f, char *err, size_t errsize) {
     struct stat st, lst;
     if (lstat(f->target, &lst) == 0 && S_ISLNK(lst.st_mode) && stat(f->target, &st) != 0) {
@@ -584,6 +584,7 @@ static int check_file(OutFile *f, char *err, size_t errsize) {
                      infile_kind(st.st_mode), f->target);
             return -1;
         }
+        if (f->flags & OUTFILE_OURS_ONLY) return check_own_file(f, err, errsize);
         if (!(f->flags & OUTDIR_FORCE) && !file_is_ours(f->real, f->header)) {
             snprintf(err, errsize, "%s is a file kvscope did not write (it does not start with \"%.*s\"); "
                      "choose another file, or add --force to replace it: %s", f->option,
@@ -636,8 +637,10 @@ int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
         return -1;
     }
     struct stat st;
-    if (!(f->flags & OUTDIR_FORCE) && stat(f->real, &st) == 0 &&
-        (!S_ISREG(st.st_mode) || !file_is_ours(f->real, f->header))) {
+    const int strict = (f->flags & OUTFILE_OURS_ONLY) != 0;
+    if ((strict || !(f->flags & OUTDIR_FORCE)) && stat(f->real, &st) == 0 &&
+        (!S_ISREG(st.st_mode) || !(strict ? file_has_header(f->real, f->header)
+                                          : file_is_ours(f->real, f->header)))) {
         snprintf(err, errsize, "%s changed during the run and is no longer a file kvscope wrote; "
                  "nothing written: %s", f->option, f->target);
         atomic_abort(&f->file, NULL);
@@ -652,3 +655,75 @@ int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize) {
 }
 
 void outfile_abort(OutFile *f, FILE *fp) { atomic_abort(&f->file, fp); }
+
+/* ---- files kvscope replaces only when it wrote them, and inputs ------------------ */
+
+/* 1 if path is a regular file whose first bytes are header (an empty file is not). */
+static int file_has_header(const char *path, const char *header) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+           file_is_ours(path, header);
+}
+
+/* OUTFILE_OURS_ONLY, for an existing regular file: only one that starts with the header,
+ * named directly (a symlink is refused: the link would be lost or its target written
+ * through), whatever --force says. */
+static int check_own_file(const OutFile *f, char *err, size_t errsize) {
+    const int hl = (int)strcspn(f->header, "\n");
+    struct stat lst;
+    if (lstat(f->target, &lst) != 0 || S_ISLNK(lst.st_mode)) {
+        snprintf(err, errsize, "%s is a symlink; kvscope writes only a file of its own there, even "
+                 "with --force (choose another file): %s", f->option, f->target);
+        return -1;
+    }
+    if (!file_has_header(f->real, f->header)) {
+        snprintf(err, errsize, "%s is a file kvscope did not write (it does not start with \"%.*s\"), "
+                 "and kvscope replaces it with nothing of its own, even with --force; choose another "
+                 "file, or move this one away: %s", f->option, hl, f->header, f->target);
+        return -1;
+    }
+    char parent[4096];
+    parent_of(f->real, parent, sizeof parent);
+    return check_parent(parent, 0, f->option, f->target, err, errsize);
+}
+
+void outfile_clean_stale(const OutFile *f) { clean_stale(f->real, f->header); }
+
+int outfile_remove(const OutFile *f) {
+    struct stat lst;
+    if (lstat(f->target, &lst) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISREG(lst.st_mode) || !file_has_header(f->real, f->header)) return -1;
+    return unlink(f->real);
+}
+
+/* The folders of a resolved path, itself first, by stat: 1 when one is (dev, ino). */
+static int path_passes(const char *real, dev_t dev, ino_t ino) {
+    char p[PATH_MAX];
+    struct stat st;
+    if (strlen(real) >= sizeof p) return 0;
+    memcpy(p, real, strlen(real) + 1);
+    for (;;) {
+        if (stat(p, &st) == 0 && st.st_dev == dev && st.st_ino == ino) return 1;
+        char *s = strrchr(p, '/');
+        if (!s || (s == p && p[1] == '\0')) return 0;
+        if (s == p) p[1] = '\0';
+        else *s = '\0';
+    }
+}
+
+int path_same(const char *a, const char *b) {
+    char ra[PATH_MAX], rb[PATH_MAX];
+    struct stat sa, sb;
+    if (path_resolve(a, ra, sizeof ra) == 0 && path_resolve(b, rb, sizeof rb) == 0 &&
+        strcmp(ra, rb) == 0)
+        return 1;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int path_inside(const char *dir, const char *path) {
+    char rd[PATH_MAX], rp[PATH_MAX];
+    struct stat sd;
+    if (path_resolve(path, rp, sizeof rp) != 0) return 0;
+    if (path_resolve(dir, rd, sizeof rd) == 0 && same_or_above(rd, rp)) return 1;
+    return stat(dir, &sd) == 0 && S_ISDIR(sd.st_mode) && path_passes(rp, sd.st_dev, sd.st_ino);
+}

@@ -122,7 +122,7 @@ typedef struct {
 
 /* Check target: not a folder, not a FIFO or device, its folder exists and is writable,
  * and it is either missing, empty, or a file that starts with header (else only with
- * OUTDIR_FORCE). 0, or -1 with err. */
+ * OUTDIR_FORCE; flags OUTFILE_OURS_ONLY: see below). 0, or -1 with err. */
 int outfile_check(OutFile *f, const char *target, const char *option, const char *header,
                   unsigned flags, char *err, size_t errsize);
 /* Check again, remove stale siblings and open the temporary file; NULL with err. */
@@ -133,6 +133,29 @@ FILE *outfile_begin(OutFile *f, char *err, size_t errsize);
 int outfile_commit(OutFile *f, FILE *fp, char *err, size_t errsize);
 /* Close fp (may be NULL) and remove the temporary file. */
 void outfile_abort(OutFile *f, FILE *fp);
+
+/* ---- one rule for every file kvscope writes (checkpoints, --html, --csv) ----------
+ * An output file may replace only a file kvscope wrote: one that starts with the
+ * header kvscope writes first (or an empty one), or with OUTDIR_FORCE any regular file;
+ * never a folder, device, FIFO or socket, even with --force. With OUTFILE_OURS_ONLY (a
+ * checkpoint) only a non-empty file that starts with the header, named directly (not
+ * through a symlink), whatever OUTDIR_FORCE says: a user's file is never replaced by
+ * one of kvscope's. No output may be an input of the same command: path_same and
+ * path_inside compare by resolved path and by (st_dev, st_ino), so a hard link, a bind
+ * mount or another spelling of an input is caught. */
+enum { OUTFILE_OURS_ONLY = 1 << 8 };
+
+/* Remove the temporary files (f's name + ".tmp.<pid>.XXXXXX") that dead runs left
+ * beside f's target, when they are empty or start with f's header. */
+void outfile_clean_stale(const OutFile *f);
+/* Remove f's target if it is a regular file named directly that starts with f's header
+ * (not empty): 0 (also when it is missing), or -1 with the file left alone. */
+int outfile_remove(const OutFile *f);
+/* 1 if paths a and b name the same file (resolved path, or device and inode). */
+int path_same(const char *a, const char *b);
+/* 1 if path is the folder dir or lies inside it: by resolved path, or because dir's
+ * device and inode are those of path or of one of its folders. */
+int path_inside(const char *dir, const char *path);
 
 /* fclose that also reports an earlier write error (ferror), e.g. a full disk:
  * 0, or -1 with errno of the failure where known. A NULL file is 0. */

@@ -274,3 +274,24 @@ int cli_step_failed(int rc, const char *what, const float *logits, int V) {
                     "overflow float32)\n", what, i, i >= 0 && isnan(logits[i]) ? "nan" : "inf");
     return 2;
 }
+
+int cli_outfile_spares(const char *out, const char *out_option, const char *in_option,
+                       const char *in) {
+    if (!out || !in || !path_same(out, in)) return 0;
+    fprintf(stderr, "kvscope: %s would replace %s's file (an output may not be an input, even with "
+                    "--force): %s %s, %s %s\n", out_option, in_option, out_option, out, in_option, in);
+    return 2;
+}
+
+int cli_outfile_spares_model(const char *out, const char *out_option, const char *model_dir) {
+    static const char *const files[] = {"config.json", "model.safetensors", "vocab.json",
+                                        "merges.txt"};
+    char p[4200];
+    for (size_t i = 0; model_dir && i < sizeof files / sizeof files[0]; i++) {
+        int rc;
+        if (path_join(p, sizeof p, model_dir, files[i]) == 0 &&
+            (rc = cli_outfile_spares(out, out_option, "--model", p)))
+            return rc;
+    }
+    return 0;
+}

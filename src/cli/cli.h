@@ -89,4 +89,15 @@ void cli_outdir_error(const OutDir *od, const char *msg);
  * logits, the cache's cap, or out of memory. Returns 2. */
 int cli_step_failed(int rc, const char *what, const float *logits, int V);
 
+/* ---- output files (outdir.h's one rule): never an input of the same command ---- */
+
+/* 2 after an error line naming both when the output file out (given with out_option)
+ * is the input in (given with in_option), by path or by device and inode; else 0. in
+ * NULL: 0. */
+int cli_outfile_spares(const char *out, const char *out_option, const char *in_option,
+                       const char *in);
+/* The same for each file a --model folder holds (config.json, model.safetensors,
+ * vocab.json, merges.txt). model_dir NULL: 0. */
+int cli_outfile_spares_model(const char *out, const char *out_option, const char *model_dir);
+
 #endif

@@ -18,6 +18,26 @@ const Option HTML_OPTIONS[] = {
 
 void html_opts_default(HtmlOpts *o) { memset(o, 0, sizeof *o); }
 
+/* 0 when name (the page, directly in --out) is none of the files kvscope writes in that
+ * folder: the marker, the recorded CSVs, the heatmap frames; else 2 after a line naming
+ * both. */
+static int name_free(const char *name, const OutDir *out, const char *path) {
+    static const char *const taken[] = {OUTDIR_MARKER, "shapes.csv", "attention.csv",
+                                        "kv_memory.csv", "flops.csv", "tokens.csv", "logits.csv",
+                                        "timing.csv"};
+    static const char *const frames[] = {"prefill_", "decode_"};
+    int hit = 0;
+    for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) hit |= strcmp(name, taken[i]) == 0;
+    const char *ext = strrchr(name, '.');
+    const int image = ext && (!strcmp(ext, ".png") || !strcmp(ext, ".gif") || !strcmp(ext, ".svg"));
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++)
+        hit |= image && strncmp(name, frames[i], strlen(frames[i])) == 0;
+    if (!hit) return 0;
+    fprintf(stderr, "kvscope: --html would take the name of a file kvscope writes in %s (%s); "
+                    "choose another name: --html %s, --out %s\n", out->option, name, path, out->target);
+    return 2;
+}
+
 int html_opts_check(HtmlOpts *o, const OutDir *out, const OutDir *plots, unsigned flags) {
     if (!o->path) return 0;
     const size_t n = strlen(o->path);
@@ -26,12 +46,13 @@ int html_opts_check(HtmlOpts *o, const OutDir *out, const OutDir *plots, unsigne
     if (o->path[n - 1] == '/') return cli_fail("--html names a folder", o->path);
     if (path_resolve(o->path, real, sizeof real) != 0) return cli_fail("--html: cannot resolve", o->path);
     if (outdir_holds(out, o->path)) { /* the folder is replaced: the page goes into the new one */
-        const char *rest = real + strlen(out->real);
-        if (rest[0] != '/' || !rest[1] || strchr(rest + 1, '/'))
+        const size_t k = strlen(out->real);
+        const char *rest = real + k;
+        if (strncmp(real, out->real, k) != 0 || rest[0] != '/' || !rest[1] || strchr(rest + 1, '/'))
             return cli_fail("--html inside --out must name a file directly in it", o->path);
         snprintf(o->name, sizeof o->name, "%s", rest + 1);
         o->in_out = 1;
-        return 0;
+        return name_free(o->name, out, o->path);
     }
     if (plots && outdir_holds(plots, o->path)) {
         char what[8400];

@@ -296,6 +296,7 @@ int cmd_compare(int argc, char **argv) {
     const unsigned fl = a.force ? OUTDIR_FORCE : 0;
     if ((rc = cli_outdir_check(&od, a.out, "compare", "--out", fl)) ||
         (rc = cli_outdir_spares(&od, "--model", a.model.model_dir)) ||
+        (rc = cli_outdir_spares(&od, "--scripts", a.scripts)) || /* with or without --charts */
         (a.charts && (rc = check_charts(&a, &od, &charts, fl))) ||
         (rc = model_args_load(&a.model, 0, &ld)))
         return rc;

@@ -124,6 +124,7 @@ static int check_outputs(RunArgs *a, Run *r) {
         (rc = cli_outdir_spares(&r->od, "--model", a->model.model_dir)) ||
         (rc = heatmap_opts_check(&a->heat, &r->od, fl, a->model.model_dir)))
         return rc;
+    if ((rc = cli_outfile_spares_model(a->html.path, "--html", a->model.model_dir))) return rc;
     return html_opts_check(&a->html, &r->od, heatmap_opts_plots(&a->heat), fl);
 }
 

@@ -111,6 +111,7 @@ int cmd_verify(int argc, char **argv) {
     OutFile of;
     char err[8400];
     const unsigned flags = a.force ? OUTDIR_FORCE : 0;
+    if ((rc = cli_outfile_spares_model(a.csv, "--csv", a.model.model_dir))) return rc;
     if (a.csv && outfile_check(&of, a.csv, "--csv", VERIFY_CSV_HEADER, flags, err, sizeof err))
         return cli_error(err);
     Loaded ld;
