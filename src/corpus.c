@@ -34,7 +34,10 @@ int corpus_load(Corpus *c, const char *path, char *err, size_t errsize) {
             memcpy(split + (off - (i / CORPUS_VAL_EVERY) * CORPUS_CHUNK), buf + off, len);
         }
     }
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ULL;
     free(buf);
+    c->hash = h;
     c->train = split;
     c->ntrain = nt;
     c->val = split + nt;

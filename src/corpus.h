@@ -26,6 +26,7 @@ typedef struct {
     unsigned char *train, *val; /* the two splits, one allocation */
     size_t ntrain, nval;
     size_t size;                /* bytes of the file */
+    uint64_t hash;              /* FNV-1a (64-bit) of the file's bytes: a checkpoint names its corpus */
 } Corpus;
 
 /* Results: 0; CORPUS_BAD (message in err: missing, unreadable, empty); CORPUS_NOMEM. */

@@ -458,6 +458,14 @@ static int train_step(Trainer *tr, const Corpus *c, const TrainOptions *o, int s
     return 0;
 }
 
+/* A checkpoint, counted in ctl->saved. 0 or TRAIN_IO. */
+static int save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
+                const TrainLoopCtl *ctl, char *err, size_t errsize) {
+    const int rc = train_checkpoint_save(tr, o, log, ctl->checkpoint, err, errsize);
+    if (rc == 0 && ctl->saved) (*ctl->saved)++;
+    return rc;
+}
+
 int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *log,
                const TrainLoopCtl *ctl, int *bad_step, char *err, size_t errsize) {
     const int start = log->n ? log->rows[log->n - 1].step : 0;
@@ -470,8 +478,7 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
         if (rc == TRAIN_NONFINITE) {
             *bad_step = s + 1;
             /* the parameters are still those of step s: a good checkpoint */
-            if (ctl->checkpoint && train_checkpoint_save(tr, o, log, ctl->checkpoint, err, errsize))
-                return TRAIN_IO;
+            if (ctl->checkpoint && save(tr, o, log, ctl, err, errsize)) return TRAIN_IO;
             return TRAIN_NONFINITE;
         }
         row.tokens_per_s = (float)((double)tr->B * tr->T / (now_seconds() - ts));
@@ -483,7 +490,7 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
         const int stop = ctl->stop && *ctl->stop;
         const int due = ctl->checkpoint_every > 0 && (s + 1) % ctl->checkpoint_every == 0;
         if (ctl->checkpoint && (stop || (due && s + 1 < o->steps)) &&
-            train_checkpoint_save(tr, o, log, ctl->checkpoint, err, errsize))
+            save(tr, o, log, ctl, err, errsize))
             return TRAIN_IO;
         if (stop) return TRAIN_STOPPED;
     }

@@ -40,6 +40,8 @@ typedef struct {
     int repeat_first;   /* steps at the start in which every sequence repeats (a copying
                          * curriculum: induction heads form first, the text is learnt after) */
     int eval_every;     /* validation loss every this many steps, and after the last */
+    uint64_t corpus_size, corpus_hash; /* the corpus (Corpus.size, .hash): a checkpoint keeps
+                                        * them, and --resume refuses another corpus */
 } TrainOptions;
 
 TrainOptions train_options_default(void);
@@ -149,11 +151,12 @@ float trainer_eval(Trainer *tr, const Corpus *c, size_t windows);
 
 /* How train_loop reports and when it stops. */
 typedef struct {
-    const char *checkpoint;    /* file for checkpoints, or NULL */
+    const char *checkpoint;    /* file for checkpoints (a checkpoint or nothing), or NULL */
     int checkpoint_every;      /* steps between checkpoints (0: only when stopped) */
     volatile sig_atomic_t *stop; /* set (Ctrl-C): checkpoint after this step and return */
     void (*progress)(void *user, const TrainLogRow *row, int steps);
     void *user;
+    int *saved;                /* counts the checkpoints written, or NULL */
 } TrainLoopCtl;
 
 /* Train from the step after the log's last row to o->steps. Returns TRAIN_OK;
@@ -165,14 +168,18 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
                const TrainLoopCtl *ctl, int *bad_step, char *err, size_t errsize);
 
 /* ---- checkpoints ------------------------------------------------------------------
- * A binary file: "KVSCKPT" + version byte, the shape (L, NH, C, N, V), B, the seed, the
- * steps done, the parameters, both AdamW moments and the log so far. Written whole or
- * not at all (an AtomicFile, outdir.h): a failed or killed save keeps the one before. */
+ * A binary file: "KVSCKPT" + version byte (2), the shape (L, NH, C, N, V), B, the seed,
+ * the steps done, the options that shape the run (steps, rates, clip, init, repeats) and
+ * the corpus's size and hash, the parameters, both AdamW moments and the log so far.
+ * Written whole or not at all (an OutFile with OUTFILE_OURS_ONLY, outdir.h): only over a
+ * checkpoint (never over a user's file, even with --force); a failed or killed save
+ * keeps the one before, and the temporary files of killed saves go at the next save. */
+#define TRAIN_CKPT_HEADER "KVSCKPT"
 int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
                           const char *path, char *err, size_t errsize);
 /* Load path into tr (built with the run's shape) and log. TRAIN_BAD with a message
- * naming the field when the file is not a checkpoint or is of another shape, batch or
- * seed. */
+ * naming the option and both values when the file is not a checkpoint of this version or
+ * is of another shape, batch, seed, corpus, schedule, rate, clip, init or repeats. */
 int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
                           char *err, size_t errsize);
 

@@ -16,32 +16,60 @@
 
 /* ---- checkpoints --------------------------------------------------------------------
  * Layout, host byte order (little-endian on x86-64):
- *   char magic[8]  "KVSCKPT" + version 1
+ *   char magic[8]  "KVSCKPT" + version 2
  *   int32 L, NH, C, N, V, B;  uint64 seed;  int32 steps_done, log_rows;  uint64 params
+ *   the run: int32 steps, warmup, repeat_text, repeat_first;
+ *            float lr, lr_final, weight_decay, clip, init_std, repeat_share;
+ *            uint64 corpus_size, corpus_hash
  *   float params[params], adam_m[params], adam_v[params]
  *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
  *                double seconds }
- * The size is checked against these counts before anything is read. */
+ * The size is checked against these counts before anything is read. Version 1 had no
+ * run block: it is refused with its version named. */
 
-static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 1};
-enum { CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8, CKPT_ROW = 4 + 5 * 4 + 8 };
+static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 2};
+enum { CKPT_RUN = 4 * 4 + 6 * 4 + 2 * 8, CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
+       CKPT_ROW = 4 + 5 * 4 + 8 };
 
 typedef struct {
     int32_t L, NH, C, N, V, B;
     uint64_t seed;
     int32_t steps, rows;
     uint64_t params;
+    int32_t total, warmup, repeat_text, repeat_first; /* the run's options */
+    float lr, lr_final, weight_decay, clip, init_std, repeat_share;
+    uint64_t corpus_size, corpus_hash;
 } CkptHead;
 
 static int put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
 static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
 
-static int write_ckpt(FILE *f, const Trainer *tr, const CkptHead *h, const TrainLog *log) {
+/* The header after the magic, field by field (rw: put or get). */
+static int head_io(FILE *f, CkptHead *h, int (*rw)(FILE *, void *, size_t)) {
+    return rw(f, &h->L, 4) || rw(f, &h->NH, 4) || rw(f, &h->C, 4) || rw(f, &h->N, 4) ||
+           rw(f, &h->V, 4) || rw(f, &h->B, 4) || rw(f, &h->seed, 8) || rw(f, &h->steps, 4) ||
+           rw(f, &h->rows, 4) || rw(f, &h->params, 8) || rw(f, &h->total, 4) ||
+           rw(f, &h->warmup, 4) || rw(f, &h->repeat_text, 4) || rw(f, &h->repeat_first, 4) ||
+           rw(f, &h->lr, 4) || rw(f, &h->lr_final, 4) || rw(f, &h->weight_decay, 4) ||
+           rw(f, &h->clip, 4) || rw(f, &h->init_std, 4) || rw(f, &h->repeat_share, 4) ||
+           rw(f, &h->corpus_size, 8) || rw(f, &h->corpus_hash, 8);
+}
+static int put_rw(FILE *f, void *p, size_t n) { return put(f, p, n); }
+
+static CkptHead make_head(const Trainer *tr, const TrainOptions *o, const TrainLog *log) {
+    const Config *c = &tr->model.cfg;
+    const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B, o->seed,
+                        log->n ? log->rows[log->n - 1].step : 0, log->n,
+                        (uint64_t)tr->model.w.num_params, o->steps, o->warmup, o->repeat_text,
+                        o->repeat_first, o->lr, o->lr_final, o->weight_decay, o->clip, o->init_std,
+                        o->repeat_share, o->corpus_size, o->corpus_hash};
+    return h;
+}
+
+static int write_ckpt(FILE *f, const Trainer *tr, CkptHead *h, const TrainLog *log) {
     const size_t n = tr->model.w.num_params;
-    int bad = put(f, CKPT_MAGIC, 8) || put(f, &h->L, 4) || put(f, &h->NH, 4) || put(f, &h->C, 4) ||
-              put(f, &h->N, 4) || put(f, &h->V, 4) || put(f, &h->B, 4) || put(f, &h->seed, 8) ||
-              put(f, &h->steps, 4) || put(f, &h->rows, 4) || put(f, &h->params, 8) ||
-              put(f, tr->model.w.blob, n * 4) || put(f, tr->m, n * 4) || put(f, tr->v, n * 4);
+    int bad = put(f, CKPT_MAGIC, 8) || head_io(f, h, put_rw) || put(f, tr->model.w.blob, n * 4) ||
+              put(f, tr->m, n * 4) || put(f, tr->v, n * 4);
     for (int i = 0; i < log->n && !bad; i++) {
         const TrainLogRow *r = &log->rows[i];
         const int32_t step = r->step;
@@ -54,23 +82,21 @@ static int write_ckpt(FILE *f, const Trainer *tr, const CkptHead *h, const Train
 
 int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
                           const char *path, char *err, size_t errsize) {
-    const Config *c = &tr->model.cfg;
-    const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B, o->seed,
-                        log->n ? log->rows[log->n - 1].step : 0, log->n,
-                        (uint64_t)tr->model.w.num_params};
-    /* the whole file or none: the last good checkpoint survives a full disk or a kill */
-    AtomicFile af;
-    FILE *f = atomic_open(&af, path, 1);
-    int e = errno;
-    if (f) {
-        const int bad = write_ckpt(f, tr, &h, log);
-        e = errno; /* a short fwrite's reason */
-        if (bad) atomic_abort(&af, f);
-        else if (atomic_commit(&af, f) == 0) return 0;
-        else e = errno;
+    CkptHead h = make_head(tr, o, log);
+    /* the whole file or none, and only over a checkpoint: the last good one survives a
+     * full disk or a kill, and a user's file is never written over */
+    OutFile of;
+    if (outfile_check(&of, path, "--checkpoint", TRAIN_CKPT_HEADER, OUTFILE_OURS_ONLY, err, errsize))
+        return TRAIN_IO;
+    FILE *f = outfile_begin(&of, err, errsize);
+    if (!f) return TRAIN_IO;
+    if (write_ckpt(f, tr, &h, log)) {
+        const int e = errno; /* a short fwrite's reason */
+        outfile_abort(&of, f);
+        snprintf(err, errsize, "--checkpoint: cannot write (%s): %s", write_error_text(e), path);
+        return TRAIN_IO;
     }
-    snprintf(err, errsize, "--checkpoint: cannot write (%s): %s", write_error_text(e), path);
-    return TRAIN_IO;
+    return outfile_commit(&of, f, err, errsize) ? TRAIN_IO : 0;
 }
 
 /* The first field of the header that differs from this run, or NULL. */
@@ -80,15 +106,36 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
     const struct { const char *name; long have, want; } f[] = {
         {"layers", h->L, c->L}, {"heads", h->NH, c->NH}, {"dim", h->C, c->C},
         {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B},
+        {"steps", h->total, o->steps}, {"warmup", h->warmup, o->warmup},
+        {"repeat-first", h->repeat_first, o->repeat_first},
+        {"repeat-text", h->repeat_text, o->repeat_text},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].have != f[i].want) {
             snprintf(buf, size, "--%s %ld, this run has %ld", f[i].name, f[i].have, f[i].want);
             return buf;
         }
+    const struct { const char *name; float have, want; } r[] = {
+        {"lr", h->lr, o->lr}, {"lr-final", h->lr_final, o->lr_final},
+        {"weight-decay", h->weight_decay, o->weight_decay}, {"clip", h->clip, o->clip},
+        {"init-std", h->init_std, o->init_std}, {"repeat-share", h->repeat_share, o->repeat_share},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        if (memcmp(&r[i].have, &r[i].want, sizeof(float)) != 0) { /* the same bits, or another run */
+            snprintf(buf, size, "--%s %g, this run has %g", r[i].name, (double)r[i].have,
+                     (double)r[i].want);
+            return buf;
+        }
     if (h->seed != o->seed) {
         snprintf(buf, size, "--seed %llu, this run has %llu", (unsigned long long)h->seed,
                  (unsigned long long)o->seed);
+        return buf;
+    }
+    if (h->corpus_size != o->corpus_size || h->corpus_hash != o->corpus_hash) {
+        snprintf(buf, size, "--corpus of %llu bytes (hash %016llx), this run's has %llu bytes "
+                 "(hash %016llx)", (unsigned long long)h->corpus_size,
+                 (unsigned long long)h->corpus_hash, (unsigned long long)o->corpus_size,
+                 (unsigned long long)o->corpus_hash);
         return buf;
     }
     return NULL;
@@ -133,11 +180,9 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
     if (get(f, magic, 8) || memcmp(magic, CKPT_MAGIC, 7) != 0) {
         snprintf(err, errsize, "%s: not a kvscope checkpoint", path);
     } else if (magic[7] != CKPT_MAGIC[7]) {
-        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d", path,
-                 magic[7], CKPT_MAGIC[7]);
-    } else if (get(f, &h.L, 4) || get(f, &h.NH, 4) || get(f, &h.C, 4) || get(f, &h.N, 4) ||
-               get(f, &h.V, 4) || get(f, &h.B, 4) || get(f, &h.seed, 8) || get(f, &h.steps, 4) ||
-               get(f, &h.rows, 4) || get(f, &h.params, 8)) {
+        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d (start "
+                 "the run again without --resume)", path, magic[7], CKPT_MAGIC[7]);
+    } else if (head_io(f, &h, get)) {
         snprintf(err, errsize, "%s: truncated checkpoint", path);
     } else if (ckpt_mismatch(&h, tr, o, why, sizeof why)) {
         snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);

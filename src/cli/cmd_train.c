@@ -31,6 +31,8 @@ typedef struct {
     double lr, lr_final, weight_decay, clip, repeat_share, init_std;
     int checkpoint_every, resume, threads, sample_bytes, quiet, force;
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
+    OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
+    int saved;            /* checkpoints this run wrote */
 } TrainArgs;
 
 #define TRAIN_INT(nm, a, m, lo, hi, h) OPT_INT(nm, a, TrainArgs, m, lo, hi, h)
@@ -144,13 +146,25 @@ static int check_args(TrainArgs *a) {
     return 0;
 }
 
-/* The default checkpoint: the output folder's path (without trailing slashes) + ".ckpt".
+/* The default checkpoint: the output folder's path + ".ckpt", spelled without trailing
+ * slashes and "/." ("t/." gives t.ckpt); a path ending in "." or ".." resolved first.
  * 0, or 2 after the error line. */
 static int default_checkpoint(TrainArgs *a) {
     if (a->checkpoint) return 0;
     const char *base = a->out ? a->out : a->grads_out;
+    char real[4096];
     size_t n = strlen(base);
-    while (n > 1 && base[n - 1] == '/') n--;
+    for (;;) {
+        while (n > 1 && base[n - 1] == '/') n--;
+        if (n > 2 && base[n - 1] == '.' && base[n - 2] == '/') n -= 2;
+        else break;
+    }
+    const int dots = (n == 1 && base[0] == '.') || (n >= 2 && strncmp(base + n - 2, "..", 2) == 0 &&
+                                                    (n == 2 || base[n - 3] == '/'));
+    if (dots) {
+        if (path_resolve(base, real, sizeof real) != 0) return cli_fail("cannot resolve", base);
+        base = real, n = strlen(real);
+    }
     if (n + 6 > sizeof a->ckpt_path) return cli_fail("path too long", base);
     snprintf(a->ckpt_path, sizeof a->ckpt_path, "%.*s.ckpt", (int)n, base);
     a->checkpoint = a->ckpt_path;
@@ -177,9 +191,23 @@ static int chart_possible(const TrainArgs *a) {
     return 1;
 }
 
+/* The checkpoint is an output file too: not an input (it may be the one resumed), and
+ * only ever over a checkpoint, even with --force. 0, or 2 after the error line. */
+static int check_checkpoint(TrainArgs *a, const char *script) {
+    char err[8400];
+    int rc;
+    if ((rc = cli_outfile_spares(a->checkpoint, "--checkpoint", "--corpus", a->corpus)) ||
+        (rc = cli_outfile_spares(a->checkpoint, "--checkpoint", "--scripts", script)))
+        return rc;
+    if (outfile_check(&a->ckpt, a->checkpoint, "--checkpoint", TRAIN_CKPT_HEADER, OUTFILE_OURS_ONLY,
+                      err, sizeof err))
+        return cli_error(err);
+    return 0;
+}
+
 /* Before any work: the output folder may be replaced, and holds none of the inputs
- * (a swap would delete them). 0, or 2 after the error line. */
-static int check_outputs(const TrainArgs *a, OutDir *od) {
+ * (a swap would delete them); so may the checkpoint. 0, or 2 after the error line. */
+static int check_outputs(TrainArgs *a, OutDir *od) {
     char script[4300];
     int rc;
     snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
@@ -189,7 +217,7 @@ static int check_outputs(const TrainArgs *a, OutDir *od) {
         (rc = cli_outdir_spares(od, "--checkpoint", a->checkpoint)) ||
         (rc = cli_outdir_spares(od, "--scripts", script)))
         return rc;
-    return 0;
+    return check_checkpoint(a, script);
 }
 
 /* The corpus must give one batch and one validation window. 0, or 2. */
@@ -254,11 +282,12 @@ static void progress(void *user, const TrainLogRow *r, int steps) {
 
 /* Load the corpus, build the trainer, resume if asked. 0, or 2 after the error line
  * (nothing left to free). */
-static int setup(const TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
+static int setup(TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
     char err[4600];
     int rc = corpus_load(c, a->corpus, err, sizeof err);
     if (rc) return rc == CORPUS_NOMEM ? cli_fail("out of memory reading", a->corpus)
                                       : cli_fail("--corpus", err);
+    a->o.corpus_size = c->size, a->o.corpus_hash = c->hash; /* kept in the checkpoint */
     if ((rc = check_corpus(a, c)) == 0 && trainer_init_std(tr, &a->cfg, a->o.B, a->o.seed, a->o.init_std)) {
         fprintf(stderr, "kvscope: out of memory: a model of %zu parameters with batch %d\n",
                 model_num_params(&a->cfg), a->o.B);
@@ -366,7 +395,11 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
     }
     train_samples_free(s, NSAMPLES);
     if (rc) return rc;
-    remove(a->checkpoint); /* the run is complete: the folder holds everything */
+    /* the run is complete: the folder holds everything; a checkpoint this run wrote or
+     * resumed from goes (none written: whatever is there stays) */
+    if ((a->resume || a->saved) && outfile_remove(&a->ckpt) != 0 && !a->quiet)
+        fprintf(stderr, "kvscope: note: the checkpoint stays (no longer a checkpoint, or not "
+                "removable): %s\n", a->checkpoint);
     if (!a->quiet)
         printf("wrote %s: validation %.3f bits/byte on %zu bytes (unigram %.3f, order-1 %.3f, "
                "order-2 %.3f)\n", a->out, ev.model, ev.targets, ev.ngram[0], ev.ngram[1], ev.ngram[2]);
@@ -374,7 +407,7 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
 }
 
 /* train_loop with SIGINT and SIGTERM caught: they stop it after a checkpoint. */
-static int train_caught(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log,
+static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log,
                         int *bad, char *err, size_t errsize) {
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -384,7 +417,8 @@ static int train_caught(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainL
     stop_signal = 0;
     const int caught = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
     Progress p = {.quiet = a->quiet, .first_step = -1};
-    const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p};
+    const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p,
+                              &a->saved};
     const int rc = train_loop(tr, c, &a->o, log, &ctl, bad, err, errsize);
     if (caught) {
         sigaction(SIGINT, &old_int, NULL);
@@ -393,7 +427,7 @@ static int train_caught(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainL
     return rc;
 }
 
-static int run_training(const TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log, OutDir *od) {
+static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log, OutDir *od) {
     char err[4600];
     const int chart = chart_possible(a);
     if (!a->quiet)
@@ -427,6 +461,7 @@ int cmd_train(int argc, char **argv) {
     if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = check_outputs(&a, &od)))
         return rc;
     set_threads(&a);
+    outfile_clean_stale(&a.ckpt); /* what killed saves left, whether or not this run saves */
     Corpus c;
     Trainer tr;
     TrainLog log = {0};
