@@ -241,6 +241,19 @@ done:
     return rc;
 }
 
+/* A config whose tensors need more values than the file holds does not match it: refuse
+ * it as that (naming both sizes) before asking for its memory. 0 or HF_BAD. */
+static int config_fits_file(const SafeTensors *st, size_t n, const char *dir, char *err,
+                            size_t errsize) {
+    size_t have = 0;
+    for (size_t i = 0; i < st->n; i++) have += st->t[i].numel;
+    if (have >= n) return 0;
+    snprintf(err, errsize, "%s: config.json does not match model.safetensors: the config's tensors "
+             "need %zu values (%.3g GB as float32), the file holds %zu (%zu bytes of data)", dir, n,
+             (double)n * 4.0 / 1e9, have, st->data_size);
+    return HF_BAD;
+}
+
 int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, size_t errsize) {
     char path[4200];
     memset(m, 0, sizeof *m);
@@ -252,6 +265,10 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
     int rc = st_open(&st, path, err, errsize);
     if (rc) return rc == ST_NOMEM ? HF_NOMEM : HF_BAD;
     size_t n = model_num_params(cfg);
+    if ((rc = config_fits_file(&st, n, dir, err, errsize))) {
+        st_close(&st);
+        return rc;
+    }
     float *blob = malloc(n * sizeof *blob);
     if (!blob) rc = HF_NOMEM;
     else rc = load_tensors(&st, cfg, blob, path, err, errsize);

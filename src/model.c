@@ -221,6 +221,34 @@ static void round_in_place(float *w, size_t n, KernDtype dt) {
     for (size_t i = 0; i < n; i++) w[i] = kern_round_weight(w[i], dt);
 }
 
+/* The first finite weight of w (n) that rounds to an infinity: its index, or n. */
+static size_t first_overflow(const float *w, size_t n, KernDtype dt) {
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(w[i]) && !isfinite(kern_round_weight(w[i], dt))) return i;
+    return n;
+}
+
+int model_half_overflow(const Model *m, KernDtype dt, char *name, size_t size, size_t *index,
+                        float *value) {
+    const size_t C = (size_t)m->cfg.C;
+    static const char *const names[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
+    for (int l = -1; l < m->cfg.L; l++) {
+        const BlockWeights *b = l >= 0 ? &m->w.h[l] : NULL;
+        const float *w[4] = {b ? b->c_attn_w : m->w.wte, b ? b->attn_proj_w : NULL,
+                             b ? b->c_fc_w : NULL, b ? b->mlp_proj_w : NULL};
+        const size_t n[4] = {b ? 3 * C * C : (size_t)m->cfg.V * C, C * C, 4 * C * C, 4 * C * C};
+        for (int k = 0; k < 4 && w[k]; k++) {
+            const size_t i = first_overflow(w[k], n[k], dt);
+            if (i == n[k]) continue;
+            if (b) snprintf(name, size, "h.%d.%s.weight", l, names[k]);
+            else snprintf(name, size, "wte.weight");
+            *index = i, *value = w[k][i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int model_set_weights(Model *m, KernDtype dt) {
     if (dt == m->w.dtype) return 0;
     if (m->w.dtype != KERN_FP32 || dt == KERN_FP32) return -1;

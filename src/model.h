@@ -151,6 +151,11 @@ int model_init_shared(Model *m, const Model *src);
  * whose weights were rounded. Call before model_init_shared; from KERN_FP32 only.
  * 0; -1 out of memory (the model is unchanged) or a second call. */
 int model_set_weights(Model *m, KernDtype dt);
+/* Before model_set_weights: the first finite weight of the five matrices that dt would
+ * round to an infinity (|x| past fp16's 65504): 1 with its tensor's Hugging Face name
+ * (name, size bytes), flat index and value; 0 when every weight fits dt. */
+int model_half_overflow(const Model *m, KernDtype dt, char *name, size_t size, size_t *index,
+                        float *value);
 /* "fp32", "fp16", "bf16" ⇄ KernDtype. model_dtype_parse: 0, or -1 unknown. */
 const char *model_dtype_name(KernDtype dt);
 int model_dtype_parse(const char *s, KernDtype *dt);

@@ -162,6 +162,20 @@ static int check_length(const Config *cfg, int T, int steps) {
     return cli_fail(what, v);
 }
 
+/* 1 after the error line when a finite weight lies outside the half type's range (it
+ * would round to an infinity), naming the tensor and the value; else 0. */
+static int half_overflow(const Model *m, KernDtype dt) {
+    char name[64];
+    size_t i;
+    float v;
+    if (!model_half_overflow(m, dt, name, sizeof name, &i, &v)) return 0;
+    fprintf(stderr, "kvscope: --weights %s: tensor \"%s\" holds %g at index %zu, out of %s's range "
+                    "(|x| up to %s; it would round to infinity): use --weights %s\n",
+            model_dtype_name(dt), name, (double)v, i, model_dtype_name(dt),
+            dt == KERN_FP16 ? "65504" : "3.39e38", dt == KERN_FP16 ? "bf16 or fp32" : "fp32");
+    return 1;
+}
+
 /* The weights: --model's, or the built-in ones from the seed; then --weights. 0, or 2. */
 static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
     char err[4600];
@@ -172,6 +186,7 @@ static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
         return 2;
     }
     if (rc) return cli_error(err);
+    if (a->weights != KERN_FP32 && half_overflow(m, a->weights)) return 2;
     if (model_set_weights(m, a->weights) != 0) /* from fp32 only: then out of memory */
         return cli_fail("out of memory rounding the weights to", model_dtype_name(a->weights));
     if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
