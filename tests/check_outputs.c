@@ -359,6 +359,373 @@ START_TEST(test_stale_siblings_removed) {
 }
 END_TEST
 
+/* ---- output files: only over kvscope's own, never over an input ------------------------ */
+
+#include <sys/socket.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+
+#include "safetensors.h"
+
+/* A tiny training run's options (the issue's $T); the corpus is dir/C. */
+#define TRAIN_TINY "--steps", "2", "--warmup", "1", "--layers", "1", "--heads", "2", "--dim", "16", \
+                   "--ctx", "32", "--batch", "2", "--quiet"
+
+/* 200 KB of words, different for each seed. */
+static void write_words(const char *path, unsigned seed) {
+    static const char *const words[] = {"the", "lord", "said", "unto", "moses", "and", "god", "saw",
+                                        "light", "that", "it", "was", "good"};
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    for (size_t n = 0; n < 200000;) {
+        seed = seed * 1103515245u + 12345u;
+        n += (size_t)fprintf(f, "%s ", words[(seed >> 16) % 13]);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The file at path is still exactly text. */
+static void still(const char *path, const char *text) {
+    char *t = read_file(path, NULL);
+    ck_assert_msg(t && strcmp(t, text) == 0, "%s changed: %.60s", path, t ? t : "(gone)");
+    free(t);
+}
+
+/* A unix socket bound at path (its fd, or -1 when the system will not). */
+static int bind_socket(const char *path) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) return -1;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) close(fd), fd = -1;
+    return fd;
+}
+
+/* train --checkpoint over anything but a checkpoint: refused before any work, exit 2,
+ * naming the path, with and without --force, and with --checkpoint-every 0 (nothing
+ * was ever to be written, yet notes.txt was removed). */
+START_TEST(test_checkpoint_only_over_checkpoints) {
+    char c[PATH_MAX], notes[PATH_MAX], model[PATH_MAX], page[PATH_MAX], empty[PATH_MAX],
+        link[PATH_MAX], dev[PATH_MAX], fifo[PATH_MAX], sock[PATH_MAX], out[PATH_MAX], so[PATH_MAX],
+        se[PATH_MAX];
+    write_words(at(c, sizeof c, "C"), 1);
+    char *corpus = read_file(c, NULL);
+    ck_assert_ptr_nonnull(corpus);
+    ck_assert_int_eq(write_text_file(at(notes, sizeof notes, "notes.txt"), "precious\n"), 0);
+    ck_assert_int_eq(write_text_file(at(model, sizeof model, "model.safetensors"), "\x08safetensors?"), 0);
+    ck_assert_int_eq(write_text_file(at(page, sizeof page, "page.html"), "<!DOCTYPE html>\n"), 0);
+    ck_assert_int_eq(mkdir(at(empty, sizeof empty, "empty"), 0755), 0);
+    ck_assert_int_eq(symlink(notes, at(link, sizeof link, "link")), 0);
+    ck_assert_int_eq(mkfifo(at(fifo, sizeof fifo, "fifo"), 0644), 0);
+    const int has_dev = mknod(at(dev, sizeof dev, "dev0"), S_IFCHR | 0644, makedev(1, 3)) == 0;
+    if (!has_dev) TEST_SKIPPED("mknod not permitted here (needs root): the device-node case");
+    const int sfd = bind_socket(at(sock, sizeof sock, "sock"));
+    if (sfd < 0) TEST_SKIPPED("cannot bind a unix socket here: the socket case");
+    at(out, sizeof out, "m");
+    at(so, sizeof so, "stdout");
+    at(se, sizeof se, "stderr");
+    const char *paths[] = {notes, c, model, page, empty, link, fifo, has_dev ? dev : NULL,
+                           sfd >= 0 ? sock : NULL};
+    static const char *const force[] = {NULL, "--force"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        for (int f = 0; f < 2 && paths[i]; f++) {
+            const char *args[40] = {"train", "--corpus", c, "--out", out, "--checkpoint", paths[i],
+                                    "--checkpoint-every", "0", TRAIN_TINY};
+            int n = 0;
+            while (args[n]) n++;
+            args[n] = force[f];
+            ck_assert_msg(run_kvscope(args, so, se) == 2, "--checkpoint %s%s not refused", paths[i],
+                          f ? " --force" : "");
+            const char *needles[] = {"--checkpoint", paths[i], NULL};
+            free(one_line(se, needles));
+            char *o = read_file(so, NULL);
+            ck_assert_msg(o && !o[0], "worked before refusing: %s", o);
+            free(o);
+            ck_assert_msg(access(out, F_OK) != 0, "--out written though the checkpoint was refused");
+        }
+    }
+    still(notes, "precious\n");
+    still(c, corpus);
+    still(model, "\x08safetensors?");
+    still(page, "<!DOCTYPE html>\n");
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st) == 0 && S_ISLNK(st.st_mode), 1);
+    ck_assert_int_eq(stat(empty, &st) == 0 && S_ISDIR(st.st_mode), 1);
+    ck_assert_int_eq(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode), 1);
+    if (has_dev) ck_assert_int_eq(stat(dev, &st) == 0 && S_ISCHR(st.st_mode), 1);
+    if (sfd >= 0) {
+        ck_assert_int_eq(stat(sock, &st) == 0 && S_ISSOCK(st.st_mode), 1);
+        close(sfd);
+    }
+    free(corpus);
+}
+END_TEST
+
+/* The default DIR.ckpt follows the same rule: a user's model.ckpt is refused, not
+ * deleted; --out t/. names its checkpoint t.ckpt (not t/..ckpt) and runs. */
+START_TEST(test_default_checkpoint) {
+    char c[PATH_MAX], mine[PATH_MAX], out[PATH_MAX], t[PATH_MAX], tdot[PATH_MAX + 4], se[PATH_MAX],
+        f[PATH_MAX + 32];
+    write_words(at(c, sizeof c, "C"), 1);
+    ck_assert_int_eq(write_text_file(at(mine, sizeof mine, "model.ckpt"), "mine\n"), 0);
+    at(out, sizeof out, "model");
+    at(se, sizeof se, "stderr");
+    const char *a[] = {"train", "--corpus", c, "--out", out, TRAIN_TINY, NULL};
+    ck_assert_int_eq(run_kvscope(a, NULL, se), 2);
+    const char *needles[] = {"--checkpoint", mine, NULL};
+    free(one_line(se, needles));
+    still(mine, "mine\n");
+    ck_assert_int_eq(access(out, F_OK) != 0, 1);
+    ck_assert_int_eq(mkdir(at(t, sizeof t, "t"), 0755), 0);
+    snprintf(tdot, sizeof tdot, "%s/.", t);
+    const char *b[] = {"train", "--corpus", c, "--out", tdot, "--checkpoint-every", "1", TRAIN_TINY,
+                       NULL};
+    ck_assert_int_eq(run_kvscope(b, NULL, se), 0);
+    char *e = read_file(se, NULL);
+    ck_assert_msg(e && !strstr(e, "..ckpt"), "%s", e);
+    free(e);
+    snprintf(f, sizeof f, "%s/model.safetensors", t);
+    ck_assert_int_eq(access(f, F_OK), 0);
+    ck_assert_int_eq(count_prefixed("t.ckpt"), 0); /* written at step 1, removed at the end */
+    ck_assert_int_eq(count_prefixed("t."), 0);
+}
+END_TEST
+
+/* No output may be an input, with or without --force, however it is reached: a model's
+ * file as --html or --csv (also through a hard link), a --scripts folder as compare's
+ * --out without --charts, a bind mount of the --model folder as --out. */
+START_TEST(test_output_is_not_an_input) {
+    char m[PATH_MAX], w[PATH_MAX + 32], cfg[PATH_MAX + 32], hard[PATH_MAX], scripts[PATH_MAX],
+        gp[PATH_MAX + 32], out[PATH_MAX], se[PATH_MAX];
+    at(m, sizeof m, "m");
+    at(se, sizeof se, "stderr");
+    const char *ex[] = {"export", TINY, "--out", m, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    snprintf(w, sizeof w, "%s/model.safetensors", m);
+    snprintf(cfg, sizeof cfg, "%s/config.json", m);
+    char *weights = read_file(w, NULL), *config = read_file(cfg, NULL);
+    ck_assert_ptr_nonnull(weights);
+    ck_assert_ptr_nonnull(config);
+    size_t wn;
+    free(read_file(w, &wn));
+    ck_assert_int_eq(link(cfg, at(hard, sizeof hard, "hard.json")), 0);
+    const struct { const char *args[16], *needle; } cases[] = {
+        {{"run", "--model", m, "--steps", "1", "--quiet", "--html", w}, "--html would replace --model's"},
+        {{"verify", "--model", m, "--steps", "1", "--quiet", "--csv", cfg}, "--csv would replace --model's"},
+        {{"verify", "--model", m, "--steps", "1", "--quiet", "--csv", hard}, "--csv would replace --model's"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[20];
+        int n = 0;
+        while (cases[i].args[n]) args[n] = cases[i].args[n], n++;
+        args[n++] = "--force", args[n] = NULL;
+        ck_assert_msg(run_kvscope(args, NULL, se) == 2, "case %zu not refused", i);
+        const char *needles[] = {cases[i].needle, NULL};
+        free(one_line(se, needles));
+    }
+    size_t wn2;
+    char *w2 = read_file(w, &wn2);
+    ck_assert_msg(w2 && wn2 == wn && memcmp(w2, weights, wn) == 0, "the weights changed");
+    free(w2);
+    still(cfg, config);
+    /* compare --out over the scripts folder, without --charts */
+    ck_assert_int_eq(mkdir(at(scripts, sizeof scripts, "plots"), 0755), 0);
+    snprintf(gp, sizeof gp, "%s/flops.gp", scripts);
+    ck_assert_int_eq(write_text_file(gp, "reset\n"), 0);
+    const char *cmp[] = {"compare", TINY, "--quiet", "--out", scripts, "--scripts", scripts, "--force",
+                         NULL};
+    ck_assert_int_eq(run_kvscope(cmp, NULL, se), 2);
+    const char *cn[] = {"--scripts", scripts, NULL};
+    free(one_line(se, cn));
+    still(gp, "reset\n");
+    /* a bind mount of the model folder as --out (root and mount support needed) */
+    at(out, sizeof out, "m2");
+    ck_assert_int_eq(mkdir(out, 0755), 0);
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "mount --bind '%s' '%s' 2>/dev/null", m, out);
+    if (system(cmd) != 0) {
+        TEST_SKIPPED("cannot bind-mount here (needs root and mount support): the bind-mount case");
+    } else {
+        const char *r[] = {"run", "--model", m, "--steps", "1", "--quiet", "--out", out, "--force", NULL};
+        const int rc = run_kvscope(r, NULL, se);
+        snprintf(cmd, sizeof cmd, "umount '%s'", out);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert_int_eq(rc, 2);
+        const char *bn[] = {"--out would replace --model's", NULL};
+        free(one_line(se, bn));
+        still(cfg, config);
+    }
+    free(weights);
+    free(config);
+}
+END_TEST
+
+/* --html directly in --out may not take a name kvscope writes there. */
+START_TEST(test_html_not_over_out_files) {
+    char out[PATH_MAX], page[PATH_MAX + 32], se[PATH_MAX];
+    at(out, sizeof out, "a");
+    at(se, sizeof se, "stderr");
+    static const char *const names[] = {"tokens.csv", "attention.csv", OUTDIR_MARKER};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(page, sizeof page, "%s/%s", out, names[i]);
+        const char *a[] = {"run", TINY, "--steps", "1", "--quiet", "--record",
+                           i == 1 ? "shapes" : "tokens", "--out", out, "--html", page, NULL};
+        ck_assert_msg(run_kvscope(a, NULL, se) == 2, "--html %s not refused", names[i]);
+        const char *needles[] = {"--html", names[i], out, NULL};
+        free(one_line(se, needles));
+        ck_assert_int_eq(access(out, F_OK) != 0, 1);
+    }
+}
+END_TEST
+
+/* Temporary checkpoints a kill -9 left (*.ckpt.tmp.<dead pid>.*, empty or a checkpoint's
+ * start) go at the next run, resumed or fresh, even one that writes no checkpoint; a
+ * look-alike of the user's stays. */
+START_TEST(test_stale_checkpoint_temps) {
+    char c[PATH_MAX], out[PATH_MAX], p[PATH_MAX], user[PATH_MAX], name[64];
+    write_words(at(c, sizeof c, "C"), 1);
+    at(out, sizeof out, "t");
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    snprintf(name, sizeof name, "t.ckpt.tmp.%ld.Ab3dE6", (long)dead);
+    ck_assert_int_eq(write_text_file(at(p, sizeof p, name), ""), 0);
+    snprintf(name, sizeof name, "t.ckpt.tmp.%ld.Zz9yX8", (long)dead);
+    ck_assert_int_eq(write_text_file(at(p, sizeof p, name), "KVSCKPT\x02half a checkpoint"), 0);
+    snprintf(name, sizeof name, "t.ckpt.tmp.%ld.Qq1wE2", (long)dead);
+    ck_assert_int_eq(write_text_file(at(user, sizeof user, name), "the user's\n"), 0);
+    const char *a[] = {"train", "--corpus", c, "--out", out, "--checkpoint-every", "0", TRAIN_TINY, NULL};
+    ck_assert_int_eq(run_kvscope(a, NULL, NULL), 0);
+    ck_assert_int_eq(count_prefixed("t.ckpt.tmp."), 1);
+    still(user, "the user's\n");
+}
+END_TEST
+
+/* Wait for path to exist (a checkpoint written): 1, or 0 after about 20 s. */
+static int wait_for(const char *path) {
+    for (int i = 0; i < 4000; i++) {
+        if (access(path, F_OK) == 0) return 1;
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+    return 0;
+}
+
+/* --resume refuses every option that changes the run, naming it and both values; the
+ * same options resume. */
+START_TEST(test_resume_refuses_another_run) {
+    char c[PATH_MAX], c2[PATH_MAX], out[PATH_MAX], ckpt[PATH_MAX], se[PATH_MAX];
+    write_words(at(c, sizeof c, "C"), 1);
+    write_words(at(c2, sizeof c2, "C2"), 2);
+    at(out, sizeof out, "t");
+    at(ckpt, sizeof ckpt, "t.ckpt");
+    at(se, sizeof se, "stderr");
+#define RUN_OPTS "--layers", "1", "--heads", "2", "--dim", "16", "--ctx", "32", "--batch", "2", \
+                 "--steps", "20000", "--warmup", "1", "--quiet", "--out", out
+    const char *first[] = {"train", "--corpus", c, RUN_OPTS, "--checkpoint-every", "1", NULL};
+    pid_t pid = spawn(first);
+    const int saw = wait_for(ckpt);
+    kill(pid, SIGTERM);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(saw, "no checkpoint appeared");
+    const struct { const char *opt, *val, *want[3]; } cases[] = {
+        {"--lr", "0.001", {"--lr 0.003", "0.001"}},
+        {"--clip", "0.5", {"--clip 1", "0.5"}},
+        {"--lr-final", "0.5", {"--lr-final 0.1", "0.5"}},
+        {"--weight-decay", "0", {"--weight-decay 0.1", "has 0"}},
+        {"--init-std", "0.02", {"--init-std 0.08", "0.02"}},
+        {"--repeat-share", "0.5", {"--repeat-share 0.25", "0.5"}},
+        {"--repeat-first", "7", {"--repeat-first 200", "7"}},
+        {"--warmup", "3", {"--warmup 1", "3"}},
+        {"--steps", "19999", {"--steps 20000", "19999"}},
+        {"--corpus", c2, {"--corpus of", "bytes (hash"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *a[40] = {"train", "--corpus", c, RUN_OPTS, "--resume", cases[i].opt, cases[i].val,
+                             NULL};
+        ck_assert_msg(run_kvscope(a, NULL, se) == 2, "--resume %s %s accepted", cases[i].opt,
+                      cases[i].val);
+        const char *needles[] = {cases[i].want[0], cases[i].want[1], NULL};
+        free(one_line(se, needles));
+    }
+    /* the same options resume (and, stopped again, keep a checkpoint) */
+    const char *same[] = {"train", "--corpus", c, RUN_OPTS, "--resume", "--checkpoint-every", "1", NULL};
+    pid = spawn(same);
+    nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+    kill(pid, SIGTERM);
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 143, "resume with the same options: %d", st);
+    ck_assert_int_eq(access(ckpt, F_OK), 0);
+#undef RUN_OPTS
+}
+END_TEST
+
+/* Replace the first from in buf (size) by to; the test fails when from is not there. */
+static void swap_text(char *buf, size_t size, const char *from, const char *to) {
+    char *p = strstr(buf, from), rest[4096];
+    ck_assert_msg(p != NULL, "no %s in: %s", from, buf);
+    snprintf(rest, sizeof rest, "%s", p + strlen(from));
+    ck_assert_uint_lt((size_t)(p - buf) + strlen(to) + strlen(rest), size);
+    snprintf(p, size - (size_t)(p - buf), "%s%s", to, rest);
+}
+
+/* A config whose tensors cannot be in its file is refused as that, naming both sizes;
+ * a weight past fp16's range is named with its tensor under --weights fp16. */
+START_TEST(test_model_mismatch_messages) {
+    char m[PATH_MAX], cfg[PATH_MAX + 32], w[PATH_MAX + 32], se[PATH_MAX], err[256];
+    at(m, sizeof m, "m");
+    at(se, sizeof se, "stderr");
+    const char *ex[] = {"export", TINY, "--out", m, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", m);
+    snprintf(w, sizeof w, "%s/model.safetensors", m);
+    /* one weight of c_fc set to 70000: finite in float32, infinite in fp16 */
+    SafeTensors st;
+    ck_assert_int_eq(st_open(&st, w, err, sizeof err), 0);
+    long off = -1;
+    for (size_t i = 0; i < st.n; i++)
+        if (strstr(st.t[i].name, "h.0.mlp.c_fc.weight"))
+            off = (long)((const unsigned char *)st.data - (const unsigned char *)st.map) +
+                  (long)st.t[i].begin + 4 * 5;
+    st_close(&st);
+    ck_assert_int_gt(off, 0);
+    FILE *f = fopen(w, "r+b");
+    ck_assert_ptr_nonnull(f);
+    const float big = 70000.0f;
+    ck_assert_int_eq(fseek(f, off, SEEK_SET), 0);
+    ck_assert_int_eq(fwrite(&big, 4, 1, f), 1);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *fp16[] = {"run", "--model", m, "--steps", "1", "--quiet", "--weights", "fp16", NULL};
+    ck_assert_int_eq(run_kvscope(fp16, NULL, se), 2);
+    const char *n16[] = {"h.0.mlp.c_fc.weight", "70000", "fp16's range", NULL};
+    free(one_line(se, n16));
+    /* the same file under a config of 6.4 billion parameters */
+    char *text = read_file(cfg, NULL);
+    ck_assert_ptr_nonnull(text);
+    char big_cfg[4096];
+    snprintf(big_cfg, sizeof big_cfg, "%s", text);
+    free(text);
+    swap_text(big_cfg, sizeof big_cfg, "\"n_layer\": 1,", "\"n_layer\": 32,");
+    swap_text(big_cfg, sizeof big_cfg, "\"n_embd\": 16,", "\"n_embd\": 4096,");
+    swap_text(big_cfg, sizeof big_cfg, "\"n_head\": 2,", "\"n_head\": 32,");
+    ck_assert_int_eq(write_text_file(cfg, big_cfg), 0);
+    const char *r[] = {"run", "--model", m, "--steps", "1", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(r, NULL, se), 2);
+    const char *nb[] = {"does not match", "25.8 GB", NULL};
+    free(one_line(se, nb));
+}
+END_TEST
+
+static void add_file_output_tests(TCase *tc) {
+    tcase_add_test(tc, test_checkpoint_only_over_checkpoints);
+    tcase_add_test(tc, test_default_checkpoint);
+    tcase_add_test(tc, test_output_is_not_an_input);
+    tcase_add_test(tc, test_html_not_over_out_files);
+    tcase_add_test(tc, test_stale_checkpoint_temps);
+    tcase_add_test(tc, test_resume_refuses_another_run);
+    tcase_add_test(tc, test_model_mismatch_messages);
+}
+
 /* ---- the exit-status rule -------------------------------------------------------------- */
 
 START_TEST(test_exit_rule) {
@@ -411,6 +778,7 @@ Suite *make_outputs_suite(void) {
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
+    add_file_output_tests(tc);
     tcase_add_test(tc, test_refused_up_front);
     tcase_add_test(tc, test_force);
     tcase_add_test(tc, test_symlinked_out);
