@@ -103,6 +103,11 @@ int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainL
 static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const TrainOptions *o,
                                  char *buf, size_t size) {
     const Config *c = &tr->model.cfg;
+    if (h->seed != o->seed) {
+        snprintf(buf, size, "--seed %llu, this run has %llu", (unsigned long long)h->seed,
+                 (unsigned long long)o->seed);
+        return buf;
+    }
     const struct { const char *name; long have, want; } f[] = {
         {"layers", h->L, c->L}, {"heads", h->NH, c->NH}, {"dim", h->C, c->C},
         {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B},
@@ -126,11 +131,6 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
                      (double)r[i].want);
             return buf;
         }
-    if (h->seed != o->seed) {
-        snprintf(buf, size, "--seed %llu, this run has %llu", (unsigned long long)h->seed,
-                 (unsigned long long)o->seed);
-        return buf;
-    }
     if (h->corpus_size != o->corpus_size || h->corpus_hash != o->corpus_hash) {
         snprintf(buf, size, "--corpus of %llu bytes (hash %016llx), this run's has %llu bytes "
                  "(hash %016llx)", (unsigned long long)h->corpus_size,
@@ -184,14 +184,16 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
                  "the run again without --resume)", path, magic[7], CKPT_MAGIC[7]);
     } else if (head_io(f, &h, get)) {
         snprintf(err, errsize, "%s: truncated checkpoint", path);
-    } else if (ckpt_mismatch(&h, tr, o, why, sizeof why)) {
-        snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);
-    } else if (h.params != tr->model.w.num_params || h.rows < 0 || h.steps < 0 ||
-               (h.rows > 0) != (h.steps > 0)) {
+    } else if (h.rows < 0 || h.steps < 0 || (h.rows > 0) != (h.steps > 0) ||
+               h.params > ((uint64_t)1 << 40)) {
         snprintf(err, errsize, "%s: damaged checkpoint header", path);
     } else if (fseek(f, 0, SEEK_END) != 0 ||
                ftell(f) != (long)(CKPT_HEAD + 12 * h.params + (uint64_t)h.rows * CKPT_ROW)) {
         snprintf(err, errsize, "%s: checkpoint size does not match its header (truncated?)", path);
+    } else if (ckpt_mismatch(&h, tr, o, why, sizeof why)) {
+        snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);
+    } else if (h.params != tr->model.w.num_params) {
+        snprintf(err, errsize, "%s: damaged checkpoint header", path);
     } else if (fseek(f, CKPT_HEAD, SEEK_SET) != 0 || (rc = read_ckpt_body(f, tr, &h, log)) != 0) {
         if (rc == -2) rc = TRAIN_NOMEM;
         else snprintf(err, errsize, "%s: read error", path), rc = TRAIN_BAD;
