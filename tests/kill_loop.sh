@@ -6,7 +6,14 @@
 #   - a temporary sibling (out.tmp.<pid>.*, out.old.<pid>.*) that a killed run left does
 #     not survive the next run that gets as far as creating its own;
 #   - after a last run that is not killed, out is complete and nothing is beside it.
-#   sh tests/kill_loop.sh BIN [ROUNDS]      (run by .ci/run; about 40 s for 20 rounds)
+# Then the same for `kvscope train` and its checkpoint, written at every step:
+#   - after any kill, the checkpoint is absent or a whole one (the next round resumes
+#     from it with --resume, which refuses anything else; absent: it starts afresh);
+#   - a temporary checkpoint (t.ckpt.tmp.<pid>.*) a kill left does not survive the next
+#     run that gets as far as writing its own;
+#   - a last run that is not killed ends with the model of one run left alone, byte for
+#     byte, and neither the checkpoint nor a temporary one beside it.
+#   sh tests/kill_loop.sh BIN [ROUNDS]      (run by .ci/run; about 60 s for 20 rounds)
 set -eu
 BIN=$1
 ROUNDS=${2:-20}
@@ -58,3 +65,59 @@ left=$(strays)
 [ -z "$left" ] || fail "left beside out after a whole run: $left"
 echo "kill_loop: OK: out complete after $complete kills, absent after $absent; stray folders" \
      "removed by the next run $cleaned times; nothing left after a whole run"
+
+# ---- train and its checkpoint ------------------------------------------------------
+awk 'BEGIN { srand(7); split("the lord said unto moses and god saw light that it was good", w, " ");
+             for (n = 0; n < 200000; n += length(s)) { s = w[int(rand() * 13) + 1] " "; printf "%s", s } }' \
+    > "$W/corpus.txt"
+TRAIN="train --corpus $W/corpus.txt --layers 1 --heads 2 --dim 16 --ctx 32 --batch 2 --steps 400
+       --warmup 1 --checkpoint-every 1 --eval-every 0 --samples 8 --quiet"
+ckstrays() { (cd "$W" && ls -A | grep -E '^t\.ckpt\.tmp\.[0-9]+\.' || true); }
+same_model() { cmp -s "$W/tref/model.safetensors" "$1/model.safetensors" &&
+               cmp -s "$W/tref/train_log.csv" "$1/train_log.csv"; }
+
+t0=$(date +%s.%N)
+# shellcheck disable=SC2086
+"$BIN" $TRAIN --out "$W/tref"
+t_ref=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+echo "kill_loop: a whole training run takes ${t_ref} s; $ROUNDS rounds of kill -9"
+
+resumed=0 fresh=0 ckcleaned=0
+i=1
+while [ "$i" -le "$ROUNDS" ]; do
+    before=$(ckstrays)
+    resume=
+    if [ -e "$W/t.ckpt" ]; then resume=--resume; resumed=$((resumed + 1)); else fresh=$((fresh + 1)); fi
+    # shellcheck disable=SC2086
+    "$BIN" $TRAIN --out "$W/t" $resume 2> "$W/err" &
+    pid=$!
+    sleep "$(awk -v s="$i" -v t="$t_ref" 'BEGIN { srand(s * 104729); printf "%.3f", rand() * 1.1 * t }')"
+    kill -9 "$pid" 2> /dev/null || true
+    st=0
+    wait "$pid" 2> /dev/null || st=$?
+    # a run that was not killed (it finished first) must have succeeded
+    [ "$st" -eq 0 ] || [ "$st" -eq 137 ] || fail "train round $i: exit $st: $(cat "$W/err")"
+    if [ -e "$W/t.ckpt" ]; then
+        [ "$(head -c 7 "$W/t.ckpt")" = KVSCKPT ] || fail "train round $i: t.ckpt is not a checkpoint"
+    fi
+    if [ -e "$W/t" ] && [ ! -e "$W/t.ckpt" ] && [ "$st" -eq 0 ]; then
+        same_model "$W/t" || fail "train round $i: the finished model differs from one whole run"
+    fi
+    if ckstrays | grep -q "\.$pid\."; then
+        for s in $before; do
+            [ -e "$W/$s" ] && fail "train round $i: $s, left by an earlier kill, survived a run"
+        done
+        [ -n "$before" ] && ckcleaned=$((ckcleaned + 1))
+    fi
+    i=$((i + 1))
+done
+resume=
+[ -e "$W/t.ckpt" ] && resume=--resume
+# shellcheck disable=SC2086
+"$BIN" $TRAIN --out "$W/t" $resume || fail "the last training run failed"
+same_model "$W/t" || fail "the last training run's model differs from one whole run"
+[ ! -e "$W/t.ckpt" ] || fail "the checkpoint is left after a whole run"
+left=$(ckstrays)
+[ -z "$left" ] || fail "left beside the checkpoint after a whole run: $left"
+echo "kill_loop: OK: train resumed $resumed times, started afresh $fresh times; stray temporary" \
+     "checkpoints removed by the next run $ckcleaned times; the last run's model is one run's"
