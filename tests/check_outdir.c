@@ -553,10 +553,61 @@ START_TEST(test_atomic_file) {
 }
 END_TEST
 
+/* ---- one rule for output files, and inputs -------------------------------------- */
+
+/* OUTFILE_OURS_ONLY: only a non-empty file starting with the header, named directly,
+ * with or without --force; outfile_remove removes only such a file; path_same and
+ * path_inside see a hard link and another spelling as the input. */
+START_TEST(test_outfile_ours_only) {
+    char p[PATH_MAX], q[PATH_MAX], ln[PATH_MAX], sub[PATH_MAX], deep[PATH_MAX + 16];
+    OutFile f;
+    const unsigned flags[] = {OUTFILE_OURS_ONLY, OUTFILE_OURS_ONLY | OUTDIR_FORCE};
+    ck_assert_int_eq(write_text_file(at(p, sizeof p, "notes.txt"), "precious\n"), 0);
+    ck_assert_int_eq(write_text_file(at(q, sizeof q, "empty"), ""), 0);
+    ck_assert_int_eq(symlink(p, at(ln, sizeof ln, "link")), 0);
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(outfile_check(&f, p, "--checkpoint", "KVSCKPT", flags[k], err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "--checkpoint is a file kvscope did not write") && strstr(err, p), "%s", err);
+        ck_assert_int_eq(outfile_check(&f, q, "--checkpoint", "KVSCKPT", flags[k], err, sizeof err), -1);
+        ck_assert_int_eq(outfile_check(&f, ln, "--checkpoint", "KVSCKPT", flags[k], err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "symlink"), "%s", err);
+    }
+    ck_assert_int_eq(outfile_check(&f, p, "--html", "KVSCKPT", OUTDIR_FORCE, err, sizeof err), 0);
+    ck_assert_int_eq(outfile_remove(&f), -1); /* not a checkpoint: stays */
+    char *t = read_file(p, NULL);
+    ck_assert_str_eq(t, "precious\n");
+    free(t);
+    ck_assert_int_eq(write_text_file(p, "KVSCKPT\x02rest"), 0);
+    ck_assert_int_eq(outfile_check(&f, p, "--checkpoint", "KVSCKPT", OUTFILE_OURS_ONLY, err, sizeof err), 0);
+    FILE *fp = outfile_begin(&f, err, sizeof err);
+    ck_assert_ptr_nonnull(fp);
+    fputs("KVSCKPT\x02new", fp);
+    ck_assert_int_eq(outfile_commit(&f, fp, err, sizeof err), 0);
+    t = read_file(p, NULL);
+    ck_assert_str_eq(t, "KVSCKPT\x02new");
+    free(t);
+    ck_assert_int_eq(outfile_remove(&f), 0);
+    ck_assert_int_eq(access(p, F_OK), -1);
+    /* inputs: a hard link, another spelling, a file inside a folder */
+    ck_assert_int_eq(write_text_file(p, "input"), 0);
+    ck_assert_int_eq(link(p, at(q, sizeof q, "hard")), 0);
+    ck_assert_int_eq(path_same(p, q), 1);
+    ck_assert_int_eq(path_same(p, ln), 1);
+    snprintf(deep, sizeof deep, "%s/./x/../notes.txt", dir);
+    ck_assert_int_eq(mkdir(at(sub, sizeof sub, "x"), 0755), 0);
+    ck_assert_int_eq(path_same(p, deep), 1);
+    ck_assert_int_eq(path_same(p, sub), 0);
+    ck_assert_int_eq(path_inside(dir, p), 1);
+    ck_assert_int_eq(path_inside(sub, p), 0);
+    ck_assert_int_eq(path_inside(sub, sub), 1);
+}
+END_TEST
+
 Suite *make_outdir_suite(void) {
     Suite *s = suite_create("outdir");
     TCase *t = tcase_create("outdir");
     tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, test_outfile_ours_only);
     tcase_add_test(t, test_path_resolve);
     tcase_add_test(t, test_forbidden_folders);
     tcase_add_test(t, test_overlap_and_holds);

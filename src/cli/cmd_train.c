@@ -48,10 +48,12 @@ static const Option TRAIN_OPTIONS[] = {
                "train_timing.csv, eval.csv, samples.txt, loss.png and loss.svg"),
     {.kind = OPT_KIND_STRING, .name = "--checkpoint", .arg = "FILE",
      .field = OPT_FIELD(TrainArgs, checkpoint, char *), .dflt = "DIR.ckpt, beside --out",
-     .help = "checkpoint file, written whole; removed when the run is complete"},
+     .help = "checkpoint file, written whole, only over a kvscope checkpoint (even with "
+             "--force); removed when the run that wrote or resumed it is complete"},
     TRAIN_INT("--checkpoint-every", "K", checkpoint_every, 0, 10000000,
               "steps between checkpoints; 0: only when stopped"),
-    OPT_FLAG("--resume", TrainArgs, resume, "continue from the checkpoint (give the same options)"),
+    OPT_FLAG("--resume", TrainArgs, resume,
+             "continue from the checkpoint (the same options and corpus: others are refused)"),
     OPT_STRING("--grads-out", "DIR", TrainArgs, grads_out,
                "instead of training, run one batch and write into DIR (replaced as a whole) its "
                "token ids, its loss and the gradient of every parameter (grads.safetensors), "
