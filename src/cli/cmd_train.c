@@ -193,11 +193,13 @@ static int chart_possible(const TrainArgs *a) {
     return 1;
 }
 
-/* The checkpoint is an output file too: not an input (it may be the one resumed), and
- * only ever over a checkpoint, even with --force. 0, or 2 after the error line. */
+/* The checkpoint of a training run is an output file too: not an input (it may be the
+ * one resumed), and only ever over a checkpoint, even with --force. 0, or 2 after the
+ * error line. */
 static int check_checkpoint(TrainArgs *a, const char *script) {
     char err[8400];
     int rc;
+    if (a->grads_out) return 0; /* read with --resume, never written */
     if ((rc = cli_outfile_spares(a->checkpoint, "--checkpoint", "--corpus", a->corpus)) ||
         (rc = cli_outfile_spares(a->checkpoint, "--checkpoint", "--scripts", script)))
         return rc;
@@ -463,7 +465,7 @@ int cmd_train(int argc, char **argv) {
     if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = check_outputs(&a, &od)))
         return rc;
     set_threads(&a);
-    outfile_clean_stale(&a.ckpt); /* what killed saves left, whether or not this run saves */
+    if (a.out) outfile_clean_stale(&a.ckpt); /* what killed saves left, saving or not */
     Corpus c;
     Trainer tr;
     TrainLog log = {0};
