@@ -671,7 +671,11 @@ static int file_has_header(const char *path, const char *header) {
 static int check_own_file(const OutFile *f, char *err, size_t errsize) {
     const int hl = (int)strcspn(f->header, "\n");
     struct stat lst;
-    if (lstat(f->target, &lst) != 0 || S_ISLNK(lst.st_mode)) {
+    if (lstat(f->target, &lst) != 0) {
+        snprintf(err, errsize, "%s: %s: %s", f->option, strerror(errno), f->target);
+        return -1;
+    }
+    if (S_ISLNK(lst.st_mode)) {
         snprintf(err, errsize, "%s is a symlink; kvscope writes only a file of its own there, even "
                  "with --force (choose another file): %s", f->option, f->target);
         return -1;
