@@ -580,8 +580,8 @@ static int check_file(OutFile *f, char *err, size_t errsize) {
     }
     if (stat(f->real, &st) == 0) {
         if (!S_ISREG(st.st_mode)) {
-            snprintf(err, errsize, "%s is %s, not a file kvscope can replace: %s", f->option,
-                     infile_kind(st.st_mode), f->target);
+            snprintf(err, errsize, "%s is %s, not a file kvscope can replace, even with --force "
+                     "(choose another path): %s", f->option, infile_kind(st.st_mode), f->target);
             return -1;
         }
         if (f->flags & OUTFILE_OURS_ONLY) return check_own_file(f, err, errsize);

@@ -656,6 +656,12 @@ START_TEST(test_resume_refuses_another_run) {
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 143, "resume with the same options: %d", st);
     ck_assert_int_eq(access(ckpt, F_OK), 0);
+    /* a checkpoint of the format before (version 1, without the run's options) */
+    ck_assert_int_eq(write_text_file(ckpt, "KVSCKPT\001 and the rest of an old checkpoint"), 0);
+    const char *old[] = {"train", "--corpus", c, RUN_OPTS, "--resume", NULL};
+    ck_assert_int_eq(run_kvscope(old, NULL, se), 2);
+    const char *vn[] = {"checkpoint version 1", "version 2", NULL};
+    free(one_line(se, vn));
 #undef RUN_OPTS
 }
 END_TEST
