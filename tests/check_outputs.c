@@ -650,9 +650,16 @@ START_TEST(test_resume_refuses_another_run) {
     }
     /* the same options resume (and, stopped again, keep a checkpoint) */
     const char *same[] = {"train", "--corpus", c, RUN_OPTS, "--resume", "--checkpoint-every", "1", NULL};
+    struct stat was, now;
+    ck_assert_int_eq(stat(ckpt, &was), 0);
     pid = spawn(same);
-    nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+    int saved = 0; /* until it has written a checkpoint of its own (renamed in: a new inode) */
+    for (int i = 0; i < 4000 && !saved; i++) {
+        saved = stat(ckpt, &now) == 0 && now.st_ino != was.st_ino;
+        if (!saved) nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
     kill(pid, SIGTERM);
+    ck_assert_msg(saved, "the resumed run wrote no checkpoint");
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 143, "resume with the same options: %d", st);
     ck_assert_int_eq(access(ckpt, F_OK), 0);
