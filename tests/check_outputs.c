@@ -1,13 +1,17 @@
 /* check_outputs.c — bin/kvscope never loses a user's files: the folders it refuses up
  * front, --force, symlinks, odd input files, a full disk, signals, what killed runs
  * left, and the exit-status rule, each through the command line as a user meets it. */
+#define _GNU_SOURCE /* unshare, CLONE_NEWNS */
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -405,6 +409,130 @@ START_TEST(test_exit_rule) {
 }
 END_TEST
 
+/* ---- mount points, the password database's home --------------------------------------- */
+
+/* mount --bind src dst (or a tmpfs on dst when src is NULL); 0, or -1 where this
+ * machine cannot (not root, no mount(8)). */
+static int mount_on(const char *src, const char *dst) {
+    char cmd[3 * PATH_MAX];
+    if (src) snprintf(cmd, sizeof cmd, "mount --bind '%s' '%s' 2>/dev/null", src, dst);
+    else snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null", dst);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void unmount(const char *path) {
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "umount '%s'", path);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The issue's case: o is kvscope's folder and o/mnt a bind mount of data/ (the same
+ * file system). The run is refused before any work, naming o/mnt, with or without
+ * --force; data/ keeps its files and no o.tmp.* is left. An empty mount point as --out
+ * is refused before the run too (it could never be swapped). */
+START_TEST(test_mount_inside_out) {
+    char data[PATH_MAX], out[PATH_MAX], mnt[PATH_MAX + 16], keep[PATH_MAX + 16], se[PATH_MAX],
+        so[PATH_MAX], want[PATH_MAX + 32];
+    at(data, sizeof data, "data");
+    at(out, sizeof out, "o");
+    at(se, sizeof se, "stderr");
+    at(so, sizeof so, "stdout");
+    snprintf(keep, sizeof keep, "%s/keep.txt", data);
+    snprintf(mnt, sizeof mnt, "%s/mnt", out);
+    ck_assert_int_eq(mkdir(data, 0755), 0);
+    ck_assert_int_eq(write_text_file(keep, "precious"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", out, NULL};
+    const char *forced[] = {"run", TINY, "--steps", "1", "--quiet", "--force", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0);
+    ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    if (mount_on(data, mnt) != 0) {
+        TEST_SKIPPED("cannot bind-mount a folder here (needs root and mount(8))");
+        return;
+    }
+    int rc[2], left[2];
+    for (int f = 0; f < 2; f++) {
+        rc[f] = run_kvscope(f ? forced : run, NULL, se);
+        left[f] = count_prefixed("o.tmp.");
+    }
+    int kept = access(keep, F_OK) == 0;
+    unmount(mnt);
+    ck_assert_msg(kept, "the files of the mounted folder were removed");
+    for (int f = 0; f < 2; f++) {
+        ck_assert_int_eq(rc[f], 2);
+        ck_assert_int_eq(left[f], 0);
+    }
+    snprintf(want, sizeof want, "%s/mnt", out);
+    const char *needles[] = {"--out holds a mount point", want, NULL};
+    free(one_line(se, needles));
+    char *t = read_file(keep, NULL);
+    ck_assert_str_eq(t, "precious");
+    free(t);
+    /* an empty mount point: refused before the run prints anything */
+    ck_assert_int_eq(mount_on(NULL, mnt), 0);
+    const char *into[] = {"run", TINY, "--steps", "1", "--out", mnt, NULL};
+    int r = run_kvscope(into, so, se);
+    unmount(mnt);
+    ck_assert_int_eq(r, 2);
+    const char *n2[] = {"--out is a mount point", mnt, NULL};
+    free(one_line(se, n2));
+    char *o = read_file(so, NULL);
+    ck_assert_msg(o && o[0] == '\0', "ran before refusing: %s", o);
+    free(o);
+}
+END_TEST
+
+/* Run kvscope with $HOME unset (or empty) while the password database names fake as
+ * the running user's home: a private mount namespace binds a one-line passwd file over
+ * /etc/passwd for this child only. The real home is never named. Returns the exit
+ * status, -1 if it did not exit, 3 when the namespace could not be made. */
+static int run_with_passwd_home(const char *fake, int empty, const char *const *args, const char *se) {
+    char pw[PATH_MAX + 16], line[2 * PATH_MAX];
+    snprintf(pw, sizeof pw, "%s/passwd", dir);
+    snprintf(line, sizeof line, "root:x:%ld:%ld:root:%s:/bin/sh\n", (long)getuid(), (long)getgid(), fake);
+    ck_assert_int_eq(write_text_file(pw, line), 0);
+    fflush(NULL);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        /* private first: the bind over /etc/passwd must not reach the rest of the machine */
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount(pw, "/etc/passwd", NULL, MS_BIND, NULL) != 0)
+            _exit(3);
+        struct passwd *u = getpwuid(getuid());
+        if (!u || strcmp(u->pw_dir, fake) != 0) _exit(3); /* the lookup does not read /etc/passwd */
+        if (empty ? setenv("HOME", "", 1) : unsetenv("HOME")) _exit(3);
+        _exit(run_kvscope(args, NULL, se) & 0xff);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `env -u HOME kvscope run --out ~ --force` and `HOME= ...`: the home folder of the
+ * password database is refused as $HOME's is, its files untouched. */
+START_TEST(test_passwd_home_refused) {
+    char fake[PATH_MAX], notes[PATH_MAX + 16], se[PATH_MAX];
+    at(fake, sizeof fake, "home");
+    at(se, sizeof se, "stderr");
+    snprintf(notes, sizeof notes, "%s/notes.txt", fake);
+    ck_assert_int_eq(mkdir(fake, 0755), 0);
+    ck_assert_int_eq(write_text_file(notes, "mine"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--force", "--out", fake, NULL};
+    for (int empty = 0; empty < 2; empty++) {
+        int rc = run_with_passwd_home(fake, empty, run, se);
+        if (rc == 3) {
+            TEST_SKIPPED("cannot bind a passwd file in a private mount namespace (needs root)");
+            return;
+        }
+        ck_assert_msg(rc == 2, "HOME %s: exit %d", empty ? "empty" : "unset", rc);
+        const char *needles[] = {"--out is your home folder", fake, NULL};
+        free(one_line(se, needles));
+        ck_assert_int_eq(access(notes, F_OK), 0);
+        ck_assert_int_eq(count_entries(fake), 1);
+    }
+}
+END_TEST
+
 Suite *make_outputs_suite(void) {
     Suite *s = suite_create("outputs");
     TCase *tc = tcase_create("outputs");
@@ -419,6 +547,8 @@ Suite *make_outputs_suite(void) {
     tcase_add_test(tc, test_signal_keeps_old_out);
     tcase_add_test(tc, test_stale_siblings_removed);
     tcase_add_test(tc, test_exit_rule);
+    tcase_add_test(tc, test_mount_inside_out);
+    tcase_add_test(tc, test_passwd_home_refused);
     suite_add_tcase(s, tc);
     return s;
 }
