@@ -536,6 +536,85 @@ START_TEST(test_passwd_home_refused) {
 }
 END_TEST
 
+/* ---- chart scripts ---------------------------------------------------------------------- */
+
+/* 1 if path is a regular file that is not empty. */
+static int nonempty(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/* Copy the chart scripts of plots/ (the ones the commands run, style.gp, publish.sh)
+ * into folder to; 0 or -1. */
+static int copy_scripts(const char *plots, const char *to) {
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cd '%s' && cp flops.gp prefill_decode.gp time.gp "
+             "heads.gp train_loss.gp style.gp publish.sh '%s'/", to, plots, to);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* --scripts from another folder: heads and train find style.gp beside the script (it was
+ * loaded from ./plots: heads failed, train dropped its chart). A FIFO as style.gp is
+ * refused before gnuplot starts (it hung). An empty flops.gp: compare exits 2 naming the
+ * chart it did not get, rather than printing "wrote" for a file that does not exist. */
+START_TEST(test_chart_scripts) {
+    char plots[PATH_MAX], sc[PATH_MAX], se[PATH_MAX], so[PATH_MAX], f[PATH_MAX + 32], corpus[PATH_MAX];
+    if (!realpath("plots", plots) || system("command -v gnuplot >/dev/null && "
+                                            "command -v pdftocairo >/dev/null") != 0) {
+        TEST_SKIPPED("gnuplot or pdftocairo missing, or not run from the repository root");
+        return;
+    }
+    at(sc, sizeof sc, "sc");
+    at(se, sizeof se, "stderr");
+    at(so, sizeof so, "stdout");
+    const char *heads[] = {"heads", TINY, "--quiet", "--out", "h", "--scripts", plots, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, heads, NULL, se), 0);
+    snprintf(f, sizeof f, "%s/h/heads.png", dir);
+    ck_assert_msg(nonempty(f), "no heads.png");
+    at(corpus, sizeof corpus, "corpus.txt");
+    FILE *c = fopen(corpus, "w");
+    ck_assert_ptr_nonnull(c);
+    for (int i = 0; i < 6000; i++) fprintf(c, "the key and the value of token %d in the cache\n", i % 97);
+    ck_assert_int_eq(fclose(c), 0);
+    const char *train[] = {"train", "--corpus", corpus, "--steps", "2", "--warmup", "1", "--layers", "1",
+                           "--heads", "2", "--dim", "16", "--ctx", "32", "--batch", "2", "--quiet",
+                           "--out", "m", "--scripts", plots, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, train, NULL, se), 0);
+    snprintf(f, sizeof f, "%s/m/loss.png", dir);
+    char *e = read_file(se, NULL);
+    ck_assert_msg(nonempty(f), "no loss chart: %s", e);
+    free(e);
+    /* a FIFO as style.gp */
+    ck_assert_int_eq(copy_scripts(plots, sc), 0);
+    snprintf(f, sizeof f, "%s/style.gp", sc);
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(mkfifo(f, 0644), 0);
+    const char *fifo[] = {"heads", TINY, "--quiet", "--out", "h2", "--scripts", sc, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, fifo, NULL, se), 2);
+    const char *n1[] = {"--scripts", "style.gp", "is a FIFO", NULL};
+    free(one_line(se, n1));
+    ck_assert_int_eq(unlink(f), 0);
+    snprintf(f, sizeof f, "%s/style.gp", plots);
+    char to[PATH_MAX + 16];
+    snprintf(to, sizeof to, "%s/style.gp", sc);
+    ck_assert_int_eq(link(f, to) == 0 || symlink(f, to) == 0, 1);
+    /* an empty flops.gp */
+    snprintf(f, sizeof f, "%s/flops.gp", sc);
+    ck_assert_int_eq(write_text_file(f, ""), 0);
+    const char *cmp[] = {"compare", TINY, "--lengths", "8", "--table-lengths", "none", "--decode-at", "8",
+                         "--repeat", "1", "--out", "c", "--charts", "ch", "--scripts", sc, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, cmp, so, se), 2);
+    const char *n2[] = {"gnuplot wrote no ch/compare_flops.png", "flops.gp", NULL};
+    free(one_line(se, n2));
+    e = read_file(so, NULL);
+    ck_assert_msg(e && !strstr(e, "wrote"), "%s", e);
+    free(e);
+    snprintf(f, sizeof f, "%s/ch", dir);
+    ck_assert_int_eq(access(f, F_OK), -1);
+    ck_assert_int_eq(count_prefixed("ch.tmp."), 0);
+}
+END_TEST
+
 Suite *make_outputs_suite(void) {
     Suite *s = suite_create("outputs");
     TCase *tc = tcase_create("outputs");
@@ -552,6 +631,7 @@ Suite *make_outputs_suite(void) {
     tcase_add_test(tc, test_exit_rule);
     tcase_add_test(tc, test_mount_inside_out);
     tcase_add_test(tc, test_passwd_home_refused);
+    tcase_add_test(tc, test_chart_scripts);
     suite_add_tcase(s, tc);
     return s;
 }
