@@ -615,6 +615,30 @@ START_TEST(test_chart_scripts) {
 }
 END_TEST
 
+/* ---- the exit rule for the demonstrations ---------------------------------------------- */
+
+/* 1 means logits that differ were found, for every command: verify --article-bug and
+ * batch --no-mask (prompts of different lengths, so padding takes part) both exit 1,
+ * and the same batch with its mask exits 0. batch --no-mask used to exit 0. */
+START_TEST(test_demonstrations_exit_1) {
+    char out[PATH_MAX], so[PATH_MAX];
+    at(out, sizeof out, "b");
+    at(so, sizeof so, "stdout");
+    const char *bug[] = {"verify", TINY, "--steps", "3", "--quiet", "--article-bug", NULL};
+    ck_assert_int_eq(run_kvscope(bug, so, NULL), 1);
+    const char *masked[] = {"batch", TINY, "--prompt", "abc", "--prompt", "a", "--prompt", "abcdefg",
+                            "--steps", "6,3,4", "--quiet", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(masked, so, NULL), 0);
+    const char *nomask[] = {"batch", TINY, "--prompt", "abc", "--prompt", "a", "--prompt", "abcdefg",
+                            "--steps", "6,3,4", "--quiet", "--no-mask", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(nomask, so, NULL), 1);
+    char *h = read_file(so, NULL);
+    ck_assert_msg(h && strstr(h, "WITHOUT mask") && strstr(h, "greedy token differs"), "%s", h);
+    free(h);
+    ck_assert_int_eq(count_entries(out), 6); /* the folder is written all the same */
+}
+END_TEST
+
 Suite *make_outputs_suite(void) {
     Suite *s = suite_create("outputs");
     TCase *tc = tcase_create("outputs");
@@ -632,6 +656,7 @@ Suite *make_outputs_suite(void) {
     tcase_add_test(tc, test_mount_inside_out);
     tcase_add_test(tc, test_passwd_home_refused);
     tcase_add_test(tc, test_chart_scripts);
+    tcase_add_test(tc, test_demonstrations_exit_1);
     suite_add_tcase(s, tc);
     return s;
 }
