@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -687,12 +688,23 @@ START_TEST(test_passwd_home) {
 }
 END_TEST
 
+/* Spin until the next whole 2 ms of the monotonic clock (the same instant in every
+ * process), at least 1 ms from now: two processes that both spin start together. */
+static void spin_to_tick(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const long long tick = 2000000, now = (long long)t.tv_sec * 1000000000 + t.tv_nsec;
+    const long long go = (now + 1000000 + tick - 1) / tick * tick;
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((long long)t.tv_sec * 1000000000 + t.tv_nsec < go);
+}
+
 /* Two processes commit the same new folder at the same moment (a pipe each way lines
- * them up), 200 times: both succeed every time, and each folder is one writer's whole
- * output with nothing beside it. Before, the second rename could meet the first's
- * folder and fail ("Directory not empty"). */
+ * them up, then both spin to the same clock tick), 100 times: both succeed every time,
+ * and each folder is one writer's whole output with nothing beside it. Before, the
+ * second rename could meet the first's folder and fail ("Directory not empty"). */
 START_TEST(test_commit_race) {
-    enum { ROUNDS = 200 };
+    enum { ROUNDS = 100 };
     int ab[2], ba[2];
     ck_assert_int_eq(pipe(ab) | pipe(ba), 0);
     fflush(NULL);
@@ -712,7 +724,8 @@ START_TEST(test_commit_race) {
         if (f1) fprintf(f1, "%d", me);
         if (f2) fprintf(f2, "%d", me);
         int bad = file_close(f1) | file_close(f2) | !f1 | !f2;
-        if (write(wr, "x", 1) != 1 || read(rd, &c, 1) != 1) bad = 1; /* both ready: go */
+        if (write(wr, "x", 1) != 1 || read(rd, &c, 1) != 1) bad = 1; /* both ready */
+        spin_to_tick();
         if (bad || outdir_commit(&o, e, sizeof e) != 0) failed++;
     }
     if (child == 0) _exit(failed > 255 ? 255 : failed);
@@ -759,6 +772,7 @@ Suite *make_outdir_suite(void) {
     tcase_add_test(t, test_mounts_refused);
     tcase_add_test(t, test_passwd_home);
     tcase_add_test(t, test_commit_race);
+    tcase_set_timeout(t, 30); /* the race's 100 rounds take seconds under SAN=1 */
     suite_add_tcase(s, t);
     return s;
 }
