@@ -13,7 +13,7 @@ reset
 # By hand:
 #     gnuplot -e "in='data/compare/compare.csv'; out='plots/compare_flops'" plots/flops.gp
 # writes plots/compare_flops.png and plots/compare_flops.svg.
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
 evaluate need_columns(in, 'T flops_cache flops_recompute cum_flops_cache cum_formula_recompute L C prompt_tokens')
 

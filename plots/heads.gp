@@ -9,7 +9,7 @@ reset
 # model (optional) names the model in the title; copy (optional) the copy length.
 # Writes out.png (1600x900) and out.svg. By hand, from the repository root:
 #   gnuplot -e "in='data/heads/heads.csv'; out='/tmp/heads'; model='data/model'" plots/heads.gp
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 unset key
 evaluate need_vars('in out')
 evaluate need_columns(in, 'layer head prev_token induction sink entropy_bits')

@@ -8,7 +8,7 @@ reset
 # decode; the first row, quantity "tokens", gives the two lengths T).
 # By hand:
 #     gnuplot -e "in='data/compare/prefill_decode.csv'; out='plots/prefill_decode'" plots/prefill_decode.gp
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
 evaluate need_columns(in, 'quantity label prefill decode')
 

@@ -1,5 +1,8 @@
 # style.gp — the shared look of kvscope's charts, loaded by every plots/*.gp after `reset`:
-#     load 'plots/style.gp'
+#     load 'plots/style.gp'                                       (lessons, from the root)
+#     load (exists('scripts') ? scripts : 'plots').'/style.gp'    (the charts kvscope draws)
+# scripts is the folder of the chart scripts: kvscope sets it from --scripts, so its
+# charts draw from any folder; by hand, from the repository root, it is plots.
 # Grey L-shaped border, tics outside, light grid, Okabe-Ito colours (colour-blind safe),
 # 16:9 PNG (1600x900) and SVG from one PDF, and helpers that check a script's inputs.
 #
@@ -9,6 +12,7 @@
 #   5 purple #CC79A7                            6 sky blue   #56B4E9
 #   7 black  #000000                            8 grey       #999999  (reference lines)
 
+if (!exists('scripts')) scripts = 'plots'
 set encoding utf8
 set datafile separator ','
 set border 3 linecolor rgb '#808080' linewidth 1.5
@@ -42,7 +46,7 @@ set style increment user
 FORMATS = 'pdf'
 FONT = 'WenQuanYi Zen Hei,20'
 terminal(fmt) = sprintf("set terminal pdfcairo size 800/72.0,450/72.0 enhanced font '%s' linewidth 1.5 pointscale 0.5 background rgb 'white'; set output '%s.pdf'", FONT, out)
-publish(o) = sprintf("system \"sh plots/publish.sh '%s'\"; if (GPVAL_SYSTEM_ERRNO != 0) { exit error 'plots/publish.sh failed for %s' }", o, o)
+publish(o) = sprintf("system \"sh '%s/publish.sh' '%s'\"; if (GPVAL_SYSTEM_ERRNO != 0) { exit error '%s/publish.sh failed for %s' }", scripts, o, scripts, o)
 
 # Input checks. A script calls
 #     evaluate need_vars('in out')

@@ -9,7 +9,7 @@ reset
 # By hand:
 #     gnuplot -e "in='data/compare/timing.csv'; out='plots/compare_time_measured'" plots/time.gp
 # Optional: model='...' and machine='...' (what was measured on what; in the title).
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
 evaluate need_columns(in, 'T cache_median_s cache_min_s cache_max_s recompute_median_s recompute_min_s recompute_max_s')
 

@@ -9,7 +9,7 @@ reset
 # Writes out.png (1600x900) and out.svg. kvscope train draws it into DIR/loss; by hand,
 # from the repository root:
 #   gnuplot -e "log='data/model/train_log.csv'; eval='data/model/eval.csv'; out='/tmp/loss'" plots/train_loss.gp
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('log eval out')
 evaluate need_columns(log, 'step train_loss val_loss lr grad_norm')
 evaluate need_columns(eval, 'model context_bytes bits_per_byte smoothing')

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -42,12 +43,37 @@ static int is_dot(const char *n) {
     return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
 }
 
+/* The mount a folder is on: st_dev and, where statx gives it, the mount id (which also
+ * tells a bind mount of the same file system apart). fstat and statx are plain system
+ * calls, safe in a handler. */
+typedef struct {
+    dev_t dev;
+    uint64_t mnt;
+} SigMount;
+
+static int sig_mount(int fd, SigMount *m) {
+    struct stat st;
+    struct statx sx;
+    if (fstat(fd, &st) != 0) return -1;
+    m->dev = st.st_dev;
+    m->mnt = statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID)
+                 ? sx.stx_mnt_id : 0;
+    return 0;
+}
+
 /* Remove name under dirfd: a file, or a folder and everything in it, with
- * async-signal-safe calls only. At depth 0 the marker goes last. */
-static void sig_remove(int dirfd, const char *name, int depth) {
+ * async-signal-safe calls only, never entering a folder on another mount than the
+ * top's (top: NULL at depth 0). At depth 0 the marker goes last. */
+static void sig_remove(int dirfd, const char *name, int depth, const SigMount *top) {
     if (unlinkat(dirfd, name, 0) == 0 || depth > 16) return;
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return;
+    SigMount here;
+    if (sig_mount(fd, &here) != 0 || (top && (here.dev != top->dev || here.mnt != top->mnt))) {
+        close(fd);
+        return;
+    }
+    if (!top) top = &here;
 #ifdef SYS_getdents64
     union {
         uint64_t align;
@@ -63,7 +89,7 @@ static void sig_remove(int dirfd, const char *name, int depth) {
                 const struct dent64 *d = (const struct dent64 *)(buf.b + off);
                 off += d->reclen;
                 if (is_dot(d->name) || (depth == 0 && strcmp(d->name, OUTDIR_MARKER) == 0)) continue;
-                sig_remove(fd, d->name, depth + 1);
+                sig_remove(fd, d->name, depth + 1, top);
                 found = 1;
             }
         }
@@ -79,7 +105,7 @@ static void sig_remove(int dirfd, const char *name, int depth) {
 static void die(int sig) {
     for (int i = 0; i < CLEANUP_SLOTS; i++)
         if (slots[i].used) {
-            sig_remove(AT_FDCWD, slots[i].path, 0);
+            sig_remove(AT_FDCWD, slots[i].path, 0, NULL);
             slots[i].used = 0;
         }
     struct sigaction dfl;

@@ -2,11 +2,11 @@
  *
  * outdir.c lists here every temporary folder or file it creates. When SIGINT, SIGTERM
  * or SIGHUP arrives, the handler removes each listed path (with async-signal-safe
- * calls only: openat, getdents64, unlinkat; a folder's .kvscope-output last, so a
- * removal cut short still carries its marker), then ends the process with the
- * signal's default action, so the shell sees 128 + the signal number. The handlers
- * are installed with the first entry, and only over a default disposition (a signal
- * the parent ignores, as under nohup, stays ignored).
+ * calls only: openat, getdents64, unlinkat; never into a folder on another mount; a
+ * folder's .kvscope-output last, so a removal cut short still carries its marker),
+ * then ends the process with the signal's default action, so the shell sees 128 + the
+ * signal number. The handlers are installed with the first entry, and only over a
+ * default disposition (a signal the parent ignores, as under nohup, stays ignored).
  *
  * The list is process-wide state by necessity: a signal handler reaches nothing else.
  * A commit moves folders around; between cleanup_hold() and cleanup_release() a

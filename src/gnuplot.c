@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "infile.h"
 
 int gnuplot_found(void) {
     const char *path = getenv("PATH");
@@ -28,6 +31,41 @@ int gnuplot_found(void) {
 }
 
 int gnuplot_quotable(const char *s) { return strpbrk(s, "'\n\r") == NULL; }
+
+/* The folder of path ("." when it names none). */
+static void folder_of(const char *path, char *out, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(out, size, ".");
+    else if (slash == path) snprintf(out, size, "/");
+    else snprintf(out, size, "%.*s", (int)(slash - path), path);
+}
+
+int gnuplot_check_script(const char *script, char *err, size_t errsize) {
+    char dir[4096], path[4200];
+    folder_of(script, dir, sizeof dir);
+    const char *files[] = {script, "style.gp", "publish.sh"};
+    for (int i = 0; i < 3; i++) {
+        struct stat st;
+        if (i == 0) snprintf(path, sizeof path, "%s", script);
+        else snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (i > 0 && stat(path, &st) != 0 && errno == ENOENT) continue; /* gnuplot will say */
+        int fd = infile_open(path, NULL, err, errsize);
+        if (fd < 0) return -1;
+        close(fd);
+    }
+    return 0;
+}
+
+int gnuplot_wrote(const char *out, char *missing, size_t size) {
+    static const char *const ext[] = {".png", ".svg"};
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        snprintf(missing, size, "%s%s", out, ext[i]);
+        if (stat(missing, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return 0;
+    }
+    missing[0] = '\0';
+    return 1;
+}
 
 /* Read fd to its end, keeping the last non-empty line in msg. */
 static void last_line(int fd, char *msg, size_t size) {
@@ -79,8 +117,9 @@ int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
         return -1;
     }
     sigaction(SIGPIPE, &ign, &old);
-    char text[9000];
-    int n = snprintf(text, sizeof text, "%s\nload '%s'\n", vars, script);
+    char text[13400], dir[4096];
+    folder_of(script, dir, sizeof dir);
+    int n = snprintf(text, sizeof text, "scripts='%s'\n%s\nload '%s'\n", dir, vars, script);
     int bad = n < 0 || (size_t)n >= sizeof text || write(in[1], text, (size_t)n) != n;
     close(in[1]);
     sigaction(SIGPIPE, &old, NULL);

@@ -6,8 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "infile.h"
+#include "rmtree.h"
 
 #if defined(__linux__) && !defined(RENAME_EXCHANGE)
 #define RENAME_EXCHANGE (1 << 1)
@@ -112,32 +113,11 @@ static int same_or_above(const char *a, const char *b) {
     return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-int remove_tree(const char *path) { return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* Everything but the folder itself and its marker, for remove_output(). */
-static int rm_inner(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    if (ftw->level == 0) return 0;
-    if (ftw->level == 1 && strcmp(path + ftw->base, OUTDIR_MARKER) == 0) return 0;
-    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
+int remove_tree(const char *path) { return rmtree_remove(path, NULL); }
 
 /* Remove an output folder with its marker last: a removal cut short by kill -9 still
  * carries the marker, so the next run knows it may finish the job. 0 or -1. */
-static int remove_output(const char *dir) {
-    char m[4300];
-    if (nftw(dir, rm_inner, 16, FTW_DEPTH | FTW_PHYS) != 0) return -1;
-    if (path_join(m, sizeof m, dir, OUTDIR_MARKER) == 0) unlink(m);
-    return rmdir(dir);
-}
+static int remove_output(const char *dir) { return rmtree_remove(dir, OUTDIR_MARKER); }
 
 int make_dirs(const char *path) {
     char buf[4096];
@@ -191,21 +171,35 @@ static int replaceable(const char *dir) {
     return empty;
 }
 
+/* What real would replace of the home folder h (a path, may be NULL or ""), or NULL. */
+static const char *home_at(const char *real, const char *h) {
+    char home[PATH_MAX];
+    if (!h || !h[0] || !realpath(h, home)) return NULL;
+    if (strcmp(real, home) == 0) return "is your home folder";
+    if (same_or_above(real, home)) return "holds your home folder";
+    return NULL;
+}
+
+/* The home folder of the password database (getpwuid_r), which holds even when $HOME
+ * is unset, empty or elsewhere: NULL when there is none. */
+static const char *passwd_home(char *buf, size_t size) {
+    struct passwd pw, *r = NULL;
+    if (getpwuid_r(getuid(), &pw, buf, size, &r) != 0 || !r || !r->pw_dir) return NULL;
+    return r->pw_dir;
+}
+
 /* The folders no output may be, even with --force: "/", the current folder and its
- * ancestors, $HOME and its ancestors. NULL, or what real would replace. */
+ * ancestors, the home folder ($HOME, and the password database's) and its ancestors.
+ * NULL, or what real would replace. */
 static const char *forbidden(const char *real) {
-    char cwd[PATH_MAX], home[PATH_MAX];
+    char cwd[PATH_MAX], pwbuf[16384];
     if (strcmp(real, "/") == 0) return "is the root folder";
     if (getcwd(cwd, sizeof cwd)) {
         if (strcmp(real, cwd) == 0) return "is the current folder";
         if (same_or_above(real, cwd)) return "holds the current folder";
     }
-    const char *h = getenv("HOME");
-    if (h && h[0] && realpath(h, home)) {
-        if (strcmp(real, home) == 0) return "is your home folder";
-        if (same_or_above(real, home)) return "holds your home folder";
-    }
-    return NULL;
+    const char *why = home_at(real, getenv("HOME"));
+    return why ? why : home_at(real, passwd_home(pwbuf, sizeof pwbuf));
 }
 
 /* The first existing folder at or above dir must be a folder we may write in. */
@@ -232,6 +226,23 @@ static int check_parent(const char *dir, int make_parents, const char *opt, cons
     return 0;
 }
 
+/* An existing output folder must not be a mount point (it could not be swapped) nor
+ * hold one (its removal would reach another file system). 0, or -1 with err. */
+static int check_mounts(const OutDir *o, char *err, size_t errsize) {
+    char found[4096];
+    if (rmtree_is_mount(o->real)) {
+        snprintf(err, errsize, "%s is a mount point, which kvscope cannot replace as a whole "
+                 "(choose a new folder inside it): %s", o->option, o->target);
+        return -1;
+    }
+    if (rmtree_find_mount(o->real, found, sizeof found) == 1) {
+        snprintf(err, errsize, "%s holds a mount point, which kvscope never removes (unmount it, "
+                 "or choose another folder): %s/%s", o->option, o->target, found);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_dir(OutDir *o, char *err, size_t errsize) {
     const char *why = forbidden(o->real);
     if (why) {
@@ -250,6 +261,7 @@ static int check_dir(OutDir *o, char *err, size_t errsize) {
                      o->target);
             return -1;
         }
+        if (check_mounts(o, err, errsize) != 0) return -1;
         if (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)) {
             snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
                      "choose another folder, or add --force to replace it: %s",
@@ -356,7 +368,9 @@ static void clean_stale(const char *real, const char *header) {
         if (!pid || pid_alive(pid) || path_join(path, sizeof path, parent, e->d_name) ||
             lstat(path, &st) != 0)
             continue;
-        if (!header && S_ISDIR(st.st_mode) && replaceable(path)) {
+        char mnt[16];
+        if (!header && S_ISDIR(st.st_mode) && replaceable(path) &&
+            rmtree_find_mount(path, mnt, sizeof mnt) == 0) { /* a mount inside stays, whole */
             if (old && access(real, F_OK) != 0 && rename(path, real) == 0) continue;
             remove_output(path);
         } else if (header && S_ISREG(st.st_mode) && file_is_ours(path, header)) {
@@ -451,22 +465,45 @@ static int swap_in(OutDir *o, int exists, char *discard, size_t size) {
     return 0;
 }
 
+/* 1 if the target, as it is now, may be swapped out: a folder kvscope wrote (or any
+ * folder with --force) that is no mount point and holds none. */
+static int still_replaceable(const OutDir *o, const struct stat *st) {
+    char mnt[16];
+    return S_ISDIR(st->st_mode) && ((o->flags & OUTDIR_FORCE) || replaceable(o->real)) &&
+           !rmtree_is_mount(o->real) && rmtree_find_mount(o->real, mnt, sizeof mnt) == 0;
+}
+
+/* Look at the target, then swap in. Another run may create the folder between the look
+ * and the rename (two runs racing for a new --out; rename then fails as the folder is
+ * not empty): look again, and replace its folder as any folder kvscope wrote. 0; -1
+ * with errno; -2 when the target is no longer a folder kvscope may replace. */
+static int swap_in_checked(OutDir *o, char *discard, size_t size) {
+    for (int tries = 0;; tries++) {
+        struct stat st;
+        int exists = lstat(o->real, &st) == 0;
+        if (exists && !still_replaceable(o, &st)) return -2;
+        cleanup_hold(); /* a signal now waits until the folders are where they belong */
+        int rc = swap_in(o, exists, discard, size), e = errno;
+        if (rc == 0 && discard[0]) cleanup_move(o->slot, discard);
+        else if (rc == 0) cleanup_drop(o->slot);
+        cleanup_release();
+        if (rc == 0 || exists || (e != ENOTEMPTY && e != EEXIST) || tries >= 16) {
+            errno = e;
+            return rc;
+        }
+    }
+}
+
 int outdir_commit(OutDir *o, char *err, size_t errsize) {
-    struct stat st;
-    int exists = lstat(o->real, &st) == 0;
-    if (exists && (!S_ISDIR(st.st_mode) || (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)))) {
+    char discard[4300];
+    int rc = swap_in_checked(o, discard, sizeof discard);
+    int e = errno;
+    if (rc == -2) {
         snprintf(err, errsize, "%s changed during the run and is no longer a folder kvscope wrote; "
                  "nothing written: %s", o->option, o->target);
         outdir_abort(o);
         return -1;
     }
-    char discard[4300];
-    cleanup_hold(); /* a signal now waits until the folders are where they belong */
-    int rc = swap_in(o, exists, discard, sizeof discard);
-    int e = errno;
-    if (rc == 0 && discard[0]) cleanup_move(o->slot, discard);
-    else if (rc == 0) cleanup_drop(o->slot);
-    cleanup_release();
     if (rc != 0) {
         snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e),
                  o->target);

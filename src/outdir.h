@@ -4,17 +4,21 @@
  * wrote itself:
  *   check   before any work: resolve the path (realpath, also for a folder that does
  *           not exist yet), and refuse — exit 2 at the CLI — the root folder, the
- *           current folder and its ancestors, $HOME and its ancestors (always, even
- *           with --force), anything that is not a folder, and a folder that holds
- *           files but no marker (kvscope did not write it) unless --force is given.
- *           An empty folder has nothing to lose and may be replaced.
+ *           current folder and its ancestors, the home folder ($HOME, and the
+ *           password database's, which holds when $HOME is unset or empty) and its
+ *           ancestors, a mount point or a folder that holds one (always, even with
+ *           --force), anything that is not a folder, and a folder that holds files
+ *           but no marker (kvscope did not write it) unless --force is given. An
+ *           empty folder has nothing to lose and may be replaced.
  *   begin   remove what killed runs left beside the target (below), then create the
  *           temporary folder TARGET.tmp.<pid>.XXXXXX beside it (same file system)
  *           with the marker .kvscope-output inside. The files go there.
  *   commit  swap it in with one atomic renameat2(RENAME_EXCHANGE) where the system
  *           has it, else with two renames (TARGET → TARGET.old.<pid>.XXXXXX, then the
  *           new folder → TARGET); then remove the old folder. A failed run aborts:
- *           the target stays exactly as it was.
+ *           the target stays exactly as it was. When another run creates TARGET
+ *           between the look and the rename, commit looks again and swaps with it.
+ * Every folder is removed through rmtree.h, which never leaves the folder's mount.
  * The marker's text is fixed per command (no time, no path, no pid), so folders
  * committed to git stay byte-identical run to run. The pid lives in the temporary
  * names only: a sibling TARGET.tmp.<pid>.* or TARGET.old.<pid>.* whose pid no longer
@@ -170,7 +174,7 @@ int path_join(char *out, size_t size, const char *dir, const char *name);
  * exist yet: its longest existing prefix through realpath(3), the rest appended with
  * "." and ".." applied by spelling. 0, or -1 (too long, or no current folder). */
 int path_resolve(const char *path, char *out, size_t size);
-/* Remove a folder tree (like rm -rf). 0 or -1. */
+/* Remove a folder tree (like rm -rf, but never across a mount: rmtree.h). 0 or -1. */
 int remove_tree(const char *path);
 /* Create dir and its parents (mkdir -p). 0 or -1. */
 int make_dirs(const char *path);

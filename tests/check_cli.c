@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "outdir.h"
@@ -268,6 +269,70 @@ START_TEST(test_format) {
 }
 END_TEST
 
+/* stdout on a full disk (/dev/full): every command that prints exits 2 with one line
+ * saying so, instead of 0 with nothing written. */
+START_TEST(test_stdout_full) {
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) {
+        TEST_SKIPPED("no /dev/full here");
+        return;
+    }
+    char dir[64], se[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    const struct { const char *args[16]; } cases[] = {
+        {{"info", NULL}},
+        {{"kvmem", NULL}},
+        {{"--help", NULL}},
+        {{"--version", NULL}},
+        {{"run", "--help", NULL}},
+        {{"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256", "--steps", "1", NULL}},
+        {{"verify", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256", "--steps", "1", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run_kvscope(cases[i].args, "/dev/full", se);
+        ck_assert_msg(rc == 2, "%s > /dev/full: exit %d", cases[i].args[0], rc);
+        char *e = read_file(se, NULL);
+        ck_assert_msg(e && strcmp(e, "kvscope: cannot write (No space left on device): stdout\n") == 0,
+                      "%s: %s", cases[i].args[0], e);
+        free(e);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* format FILE keeps the file's mode and owner, and through a symlink formats the file
+ * it points to and keeps the link. */
+START_TEST(test_format_keeps_file) {
+    char dir[64], f[128], link[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(f, sizeof f, "%s/t.md", dir);
+    snprintf(link, sizeof link, "%s/link.md", dir);
+    ck_assert_int_eq(write_text_file(f, "{{digits 1234}}\n"), 0);
+    ck_assert_int_eq(chmod(f, 0600), 0);
+    int owned = geteuid() == 0 && chown(f, 1234, 2345) == 0; /* another owner: root only */
+    ck_assert_int_eq(symlink("t.md", link), 0);
+    const char *args[] = {"format", link, NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert_msg(S_ISLNK(st.st_mode), "the symlink became a file");
+    ck_assert_int_eq(lstat(f, &st), 0);
+    ck_assert_int_eq(st.st_mode & 07777, 0600);
+    if (owned) {
+        ck_assert_int_eq(st.st_uid, 1234);
+        ck_assert_int_eq(st.st_gid, 2345);
+    } else {
+        TEST_SKIPPED("not root: the owner case (a file of another user)");
+    }
+    char *t = read_file(f, NULL);
+    ck_assert_str_eq(t, "1,234\n");
+    free(t);
+    ck_assert_int_eq(count_entries(dir), 2);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_cli_suite(void) {
     Suite *s = suite_create("cli");
     TCase *tc = tcase_create("cli");
@@ -281,6 +346,8 @@ Suite *make_cli_suite(void) {
     tcase_add_test(tc, test_help_matches_parser);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_format);
+    tcase_add_test(tc, test_stdout_full);
+    tcase_add_test(tc, test_format_keeps_file);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -6,17 +6,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cleanup.h"
 #include "infile.h"
 #include "outdir.h"
+#include "rmtree.h"
 #include "testutil.h"
 
 static char dir[1024]; /* a fresh folder per test, resolved (short: /tmp/...) */
@@ -603,6 +606,241 @@ START_TEST(test_outfile_ours_only) {
 }
 END_TEST
 
+/* ---- mounts, the password database's home, racing commits ------------------------- */
+
+/* mount --bind src dst; 0, or -1 where this machine cannot (not root, no mount(8)). */
+static int bind_mount(const char *src, const char *dst) {
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "mount --bind '%s' '%s' 2>/dev/null", src, dst);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void unmount(const char *path) {
+    char cmd[2 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "umount '%s'", path);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* A removal meets a bind mount of a folder on the same file system (same st_dev): it
+ * removes what is its own, fails with EXDEV, and the mounted files survive. The old
+ * nftw walk went through the mount and emptied the other folder. */
+START_TEST(test_remove_stays_on_mount) {
+    char data[PATH_MAX], keep[PATH_MAX + 16], tree[PATH_MAX], mnt[PATH_MAX + 16], f[PATH_MAX + 16];
+    at(data, sizeof data, "data");
+    at(tree, sizeof tree, "tree");
+    snprintf(keep, sizeof keep, "%s/keep.txt", data);
+    snprintf(mnt, sizeof mnt, "%s/sub", tree);
+    ck_assert_int_eq(mkdir(data, 0755) | mkdir(tree, 0755) | mkdir(mnt, 0755), 0);
+    snprintf(mnt, sizeof mnt, "%s/sub/mnt", tree);
+    ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    ck_assert_int_eq(write_text_file(keep, "precious"), 0);
+    snprintf(f, sizeof f, "%s/a.csv", tree);
+    ck_assert_int_eq(write_text_file(f, "x"), 0);
+    if (bind_mount(data, mnt) != 0) {
+        TEST_SKIPPED("cannot bind-mount a folder here (needs root and mount(8))");
+        return;
+    }
+    char found[PATH_MAX];
+    int seen = rmtree_find_mount(tree, found, sizeof found);
+    errno = 0;
+    int rc = remove_tree(tree), e = errno;
+    int kept = exists(keep), own_gone = !exists(f), left = exists(mnt);
+    unmount(mnt);
+    ck_assert_msg(kept, "the removal went through the mount");
+    ck_assert_int_eq(seen, 1);
+    ck_assert_str_eq(found, "sub/mnt");
+    ck_assert_int_eq(rc, -1);
+    ck_assert_int_eq(e, EXDEV);
+    ck_assert(own_gone && left);
+    char *t = read_file(keep, NULL);
+    ck_assert_str_eq(t, "precious");
+    free(t);
+    ck_assert_int_eq(remove_tree(tree), 0); /* unmounted: now it all goes */
+}
+END_TEST
+
+/* An output folder that holds a mount point, or is one, is refused by the check (even
+ * with --force), naming it; a stale sibling holding one is left whole. */
+START_TEST(test_mounts_refused) {
+    OutDir o;
+    char data[PATH_MAX], out[PATH_MAX], mnt[PATH_MAX + 16], m[PATH_MAX + 128], keep[PATH_MAX + 16];
+    at(data, sizeof data, "data");
+    at(out, sizeof out, "o");
+    snprintf(mnt, sizeof mnt, "%s/mnt", out);
+    snprintf(keep, sizeof keep, "%s/keep.txt", data);
+    ck_assert_int_eq(mkdir(data, 0755) | mkdir(out, 0755) | mkdir(mnt, 0755), 0);
+    snprintf(m, sizeof m, "%s/" OUTDIR_MARKER, out);
+    ck_assert_int_eq(write_text_file(m, "kvscope run --out\n") | write_text_file(keep, "mine"), 0);
+    if (bind_mount(data, mnt) != 0) {
+        TEST_SKIPPED("cannot bind-mount a folder here (needs root and mount(8))");
+        return;
+    }
+    int r0 = outdir_check(&o, out, "run", "--out", 0, err, sizeof err);
+    char e0[sizeof err];
+    memcpy(e0, err, sizeof err);
+    int r1 = outdir_check(&o, out, "run", "--out", OUTDIR_FORCE, err, sizeof err);
+    unmount(mnt);
+    ck_assert_int_eq(r0, -1);
+    ck_assert_int_eq(r1, -1);
+    ck_assert_msg(strstr(e0, "--out holds a mount point") && strstr(e0, "/o/mnt"), "%s", e0);
+    /* an empty mount point as the output folder itself */
+    if (bind_mount(data, mnt) != 0) ck_abort_msg("bind mount failed the second time");
+    r0 = outdir_check(&o, mnt, "run", "--out", OUTDIR_FORCE, err, sizeof err);
+    unmount(mnt);
+    ck_assert_int_eq(r0, -1);
+    ck_assert_msg(strstr(err, "--out is a mount point") && strstr(err, mnt), "%s", err);
+    /* what a killed run left, with a mount inside: not touched */
+    char stale[PATH_MAX + 64], smnt[PATH_MAX + 80];
+    snprintf(stale, sizeof stale, "%s/o.tmp.%ld.Ab3dE6", dir, dead_pid());
+    snprintf(smnt, sizeof smnt, "%s/mnt", stale);
+    ck_assert_int_eq(mkdir(stale, 0755) | mkdir(smnt, 0755), 0);
+    snprintf(m, sizeof m, "%s/" OUTDIR_MARKER, stale);
+    ck_assert_int_eq(write_text_file(m, "kvscope run --out\n"), 0);
+    if (bind_mount(data, smnt) != 0) ck_abort_msg("bind mount failed the third time");
+    int c = outdir_check(&o, out, "run", "--out", 0, err, sizeof err);
+    int b = c == 0 ? outdir_begin(&o, err, sizeof err) : -1;
+    if (b == 0) outdir_abort(&o);
+    int kept = exists(keep), still = exists(m);
+    unmount(smnt);
+    ck_assert_msg(b == 0, "%s", err);
+    ck_assert(kept && still);
+}
+END_TEST
+
+/* $HOME unset or empty: the home folder of the password database is still refused.
+ * Only outdir_check runs (it has no side effects), in a child whose environment
+ * lacks HOME, so the real home folder is never at risk. */
+START_TEST(test_passwd_home) {
+    struct passwd *pw = getpwuid(getuid());
+    struct stat st;
+    if (!pw || !pw->pw_dir || stat(pw->pw_dir, &st) != 0 || strcmp(pw->pw_dir, "/") == 0) {
+        TEST_SKIPPED("the running user has no home folder in the password database");
+        return;
+    }
+    char home[PATH_MAX];
+    snprintf(home, sizeof home, "%s", pw->pw_dir);
+    for (int empty = 0; empty < 2; empty++) {
+        pid_t p = fork();
+        ck_assert_int_ge(p, 0);
+        if (p == 0) {
+            OutDir o;
+            char e[8400];
+            if (empty ? setenv("HOME", "", 1) : unsetenv("HOME")) _exit(3);
+            if (chdir("/") != 0) _exit(3);
+            int rc = outdir_check(&o, home, "run", "--out", OUTDIR_FORCE, e, sizeof e);
+            _exit(rc == -1 && strstr(e, "--out is your home folder") ? 0 : 1);
+        }
+        int st2;
+        ck_assert_int_eq(waitpid(p, &st2, 0), p);
+        ck_assert_msg(WIFEXITED(st2) && WEXITSTATUS(st2) == 0, "%s HOME: %s not refused",
+                      empty ? "empty" : "unset", home);
+    }
+}
+END_TEST
+
+/* Spin until the next whole 2 ms of the monotonic clock (the same instant in every
+ * process), at least 1 ms from now: two processes that both spin start together. */
+static void spin_to_tick(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    const long long tick = 2000000, now = (long long)t.tv_sec * 1000000000 + t.tv_nsec;
+    const long long go = (now + 1000000 + tick - 1) / tick * tick;
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((long long)t.tv_sec * 1000000000 + t.tv_nsec < go);
+}
+
+/* Two processes commit the same new folder at the same moment (a pipe each way lines
+ * them up, then both spin to the same clock tick), 100 times: both succeed every time,
+ * and each folder is one writer's whole output with nothing beside it. Before, the
+ * second rename could meet the first's folder and fail ("Directory not empty"). */
+START_TEST(test_commit_race) {
+    enum { ROUNDS = 100 };
+    int ab[2], ba[2];
+    ck_assert_int_eq(pipe(ab) | pipe(ba), 0);
+    fflush(NULL);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    const int me = child == 0 ? 1 : 0, rd = me ? ab[0] : ba[0], wr = me ? ba[1] : ab[1];
+    int failed = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        OutDir o;
+        char name[PATH_MAX], e[8400], c = 0;
+        snprintf(name, sizeof name, "%s/r%d", dir, i);
+        if (outdir_check(&o, name, "run", "--out", 0, e, sizeof e) || outdir_begin(&o, e, sizeof e)) {
+            failed++;
+            continue;
+        }
+        FILE *f1 = outdir_fopen(&o, "one", e, sizeof e), *f2 = outdir_fopen(&o, "two", e, sizeof e);
+        if (f1) fprintf(f1, "%d", me);
+        if (f2) fprintf(f2, "%d", me);
+        int bad = file_close(f1) | file_close(f2) | !f1 | !f2;
+        if (write(wr, "x", 1) != 1 || read(rd, &c, 1) != 1) bad = 1; /* both ready */
+        spin_to_tick();
+        if (bad || outdir_commit(&o, e, sizeof e) != 0) failed++;
+    }
+    if (child == 0) _exit(failed > 255 ? 255 : failed);
+    int st;
+    ck_assert_int_eq(waitpid(child, &st, 0), child);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed %d commits", WEXITSTATUS(st));
+    ck_assert_int_eq(failed, 0);
+    ck_assert_int_eq(count_entries(dir), ROUNDS);
+    for (int i = 0; i < ROUNDS; i++) {
+        char p1[PATH_MAX], p2[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "r%d/one", i);
+        char *a = read_file(at(p1, sizeof p1, name), NULL);
+        snprintf(name, sizeof name, "r%d/two", i);
+        char *b = read_file(at(p2, sizeof p2, name), NULL);
+        snprintf(name, sizeof name, "r%d", i);
+        ck_assert_msg(a && b && strcmp(a, b) == 0, "r%d mixes two runs", i);
+        ck_assert_int_eq(count_entries(at(p1, sizeof p1, name)), 3);
+        free(a);
+        free(b);
+    }
+}
+END_TEST
+
+/* SIGTERM while the temporary folder holds a bind mount (made during the run): the
+ * handler's removal does not enter it, so the mounted folder keeps its files (the
+ * handler used to empty it). */
+START_TEST(test_signal_stays_on_mount) {
+    char data[PATH_MAX], keep[PATH_MAX + 16], cmd[PATH_MAX + 128];
+    at(data, sizeof data, "data");
+    snprintf(keep, sizeof keep, "%s/keep.txt", data);
+    ck_assert_int_eq(mkdir(data, 0755), 0);
+    ck_assert_int_eq(write_text_file(keep, "precious"), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char d[PATH_MAX + 16], mnt[4300];
+        OutDir o;
+        signal(SIGTERM, SIG_DFL);
+        if (outdir_check(&o, at(d, sizeof d, "out"), "run", "--out", 0, err, sizeof err) ||
+            outdir_begin(&o, err, sizeof err))
+            _exit(4);
+        snprintf(mnt, sizeof mnt, "%s/mnt", o.tmp);
+        if (mkdir(mnt, 0755) != 0 || bind_mount(data, mnt) != 0) {
+            outdir_abort(&o);
+            _exit(7);
+        }
+        raise(SIGTERM);
+        _exit(5); /* not reached */
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 7) {
+        TEST_SKIPPED("cannot bind-mount a folder here (needs root and mount(8))");
+        return;
+    }
+    int kept = exists(keep);
+    snprintf(cmd, sizeof cmd, "awk '{print $2}' /proc/mounts | grep '^%s/out' | xargs -r -n1 umount -l",
+             dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "status %d", st);
+    ck_assert_msg(kept, "the signal handler emptied the mounted folder");
+}
+END_TEST
+
 Suite *make_outdir_suite(void) {
     Suite *s = suite_create("outdir");
     TCase *t = tcase_create("outdir");
@@ -623,6 +861,12 @@ Suite *make_outdir_suite(void) {
     tcase_add_test(t, test_atomic_file);
     tcase_add_test(t, test_infile_not_regular);
     tcase_add_test(t, test_infile_limit);
+    tcase_add_test(t, test_remove_stays_on_mount);
+    tcase_add_test(t, test_mounts_refused);
+    tcase_add_test(t, test_passwd_home);
+    tcase_add_test(t, test_commit_race);
+    tcase_add_test(t, test_signal_stays_on_mount);
+    tcase_set_timeout(t, 30); /* the race's 100 rounds take seconds under SAN=1 */
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,13 +1,17 @@
 /* check_outputs.c — bin/kvscope never loses a user's files: the folders it refuses up
  * front, --force, symlinks, odd input files, a full disk, signals, what killed runs
  * left, and the exit-status rule, each through the command line as a user meets it. */
+#define _GNU_SOURCE /* unshare, CLONE_NEWNS */
 #include <check.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -785,6 +789,236 @@ START_TEST(test_exit_rule) {
 }
 END_TEST
 
+/* ---- mount points, the password database's home --------------------------------------- */
+
+/* mount --bind src dst (or a tmpfs on dst when src is NULL); 0, or -1 where this
+ * machine cannot (not root, no mount(8)). */
+static int mount_on(const char *src, const char *dst) {
+    char cmd[3 * PATH_MAX];
+    if (src) snprintf(cmd, sizeof cmd, "mount --bind '%s' '%s' 2>/dev/null", src, dst);
+    else snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null", dst);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Unmount everything mounted under the test's folder, wherever a run moved it (a
+ * kvscope that swaps a folder holding a mount point moves the mount with it). */
+static void unmount_all(void) {
+    char cmd[PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd, "awk '{print $2}' /proc/mounts | grep '^%s/' | sort -r | "
+                              "xargs -r -n1 umount -l", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The issue's case: o is kvscope's folder and o/mnt a bind mount of data/ (the same
+ * file system). The run is refused before any work, naming o/mnt, with or without
+ * --force; data/ keeps its files and no o.tmp.* is left. An empty mount point as --out
+ * is refused before the run too (it could never be swapped). */
+START_TEST(test_mount_inside_out) {
+    char data[PATH_MAX], out[PATH_MAX], mnt[PATH_MAX + 16], keep[PATH_MAX + 16], se[PATH_MAX],
+        so[PATH_MAX], want[PATH_MAX + 32];
+    at(data, sizeof data, "data");
+    at(out, sizeof out, "o");
+    at(se, sizeof se, "stderr");
+    at(so, sizeof so, "stdout");
+    snprintf(keep, sizeof keep, "%s/keep.txt", data);
+    snprintf(mnt, sizeof mnt, "%s/mnt", out);
+    ck_assert_int_eq(mkdir(data, 0755), 0);
+    ck_assert_int_eq(write_text_file(keep, "precious"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", out, NULL};
+    const char *forced[] = {"run", TINY, "--steps", "1", "--quiet", "--force", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(run, NULL, NULL), 0);
+    ck_assert_int_eq(mkdir(mnt, 0755), 0);
+    if (mount_on(data, mnt) != 0) {
+        TEST_SKIPPED("cannot bind-mount a folder here (needs root and mount(8))");
+        return;
+    }
+    int rc[2], left[2];
+    for (int f = 0; f < 2; f++) {
+        rc[f] = run_kvscope(f ? forced : run, NULL, se);
+        left[f] = count_prefixed("o.tmp.");
+    }
+    int kept = access(keep, F_OK) == 0;
+    unmount_all();
+    ck_assert_msg(kept, "the files of the mounted folder were removed");
+    for (int f = 0; f < 2; f++) {
+        ck_assert_int_eq(rc[f], 2);
+        ck_assert_int_eq(left[f], 0);
+    }
+    snprintf(want, sizeof want, "%s/mnt", out);
+    const char *needles[] = {"--out holds a mount point", want, NULL};
+    free(one_line(se, needles));
+    char *t = read_file(keep, NULL);
+    ck_assert_str_eq(t, "precious");
+    free(t);
+    /* an empty mount point: refused before the run prints anything */
+    ck_assert_int_eq(mount_on(NULL, mnt), 0);
+    const char *into[] = {"run", TINY, "--steps", "1", "--out", mnt, NULL};
+    int r = run_kvscope(into, so, se);
+    unmount_all();
+    ck_assert_int_eq(r, 2);
+    const char *n2[] = {"--out is a mount point", mnt, NULL};
+    free(one_line(se, n2));
+    char *o = read_file(so, NULL);
+    ck_assert_msg(o && o[0] == '\0', "ran before refusing: %s", o);
+    free(o);
+}
+END_TEST
+
+/* Run kvscope with $HOME unset (or empty) while the password database names fake as
+ * the running user's home: a private mount namespace binds a one-line passwd file over
+ * /etc/passwd for this child only. The real home is never named. Returns the exit
+ * status, -1 if it did not exit, 3 when the namespace could not be made. */
+static int run_with_passwd_home(const char *fake, int empty, const char *const *args, const char *se) {
+    char pw[PATH_MAX + 16], line[2 * PATH_MAX];
+    snprintf(pw, sizeof pw, "%s/passwd", dir);
+    snprintf(line, sizeof line, "root:x:%ld:%ld:root:%s:/bin/sh\n", (long)getuid(), (long)getgid(), fake);
+    ck_assert_int_eq(write_text_file(pw, line), 0);
+    fflush(NULL);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        /* private first: the bind over /etc/passwd must not reach the rest of the machine */
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+            mount(pw, "/etc/passwd", NULL, MS_BIND, NULL) != 0)
+            _exit(3);
+        struct passwd *u = getpwuid(getuid());
+        if (!u || strcmp(u->pw_dir, fake) != 0) _exit(3); /* the lookup does not read /etc/passwd */
+        if (empty ? setenv("HOME", "", 1) : unsetenv("HOME")) _exit(3);
+        _exit(run_kvscope(args, NULL, se) & 0xff);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* `env -u HOME kvscope run --out ~ --force` and `HOME= ...`: the home folder of the
+ * password database is refused as $HOME's is, its files untouched. */
+START_TEST(test_passwd_home_refused) {
+    char fake[PATH_MAX], notes[PATH_MAX + 16], se[PATH_MAX];
+    at(fake, sizeof fake, "home");
+    at(se, sizeof se, "stderr");
+    snprintf(notes, sizeof notes, "%s/notes.txt", fake);
+    ck_assert_int_eq(mkdir(fake, 0755), 0);
+    ck_assert_int_eq(write_text_file(notes, "mine"), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--force", "--out", fake, NULL};
+    for (int empty = 0; empty < 2; empty++) {
+        int rc = run_with_passwd_home(fake, empty, run, se);
+        if (rc == 3) {
+            TEST_SKIPPED("cannot bind a passwd file in a private mount namespace (needs root)");
+            return;
+        }
+        ck_assert_msg(rc == 2, "HOME %s: exit %d", empty ? "empty" : "unset", rc);
+        const char *needles[] = {"--out is your home folder", fake, NULL};
+        free(one_line(se, needles));
+        ck_assert_int_eq(access(notes, F_OK), 0);
+        ck_assert_int_eq(count_entries(fake), 1);
+    }
+}
+END_TEST
+
+/* ---- chart scripts ---------------------------------------------------------------------- */
+
+/* 1 if path is a regular file that is not empty. */
+static int nonempty(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/* Copy the chart scripts of plots/ (the ones the commands run, style.gp, publish.sh)
+ * into folder to; 0 or -1. */
+static int copy_scripts(const char *plots, const char *to) {
+    char cmd[4 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cd '%s' && cp flops.gp prefill_decode.gp time.gp "
+             "heads.gp train_loss.gp style.gp publish.sh '%s'/", to, plots, to);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* --scripts from another folder: heads and train find style.gp beside the script (it was
+ * loaded from ./plots: heads failed, train dropped its chart). A FIFO as style.gp is
+ * refused before gnuplot starts (it hung). An empty flops.gp: compare exits 2 naming the
+ * chart it did not get, rather than printing "wrote" for a file that does not exist. */
+START_TEST(test_chart_scripts) {
+    char plots[PATH_MAX], sc[PATH_MAX], se[PATH_MAX], so[PATH_MAX], f[PATH_MAX + 32], corpus[PATH_MAX];
+    if (!realpath("plots", plots) || system("command -v gnuplot >/dev/null && "
+                                            "command -v pdftocairo >/dev/null") != 0) {
+        TEST_SKIPPED("gnuplot or pdftocairo missing, or not run from the repository root");
+        return;
+    }
+    at(sc, sizeof sc, "sc");
+    at(se, sizeof se, "stderr");
+    at(so, sizeof so, "stdout");
+    const char *heads[] = {"heads", TINY, "--quiet", "--out", "h", "--scripts", plots, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, heads, NULL, se), 0);
+    snprintf(f, sizeof f, "%s/h/heads.png", dir);
+    ck_assert_msg(nonempty(f), "no heads.png");
+    at(corpus, sizeof corpus, "corpus.txt");
+    FILE *c = fopen(corpus, "w");
+    ck_assert_ptr_nonnull(c);
+    for (int i = 0; i < 6000; i++) fprintf(c, "the key and the value of token %d in the cache\n", i % 97);
+    ck_assert_int_eq(fclose(c), 0);
+    const char *train[] = {"train", "--corpus", corpus, "--steps", "2", "--warmup", "1", "--layers", "1",
+                           "--heads", "2", "--dim", "16", "--ctx", "32", "--batch", "2", "--quiet",
+                           "--out", "m", "--scripts", plots, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, train, NULL, se), 0);
+    snprintf(f, sizeof f, "%s/m/loss.png", dir);
+    char *e = read_file(se, NULL);
+    ck_assert_msg(nonempty(f), "no loss chart: %s", e);
+    free(e);
+    /* a FIFO as style.gp */
+    ck_assert_int_eq(copy_scripts(plots, sc), 0);
+    snprintf(f, sizeof f, "%s/style.gp", sc);
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(mkfifo(f, 0644), 0);
+    const char *fifo[] = {"heads", TINY, "--quiet", "--out", "h2", "--scripts", sc, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, fifo, NULL, se), 2);
+    const char *n1[] = {"--scripts", "style.gp", "is a FIFO", NULL};
+    free(one_line(se, n1));
+    ck_assert_int_eq(unlink(f), 0);
+    snprintf(f, sizeof f, "%s/style.gp", plots);
+    char to[PATH_MAX + 16];
+    snprintf(to, sizeof to, "%s/style.gp", sc);
+    ck_assert_int_eq(link(f, to) == 0 || symlink(f, to) == 0, 1);
+    /* an empty flops.gp */
+    snprintf(f, sizeof f, "%s/flops.gp", sc);
+    ck_assert_int_eq(write_text_file(f, ""), 0);
+    const char *cmp[] = {"compare", TINY, "--lengths", "8", "--table-lengths", "none", "--decode-at", "8",
+                         "--repeat", "1", "--out", "c", "--charts", "ch", "--scripts", sc, NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, NULL, cmp, so, se), 2);
+    const char *n2[] = {"gnuplot wrote no ch/compare_flops.png", "flops.gp", NULL};
+    free(one_line(se, n2));
+    e = read_file(so, NULL);
+    ck_assert_msg(e && !strstr(e, "wrote"), "%s", e);
+    free(e);
+    snprintf(f, sizeof f, "%s/ch", dir);
+    ck_assert_int_eq(access(f, F_OK), -1);
+    ck_assert_int_eq(count_prefixed("ch.tmp."), 0);
+}
+END_TEST
+
+/* ---- the exit rule for the demonstrations ---------------------------------------------- */
+
+/* 1 means logits that differ were found, for every command: verify --article-bug and
+ * batch --no-mask (prompts of different lengths, so padding takes part) both exit 1,
+ * and the same batch with its mask exits 0. batch --no-mask used to exit 0. */
+START_TEST(test_demonstrations_exit_1) {
+    char out[PATH_MAX], so[PATH_MAX];
+    at(out, sizeof out, "b");
+    at(so, sizeof so, "stdout");
+    const char *bug[] = {"verify", TINY, "--steps", "3", "--quiet", "--article-bug", NULL};
+    ck_assert_int_eq(run_kvscope(bug, so, NULL), 1);
+    const char *masked[] = {"batch", TINY, "--prompt", "abc", "--prompt", "a", "--prompt", "abcdefg",
+                            "--steps", "6,3,4", "--quiet", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(masked, so, NULL), 0);
+    const char *nomask[] = {"batch", TINY, "--prompt", "abc", "--prompt", "a", "--prompt", "abcdefg",
+                            "--steps", "6,3,4", "--quiet", "--no-mask", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(nomask, so, NULL), 1);
+    char *h = read_file(so, NULL);
+    ck_assert_msg(h && strstr(h, "WITHOUT mask") && strstr(h, "greedy token differs"), "%s", h);
+    free(h);
+    ck_assert_int_eq(count_entries(out), 6); /* the folder is written all the same */
+}
+END_TEST
+
 Suite *make_outputs_suite(void) {
     Suite *s = suite_create("outputs");
     TCase *tc = tcase_create("outputs");
@@ -800,6 +1034,10 @@ Suite *make_outputs_suite(void) {
     tcase_add_test(tc, test_signal_keeps_old_out);
     tcase_add_test(tc, test_stale_siblings_removed);
     tcase_add_test(tc, test_exit_rule);
+    tcase_add_test(tc, test_mount_inside_out);
+    tcase_add_test(tc, test_passwd_home_refused);
+    tcase_add_test(tc, test_chart_scripts);
+    tcase_add_test(tc, test_demonstrations_exit_1);
     suite_add_tcase(s, tc);
     return s;
 }

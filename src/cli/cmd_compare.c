@@ -134,14 +134,24 @@ static int check_charts(const CompareArgs *a, const OutDir *od, OutDir *charts, 
     for (size_t i = 0; i < NCHARTS; i++) {
         char script[4300], err[4600];
         snprintf(script, sizeof script, "%s/%s", a->scripts, CHARTS[i].script);
-        int fd = infile_open(script, NULL, err, sizeof err);
-        if (fd < 0) return cli_fail("--scripts", err);
-        close(fd);
+        if (gnuplot_check_script(script, err, sizeof err) != 0) return cli_fail("--scripts", err);
         if ((rc = cli_outdir_spares(od, "--scripts", script)) ||
             (rc = cli_outdir_spares(charts, "--scripts", script)))
             return rc;
     }
     return 0;
+}
+
+/* 2 after one line when the script ran but left no chart (an empty script does), so
+ * that "wrote" is never printed for a file that is not there; else 0. */
+static int chart_missing(const OutDir *charts, const char *chart, const char *script) {
+    char out[4400], missing[4500], line[9200];
+    snprintf(out, sizeof out, "%s/%s", charts->tmp, chart);
+    if (gnuplot_wrote(out, missing, sizeof missing)) return 0;
+    snprintf(line, sizeof line, "--charts: gnuplot wrote no %s (does the script draw a chart?): %s",
+             missing, script);
+    cli_outdir_error(charts, line);
+    return 2;
 }
 
 /* Draw every chart from the CSVs in csv_dir into the --charts folder (begun). 0, or 2
@@ -162,6 +172,7 @@ static int draw_charts(const CompareArgs *a, const OutDir *charts, const char *c
             cli_outdir_error(charts, line);
             return 2;
         }
+        if ((rc = chart_missing(charts, CHARTS[i].chart, script))) return rc;
     }
     return 0;
 }

@@ -3,9 +3,12 @@
  * {{digits 212705280}}; this command writes it the one way kvscope writes numbers for
  * people (numfmt.h): 212,705,280. The scripts never format a number themselves. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -26,7 +29,8 @@ static const Command FORMAT = {
     "Write the numbers marked in text for people: {{digits N}} with thousands separated\n"
     "(1,234,567), {{bytes N}} in binary units with three digits (24.0 KiB, 1.00 GiB),\n"
     "{{kib N}} as the plain number N/1024 (6 for 6144). Each FILE is rewritten in place,\n"
-    "whole or not at all; without one, stdin goes to stdout. A marked value that is not a\n"
+    "whole or not at all, with its mode and owner (a symlink's target is rewritten, the\n"
+    "link stays); without one, stdin goes to stdout. A marked value that is not a\n"
     "whole number >= 0 is refused, naming the file and the line (exit 2).\n",
     FORMAT_OPTIONS, NULL,
 };
@@ -95,15 +99,31 @@ static int bad_marker(const char *where, int line) {
                     what);
 }
 
-/* One file, rewritten whole (AtomicFile). 0, or 2 after the error line. */
+/* The new file takes the old one's owner and mode (fchown first: it may clear the
+ * set-id bits that fchmod then restores). 0, or -1 with errno. */
+static int keep_owner_mode(FILE *out, const struct stat *st) {
+    int fd = fileno(out);
+    if (fd < 0 || fflush(out) != 0) return -1;
+    if (fchown(fd, st->st_uid, st->st_gid) != 0) return -1;
+    return fchmod(fd, st->st_mode & 07777);
+}
+
+/* One file, rewritten whole (AtomicFile) with its owner and mode; a symlink's target
+ * is rewritten and the link stays. 0, or 2 after the error line. */
 static int format_file(const char *path) {
-    char *text, err[4600];
+    char *text, err[4600], real[PATH_MAX];
     size_t n;
+    struct stat st;
     int rc = infile_read(path, FORMAT_MAX, &text, &n, err, sizeof err);
     if (rc == INFILE_NOMEM) return cli_fail("out of memory reading", path);
     if (rc) return cli_error(err);
+    if (!realpath(path, real) || stat(real, &st) != 0) {
+        free(text);
+        fprintf(stderr, "kvscope: %s: cannot resolve the path (%s)\n", path, strerror(errno));
+        return 2;
+    }
     AtomicFile af;
-    FILE *out = atomic_open(&af, path, 1);
+    FILE *out = atomic_open(&af, real, 1);
     if (!out) {
         free(text);
         fprintf(stderr, "kvscope: %s: cannot write beside it (%s)\n", path, strerror(errno));
@@ -114,6 +134,13 @@ static int format_file(const char *path) {
     if (line) {
         atomic_abort(&af, out);
         return bad_marker(path, line);
+    }
+    if (keep_owner_mode(out, &st) != 0) {
+        int e = errno;
+        atomic_abort(&af, out);
+        fprintf(stderr, "kvscope: %s: cannot give the new file the old one's owner and mode (%s)\n",
+                path, strerror(e));
+        return 2;
     }
     if (atomic_commit(&af, out) == 0) return 0;
     fprintf(stderr, "kvscope: %s: cannot write (%s)\n", path, write_error_text(errno));

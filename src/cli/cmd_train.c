@@ -184,12 +184,10 @@ static int chart_possible(const TrainArgs *a) {
         return 0;
     }
     snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
-    const int fd = infile_open(script, NULL, err, sizeof err);
-    if (fd < 0) {
+    if (gnuplot_check_script(script, err, sizeof err) != 0) { /* style.gp, publish.sh too */
         if (!a->quiet) fprintf(stderr, "kvscope: note: no loss chart: %s\n", err);
         return 0;
     }
-    close(fd);
     return 1;
 }
 
@@ -366,8 +364,13 @@ static void draw_chart(const TrainArgs *a, const OutDir *od) {
     snprintf(vars, sizeof vars, "log='%s/train_log.csv'; eval='%s/eval.csv'; out='%s/loss'", od->tmp,
              od->tmp, od->tmp);
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
+    char out[4400], missing[4500];
+    snprintf(out, sizeof out, "%s/loss", od->tmp);
     if (rc) fprintf(stderr, "kvscope: note: no loss chart: gnuplot failed on %s (status %d): %s\n",
                     script, rc, msg[0] ? msg : "no message");
+    else if (!gnuplot_wrote(out, missing, sizeof missing))
+        fprintf(stderr, "kvscope: note: no loss chart: gnuplot wrote no %s/%s: %s\n", a->out,
+                strrchr(missing, '/') + 1, script);
 }
 
 /* The held-out bits per byte, the baselines and the samples, then the folder. 0, or 2. */

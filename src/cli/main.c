@@ -1,9 +1,11 @@
 /* main.c — bin/kvscope: dispatch to a subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "commands.h"
+#include "outdir.h"
 #include "version.h"
 
 static const struct {
@@ -31,7 +33,7 @@ static void usage(FILE *f) {
     fprintf(f, "\n  --help     this text\n  --version  kvscope's version\n\n%s", EXIT_STATUS_HELP);
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -49,3 +51,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "kvscope: unknown command: %s\n", argv[1]);
     return 2;
 }
+
+/* What a command printed must have reached stdout: a full disk or /dev/full is an
+ * error (exit 2, one line), not a silent exit 0 with a short file. The flush happens
+ * here, before exit() would do it without a word. */
+static int stdout_status(int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0, e = errno;
+    if (!bad && !ferror(stdout)) return rc;
+    if (rc != 2) /* a command that failed has said why already */
+        fprintf(stderr, "kvscope: cannot write (%s): stdout\n", write_error_text(e));
+    return 2;
+}
+
+int main(int argc, char **argv) { return stdout_status(dispatch(argc, argv)); }
