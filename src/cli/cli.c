@@ -137,6 +137,9 @@ static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
             return cli_fail("out of memory", "prompt");
         if (out->T == 0) return cli_fail("empty prompt", "\"\"");
     }
+    /* a model trained with a start token reads every prompt after it, once */
+    tokenizer_set_start(out->tok, cfg->bos);
+    if (tokenizer_add_start(cfg->bos, &out->prompt, &out->T)) return cli_fail("out of memory", "prompt");
     for (int i = 0; i < out->T; i++) {
         if (out->prompt[i] < cfg->V) continue;
         char what[96], id[32];
