@@ -187,6 +187,7 @@ int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out) {
     memset(out, 0, sizeof *out);
     int rc = load_config(a, cfg);
     if (rc == 0) rc = read_prompt(a, cfg, out);
+    if (rc == 0 && a->fit_prompt && out->T + steps > cfg->N) out->T = cfg->N - steps > 1 ? cfg->N - steps : 1;
     if (rc == 0) rc = check_length(cfg, out->T, steps);
     if (rc) loaded_free(out);
     return rc;
