@@ -368,6 +368,7 @@ START_TEST(test_start_label_glyphs) {
     free(a);
     free(b);
     free(c);
+    fig_release();
 }
 END_TEST
 
