@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heads.h"
 #include "outdir.h"
 #include "testutil.h"
 
@@ -187,6 +188,58 @@ START_TEST(test_heads_match_attention_csv) {
 }
 END_TEST
 
+/* induction.csv's loss on each copy against kvscope loss on the same bytes: the mean of
+ * loss.csv's full-cache losses over the first copy (positions 1 .. R−1) and the second
+ * (R .. 2R−1). Tolerance 1e-4 bits (induction.csv prints 4 decimals). */
+START_TEST(test_heads_bits_match_loss) {
+    char dir[64], hd[96], ld[96], txt[96], path[160], line[256], ids[1024];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(hd, sizeof hd, "%s/heads", dir);
+    snprintf(ld, sizeof ld, "%s/loss", dir);
+    snprintf(txt, sizeof txt, "%s/copy.txt", dir);
+    const char *heads[] = {"heads", "--prompt", TEXT, "--out", hd, "--len", "16", "--samples", "1",
+                           "--quiet", NULL};
+    run_ok(SHAPE, 8, heads);
+    ck_assert_int_eq(sequence_ids(hd, "copy16_0", ids, sizeof ids), 32);
+    char bytes[40];
+    int n = 0;
+    for (char *p = ids; *p; n++) {
+        bytes[n] = (char)strtol(p, &p, 10);
+        if (*p == ',') p++;
+    }
+    bytes[n] = '\0';
+    ck_assert_int_eq(write_text_file(txt, bytes), 0);
+    const char *loss[] = {"loss", "--text", txt, "--window", "64", "--sinks", "1", "--out", ld, "--quiet",
+                          NULL};
+    run_ok(SHAPE, 8, loss);
+    snprintf(path, sizeof path, "%s/loss.csv", ld);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    double sum[2] = {0, 0}, b, x;
+    int cnt[2] = {0, 0}, pos, id;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%d,%d,%lf,%lf", &pos, &id, &b, &x) == 4) sum[pos >= 16] += b, cnt[pos >= 16]++;
+    fclose(f);
+    ck_assert_int_eq(cnt[0], 15);
+    ck_assert_int_eq(cnt[1], 16);
+    snprintf(path, sizeof path, "%s/induction.csv", hd);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_str_eq(line, "copy_len,best_layer,best_head,best_induction,first_bits,second_bits\n");
+    int R, bl, bh;
+    double bi, first, second;
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_int_eq(sscanf(line, "%d,%d,%d,%lf,%lf,%lf", &R, &bl, &bh, &bi, &first, &second), 6);
+    fclose(f);
+    ck_assert_int_eq(R, 16);
+    ck_assert_double_eq_tol(first, sum[0] / 15, 1e-4);
+    ck_assert_double_eq_tol(second, sum[1] / 16, 1e-4);
+    ck_assert_double_eq_tol(bi, long_row(hd, bl, bh, 16), 1e-6);
+    remove_tree(dir);
+}
+END_TEST
+
 /* A model with a start token: the text and every random sequence begin with it, and
  * sink_no_start is the sink of the same weights reading the text without it (the same
  * model exported without add_bos_token, through kvscope run). */
@@ -233,6 +286,64 @@ START_TEST(test_heads_start_token) {
 }
 END_TEST
 
+/* A model whose c_attn is all zeros has q = k = 0 in every head: every score is 0 and the
+ * query at position i spreads 1/(i + 1) over its keys. Every score then has a closed
+ * form: prev_token and sink are means of 1/(i + 1), entropy of log2(i + 1), induction at
+ * copy length R the mean of 1/(i + 1) over the second copy. Tolerance 1e-6. */
+static double mean_inv(int from, int to) { /* mean of 1/(i + 1) over i = from .. to − 1 */
+    double s = 0;
+    for (int i = from; i < to; i++) s += 1.0 / (i + 1);
+    return s / (to - from);
+}
+
+START_TEST(test_heads_uniform_closed_form) {
+    Config cfg = tiny_config(2, 2, 8, 64, 256);
+    cfg.bos = _i ? 5 : -1;
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 3), 0);
+    TensorSpec specs[64];
+    const int ns = model_tensor_specs(&cfg, specs);
+    for (int k = 0; k < ns; k++)
+        if (strstr(specs[k].name, "attn.c_attn"))
+            memset(m.w.blob + specs[k].offset, 0, specs[k].numel * sizeof(float));
+    model_refresh_panels(&m);
+    int text[40];
+    const int off = cfg.bos >= 0, n = 40;
+    for (int i = 0; i < n; i++) text[i] = 'a' + i % 26;
+    if (off) text[0] = cfg.bos;
+    const int lens[2] = {8, 12};
+    const HeadsSpec sp = {.text = text, .n = n, .split = 25, .lens = lens, .nlens = 2, .S = 2, .seed = 9,
+                          .bos = cfg.bos};
+    HeadsReport r;
+    ck_assert_int_eq(heads_measure(&m, &sp, &r), 0);
+    double ent = 0;
+    for (int i = 1; i < n; i++) ent += log2(i + 1.0);
+    for (int k = 0; k < cfg.L * cfg.NH; k++) {
+        const HeadScores *h = &r.h[k];
+        ck_assert_double_eq_tol(h->prev_token, mean_inv(1, n), 1e-6);
+        ck_assert_double_eq_tol(h->prev_before, mean_inv(1, 25), 1e-6);
+        ck_assert_double_eq_tol(h->prev_after, mean_inv(25, n), 1e-6);
+        ck_assert_double_eq_tol(h->sink, mean_inv(1, n), 1e-6);
+        ck_assert_double_eq_tol(h->entropy, ent / (n - 1), 1e-5);
+        if (off) ck_assert_double_eq_tol(h->sink_no_start, mean_inv(1, n - 1), 1e-6);
+        else ck_assert(isnan(h->sink_no_start));
+        for (int li = 0; li < 2; li++) {
+            const int R = lens[li];
+            ck_assert_double_eq_tol(r.ind[(size_t)li * cfg.L * cfg.NH + k], mean_inv(off + R, off + 2 * R), 1e-6);
+        }
+        ck_assert_double_eq_tol(h->induction, mean_inv(off + 12, off + 24), 1e-6); /* the lower */
+    }
+    const int *x = r.rep; /* length 8's two sequences, then length 12's */
+    for (int li = 0; li < 2; li++)
+        for (int s = 0; s < 2; s++, x += 2 * lens[li] + off) {
+            if (off) ck_assert_int_eq(x[0], 5);
+            for (int i = 0; i < lens[li]; i++) ck_assert_int_eq(x[off + i], x[off + lens[li] + i]);
+        }
+    heads_report_free(&r);
+    model_free(&m);
+}
+END_TEST
+
 START_TEST(test_heads_bad_input) {
     char dir[64], out[96], errp[128];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
@@ -265,10 +376,14 @@ END_TEST
 
 Suite *make_heads_suite(void) {
     Suite *s = suite_create("heads");
+    TCase *u = tcase_create("closed_form");
+    tcase_add_loop_test(u, test_heads_uniform_closed_form, 0, 2); /* without, with a start token */
+    suite_add_tcase(s, u);
     TCase *t = tcase_create("scores");
     tcase_set_tags(t, "bin"); /* runs bin/kvscope: not in make test */
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_heads_match_attention_csv);
+    tcase_add_test(t, test_heads_bits_match_loss);
     tcase_add_test(t, test_heads_start_token);
     tcase_add_test(t, test_heads_bad_input);
     suite_add_tcase(s, t);
