@@ -9,7 +9,7 @@ reset
 # model (optional) names the model in the title.
 # Writes out.png (1600x900) and out.svg. By hand, from the repository root:
 #   gnuplot -e "in='data/loss/loss.csv'; means='data/loss/loss_means.csv'; out='/tmp/loss'" plots/loss.gp
-load 'plots/style.gp'
+load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in means out')
 evaluate need_columns(in, 'position full_bits sinks_bits evict_bits')
 evaluate need_columns(means, 'cache window sinks mean_bits_past_window')

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -77,9 +76,7 @@ static int check_outputs(const LossArgs *a, OutDir *od, OutDir *op, int sep) {
     if (!gnuplot_found())
         return cli_fail("the loss chart needs gnuplot, which is not on PATH; install it with",
                         GNUPLOT_INSTALL_HINT);
-    const int fd = infile_open(script, NULL, err, sizeof err);
-    if (fd < 0) return cli_fail("--scripts", err);
-    close(fd);
+    if (gnuplot_check_script(script, err, sizeof err) != 0) return cli_fail("--scripts", err);
     return 0;
 }
 
@@ -120,10 +117,15 @@ static int draw(const LossArgs *a, const OutDir *dir, const char *csv_dir) {
     snprintf(vars, sizeof vars, "in='%s/loss.csv'; means='%s/loss_means.csv'; out='%s/loss'; "
              "model='%s'", csv_dir, csv_dir, dir->tmp, gnuplot_quotable(label) ? label : "--model");
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
-    if (rc == 0) return 0;
-    char line[4900];
-    snprintf(line, sizeof line, "%s: gnuplot failed on %s (status %d): %s", dir->option, script, rc,
-             msg[0] ? msg : "no message");
+    char line[9200], out[4400], missing[4500];
+    snprintf(out, sizeof out, "%s/loss", dir->tmp);
+    if (rc == 0 && gnuplot_wrote(out, missing, sizeof missing)) return 0;
+    if (rc == 0) /* the script ran but drew nothing (an empty one does) */
+        snprintf(line, sizeof line, "%s: gnuplot wrote no %s (does the script draw a chart?): %s",
+                 dir->option, missing, script);
+    else
+        snprintf(line, sizeof line, "%s: gnuplot failed on %s (status %d): %s", dir->option, script,
+                 rc, msg[0] ? msg : "no message");
     cli_outdir_error(dir, line);
     return 2;
 }
