@@ -266,18 +266,22 @@ typedef struct {
 } QkvDraw;
 
 /* Q | Kᵀ | V in a row. Tokens and channels have their own cell sizes (as in the step
- * figure), chosen so that the three panels are about square: no empty canvas. */
+ * figure): the token axis takes the height free between the titles and the colour bar
+ * (Q and V run down it, Kᵀ across), the channels share what width is left, so the three
+ * panels fill the canvas instead of a third of it. */
+#define QKV_TOP 134
+#define QKV_FREE_H (HEATFIG_H - QKV_TOP - 150) /* above the ticks, caption and colour bar */
 static void qkv_layout(QkvDraw *d) {
     const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 50, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
-    d->ut = clampi(560 / T, 1, 40);
-    d->uc = clampi(T * d->ut / hs, 1, 16);
-    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) {
-        if (d->uc > 1) d->uc--;
-        if (2 * hs * d->uc + T * d->ut > aw && d->ut > 1) d->ut--;
+    d->ut = clampi(QKV_FREE_H / T, 1, 40);
+    d->uc = clampi(imin((aw - T * d->ut) / (2 * hs), QKV_FREE_H / hs), 1, 40);
+    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) { /* very long T */
+        if (d->ut > 1) d->ut--;
+        if (2 * hs * d->uc + T * d->ut > aw && d->uc > 1) d->uc--;
     }
     const int w = 2 * LAB + 2 * hs * d->uc + T * d->ut + 2 * G;
     d->W = HEATFIG_W;
-    const int x0 = (HEATFIG_W - w) / 2, top = 134;
+    const int x0 = (HEATFIG_W - w) / 2, top = QKV_TOP;
     d->xq = x0 + LAB, d->yq = top;
     d->xk = d->xq + hs * d->uc + G, d->yk = top;
     d->xv = d->xk + T * d->ut + G + LAB, d->yv = top;

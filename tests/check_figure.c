@@ -343,6 +343,39 @@ START_TEST(test_cli_too_long) {
 }
 END_TEST
 
+/* ---- Q, Kᵀ and V: the panels fill the canvas ---- */
+
+/* Lesson 1's shape (15 tokens, hs = 32) once left the lower third of the canvas empty:
+ * the token axis must take most of the height, and every panel stay on the canvas. */
+START_TEST(test_qkv_fills) {
+    char dir[64], png[128], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    enum { T = 15, HS = 32 };
+    TokenTexts t;
+    set_text(&t, "abcdefghijklmno");
+    static float q[T * HS], k[T * HS], v[T * HS];
+    for (int i = 0; i < T * HS; i++) q[i] = k[i] = v[i] = (float)(i % 7) - 3.0f;
+    HfQkv f = {{&t, 0, 0, 0, T}, T, HS, q, k, v, HS, 3.0f};
+    snprintf(png, sizeof png, "%s/qkv.png", dir);
+    ck_assert_int_eq(heatfig_qkv(&f, png, NULL, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    int g[4], gv[2];
+    grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
+    grid_of(p.desc, "grid_v=", gv, 2);
+    ck_assert_msg(T * g[3] >= 6 * p.h / 10, "Q is %d px of a %d px canvas", T * g[3], p.h);
+    ck_assert_int_le(gv[0] + HS * g[2], p.w - 20);
+    ck_assert_int_le(g[1] + T * g[3], p.h - 150); /* above the colour bar */
+    for (int r = 0; r < T; r += 7) /* cells where the grid says */
+        ck_assert_rgb_is(pix(&p, g[0] + 5 * g[2] + 1, g[1] + r * g[3] + 1),
+                         colormap_diverging(q[r * HS + 5], 3.0f));
+    free(p.px);
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
@@ -350,6 +383,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_labels_bytes);
     tcase_add_test(tc, test_square_cells);
     tcase_add_test(tc, test_step_cells);
+    tcase_add_test(tc, test_qkv_fills);
     suite_add_tcase(s, tc);
     tc = tcase_create("figure_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
