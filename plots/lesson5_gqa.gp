@@ -6,18 +6,19 @@ reset
 # GPU's memory; LLaMA-2-7B, the same shape as Llama-3-8B with all 32 heads keeping K
 # and V, for comparison. Arithmetic, not a run: bytes = 2 · L · kv_heads · hs · tokens ·
 # 2 bytes, with the published configs (kvscope kvmem's presets, sources in src/kvmem.h).
-# Reads kvmem.csv from `kvscope kvmem --out DIR --lengths 1` (one row: bytes per token,
-# columns llama-2-7b, llama-3-8b, mistral-7b, qwen2-7b).
+# Reads kvmem.csv from `kvscope kvmem --out DIR` (columns tokens, llama-2-7b,
+# llama-3-8b, mistral-7b, qwen2-7b: bytes at each length, from which bytes per token).
 # By hand, from the repository root:
-#   bin/kvscope kvmem --out /tmp/gqa --lengths 1
+#   bin/kvscope kvmem --out /tmp/gqa
 #   gnuplot -e "in='/tmp/gqa/kvmem.csv'; out='/tmp/gqa_fig'" plots/lesson5_gqa.gp
 load 'plots/style.gp'
 evaluate need_vars('in out')
 evaluate need_columns(in, 'tokens llama-2-7b llama-3-8b mistral-7b qwen2-7b')
 
-per(name) = real(system(sprintf("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } NR == 2 { print $c[\"%s\"] }' '%s'", name, in)))
+# bytes per token of a model: its bytes over the tokens at the first length above 0
+per(name) = real(system(sprintf("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $1 > 0 && $c[\"%s\"] != \"\" { print $c[\"%s\"] / $1; exit }' '%s'", name, name, in)))
 p_l2 = per('llama-2-7b'); p_l3 = per('llama-3-8b'); p_mi = per('mistral-7b'); p_qw = per('qwen2-7b')
-if (p_l2 <= 0 || p_l3 <= 0 || p_mi <= 0 || p_qw <= 0) { exit error sprintf('%s: a model has no bytes per token (run kvmem with --lengths 1)', in) }
+if (p_l2 <= 0 || p_l3 <= 0 || p_mi <= 0 || p_qw <= 0) { exit error sprintf('%s: a model has no bytes per token (no length above 0)', in) }
 GPU = 80e9                      # bytes of an 80 GB GPU (A100 / H100 80 GB)
 GiB = 1024.0 ** 3
 kib(b) = sprintf('%.0f KiB', b / 1024)
