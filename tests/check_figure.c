@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colormap.h"
 #include "figure.h"
@@ -376,6 +377,68 @@ START_TEST(test_qkv_fills) {
 }
 END_TEST
 
+/* ---- the slide deck (plots/slides.sh) ---- */
+
+/* Runs cmd in a shell; its output (stdout and stderr) into out. The exit status. */
+static int shell_out(const char *cmd, char *out, size_t n) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = '\0';
+    return pclose(p);
+}
+
+/* Two lessons link three figures (one twice): the deck has a 16:9 page per figure, in
+ * lesson order, with each title and the first sentence of each caption; a link to a
+ * missing figure is refused, naming it, and leaves no deck. */
+START_TEST(test_slides_deck) {
+    char dir[64], cwd[512], cmd[2048], out[8192], path[256];
+    if (system("command -v rsvg-convert > /dev/null 2>&1 && command -v pdfinfo > /dev/null 2>&1 && "
+               "command -v pdftotext > /dev/null 2>&1") != 0) {
+        TEST_SKIPPED("rsvg-convert or poppler-utils not installed");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/lessons %s/plots/lesson1 %s/plots/lesson2", dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    static const char *const svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1600\" height=\"900\">"
+                                   "<rect width=\"1600\" height=\"900\" fill=\"#0072B2\"/></svg>\n";
+    static const char *const fig[3] = {"plots/lesson1/a", "plots/lesson1/b", "plots/lesson2/c"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s.svg", dir, fig[i]);
+        ck_assert_int_eq(write_text_file(path, svg), 0);
+        snprintf(path, sizeof path, "%s/%s.png", dir, fig[i]);
+        ck_assert_int_eq(write_text_file(path, "not read: the SVG is"), 0);
+    }
+    snprintf(path, sizeof path, "%s/lessons/lesson1.md", dir);
+    ck_assert_int_eq(write_text_file(path, "# One\n\n![Alpha (first)](../plots/lesson1/a.png)\n\n"
+                                           "*Look at alpha. Not this.*\n\ntext\n\n"
+                                           "![Beta](../plots/lesson1/b.png)\n\n*Beta & <co>.*\n\n"
+                                           "![Alpha again](../plots/lesson1/a.png)\n"), 0);
+    snprintf(path, sizeof path, "%s/lessons/lesson2.md", dir);
+    ck_assert_int_eq(write_text_file(path, "![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last.*\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/plots/slides.sh deck.pdf 2>&1 && pdfinfo deck.pdf && "
+                              "pdftotext -layout deck.pdf -", dir, cwd);
+    ck_assert_msg(shell_out(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "Pages:           3\n"), "%s", out);
+    ck_assert_msg(strstr(out, "Page size:       720 x 405 pts"), "%s", out); /* 16:9 */
+    const char *a = strstr(out, "Alpha (first)"), *b = strstr(out, "Beta"), *c = strstr(out, "Gamma");
+    ck_assert_msg(a && b && c && a < b && b < c, "pages out of order: %s", out);
+    ck_assert_msg(strstr(out, "Look at alpha.") && !strstr(out, "Not this"), "%s", out);
+    ck_assert_msg(strstr(out, "Beta & <co>.") && strstr(out, "lesson 2"), "%s", out);
+    /* a link to a figure that is not there */
+    snprintf(path, sizeof path, "%s/lessons/lesson3.md", dir);
+    ck_assert_int_eq(write_text_file(path, "![Gone](../plots/lesson3/gone.png)\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && rm -f deck.pdf && sh %s/plots/slides.sh deck.pdf 2>&1", dir, cwd);
+    ck_assert_int_ne(shell_out(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "plots/lesson3/gone.png"), "%s", out);
+    snprintf(path, sizeof path, "%s/deck.pdf", dir);
+    ck_assert_ptr_null(read_file(path, NULL));
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
@@ -384,6 +447,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_square_cells);
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_qkv_fills);
+    tcase_add_test(tc, test_slides_deck);
     suite_add_tcase(s, tc);
     tc = tcase_create("figure_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
