@@ -87,6 +87,8 @@ int roofline_sweep(Model *m, const int *tokens, int T, int steps, int b_max, Roo
     int *seqs = malloc((size_t)b_max * sizeof *seqs), *toks = malloc((size_t)b_max * sizeof *toks);
     double *times = malloc((size_t)steps * sizeof *times);
     int rc = lg && lgp && seqs && toks && times ? 0 : -1;
+    RoofPoint warm; /* one untimed B = 1 first: the first run pays for cold caches and pages */
+    if (rc == 0) rc = one_size(m, tokens, T, steps, 1, lg, lgp, seqs, toks, times, &warm);
     for (int i = 0; i < ns && rc == 0; i++)
         if ((rc = one_size(m, tokens, T, steps, sizes[i], lg, lgp, seqs, toks, times, &pts[i])) == 0)
             *n = i + 1;
