@@ -5,8 +5,9 @@
 # italic caption under the figure in the lesson).
 #   sh plots/slides.sh plots/slides.pdf       (what `make slides` runs)
 # The figures are those the lessons link now (lessons/lessonN.md, ![title](../plots/….png)),
-# so a lesson that gains or loses a figure changes the deck without a list to keep. A
-# linked figure without its SVG is a page with its PNG. Needs rsvg-convert (librsvg2-bin).
+# so a lesson that gains or loses a figure changes the deck without a list to keep (an
+# animation, a .gif, has no page). A linked figure without its SVG is a page with its PNG.
+# Needs rsvg-convert (librsvg2-bin).
 # A page of the deck is a page of a PDF: LaTeX takes it with
 #   \includegraphics[page=N]{plots/slides.pdf}
 # and PowerPoint or Keynote take the figure's SVG (plots/lessonN/NAME.svg) or a page
@@ -26,7 +27,7 @@ for md in $(ls lessons/lesson[0-9]*.md 2> /dev/null | sort -V); do
     n=${md#lessons/lesson}; n=${n%.md}
     awk -v n="$n" '
     function flush() { if (file != "") { print n "\t" file "\t" title "\t" cap; file = "" } }
-    /^!\[[^]]*\]\(\.\.\/plots\/[^)]*\.(png|gif)\)/ {
+    /^!\[[^]]*\]\(\.\.\/plots\/[^)]*\.png\)/ {
         flush()
         k = index($0, "](../")
         title = substr($0, 3, k - 3)
