@@ -439,6 +439,27 @@ START_TEST(test_slides_deck) {
 }
 END_TEST
 
+/* lessons/render.sh: {{optional PATH}} is the file when it exists and nothing when it
+ * does not, where {{include PATH}} stops the render. */
+START_TEST(test_render_optional) {
+    char dir[64], cwd[512], cmd[1024], out[4096], path[256];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(path, sizeof path, "%s/part.md", dir);
+    ck_assert_int_eq(write_text_file(path, "| a | b |\n|---|---|\n"), 0);
+    snprintf(path, sizeof path, "%s/l.md.in", dir);
+    ck_assert_int_eq(write_text_file(path, "top\n{{optional part.md}}\nmid\n{{optional gone.md}}\nend\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/lessons/render.sh l.md.in l.md 2>&1 && cat l.md", dir, cwd);
+    ck_assert_msg(shell_out(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_str_eq(out, "top\n| a | b |\n|---|---|\nmid\n\nend\n");
+    ck_assert_int_eq(write_text_file(path, "{{include gone.md}}\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/lessons/render.sh l.md.in l2.md 2>&1", dir, cwd);
+    ck_assert_int_ne(shell_out(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "cannot read gone.md"), "%s", out);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
@@ -448,6 +469,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_qkv_fills);
     tcase_add_test(tc, test_slides_deck);
+    tcase_add_test(tc, test_render_optional);
     suite_add_tcase(s, tc);
     tc = tcase_create("figure_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
