@@ -78,7 +78,8 @@ static const Command BATCH = {
     "Run several prompts alone, then decode them together one token per sequence per\n"
     "step, and compare every sequence's logits with its run alone. Writes into --out:\n"
     "diff.csv, summary.csv, prefix.csv, timing.csv (measured), and padding.csv (padded\n"
-    "cache) or memory.csv, memory.md, blocks.csv, blocks.png (--paged).\n",
+    "cache) or memory.csv, memory.md, waste.csv, blocks.csv, blocks.png (--paged).\n"
+    "With --roofline B, only the batch-size sweep: roofline.csv.\n",
     BATCH_OPTIONS, NULL,
 };
 
