@@ -10,6 +10,7 @@
 #   make model       train the shipped model from scratch into data/model/, then make heads
 #                    (lessons/model.mk; `make lessons` uses the committed one, never retrains)
 #   make heads       what the trained model's heads do: data/heads/, plots/heads/
+#   make slides      plots/slides.pdf: every lesson's figures, one per 16:9 page (plots/slides.mk)
 #   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
 #   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
 #   make clean
@@ -80,7 +81,7 @@ TEST_BIN := $(B)/check_kvscope
 all: $(BIN)
 
 # Set-up targets install what they need first; every compile then waits for it.
-SETUP_GOALS := check% test lesson% timing% charts% bench% model% heads corpus
+SETUP_GOALS := check% test lesson% timing% charts% bench% model% heads corpus slides
 ifneq ($(filter $(SETUP_GOALS),$(MAKECMDGOALS)),)
 NEED_DEPS := deps
 endif

@@ -17,6 +17,11 @@ trap 'rm -f "$tmp"' EXIT
     echo "Heatmaps are drawn by \`kvscope run\` itself; charts by the gnuplot scripts in this folder."
     echo "Each lesson's run is also an explorer page (\`kvscope run --html\`): one HTML file that opens"
     echo "offline in a browser, to step through prefill and decode and hover any cell."
+    echo
+    echo "**For slides:** [slides.pdf](slides.pdf) (\`make slides\`) has every figure the lessons link, in"
+    echo "lesson order, one per 16:9 page with its title and a one-line caption. LaTeX takes a page as"
+    echo "\`\\includegraphics[page=N]{plots/slides.pdf}\`; PowerPoint and Keynote take a figure's SVG below"
+    echo "(Insert → Picture) or a page as an image: \`pdftocairo -png -r 200 -f N -l N plots/slides.pdf page\`."
     for d in $(ls -d plots/lesson* 2>/dev/null | sort -V) plots/measured; do
         [ -d "$d" ] || continue
         n=${d#plots/lesson}

@@ -62,7 +62,18 @@ awk -v V="$V" '/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); h = $6 " " $7; 
 
 chart kv_memory "$P/kv_memory" -e "in='$D/run/kv_memory.csv'"
 figure kv_memory.png "KV bytes of the built-in model while it generates: the used bytes lie on the formula's line, the reservation jumps at every doubling"
-chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'"
+# The cache as a tensor, with this run's numbers after its last step: tokens held and
+# positions reserved (kv_memory.csv), the model's L, NH, hs; float32, 4 bytes.
+set -- $(awk -F, -v per="$(value "$V" per_token_b)" "$AWKLIB"'FNR == 1 { header(); next }
+    { t = col("tokens"); r = col("kv_reserved_bytes") } END { printf "%d %d\n", t, r / per }' "$D/run/kv_memory.csv")
+chart lesson5_cache_tensor "$P/cache_tensor" -e "L=$(value "$V" L); NH=$(value "$V" NH); hs=$(value "$V" hs); T=$1; cap=$2; eb=4"
+figure cache_tensor.png "The cache as a tensor, layer by layer: K and V, a row per head, a column per position; one decode step writes one column (orange) in every head of K and V — the layout every memory formula counts"
+# the models with all heads keeping K and V; the GQA ones have their own figure (gqa.png)
+chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'; only='gpt2 gpt2-medium gpt2-large gpt2-xl llama-2-7b'"
+# Grouped-query attention: the GQA presets' bytes per token (the same kvmem.csv), drawn
+# against the tokens a batch holds.
+chart lesson5_gqa "$P/gqa" -e "in='$D/kvmem/kvmem.csv'"
+figure gqa.png "Grouped-query attention: several query heads read one K/V head (left), so Llama-3-8B, Mistral-7B and Qwen2-7B keep 4 to 9 times fewer bytes per token than a 7B model with all heads (right; arithmetic from their configs): look where each line crosses the 80 GB line"
 figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads"
 
 lesson_end 5

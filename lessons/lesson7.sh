@@ -108,6 +108,16 @@ chart lesson7_nomask "$P/nomask" -e "in='$D/nomask/diff.csv'; ok='$D/mask/diff.c
 chart lesson7_memory "$P/memory" -e "in='$D/paged/memory.csv'; pre='$(value "$D/paged/summary.csv" used_pct_prealloc)'; dbl='$(value "$D/paged/summary.csv" used_pct_doubling)'; pag='$(value "$D/paged/summary.csv" used_pct_paged)'; bs='$(value "$D/paged/summary.csv" block_size)'"
 chart lesson7_blocks "$P/blocks" -e "in='$D/paged/blocks.csv'; bs=$(value "$D/paged/summary.csv" block_size); n=$(value "$D/paged/summary.csv" sequences); step=$(value "$D/paged/summary.csv" table_step)"
 chart lesson7_prefix "$P/prefix" -e "in='$D/paged/prefix.csv'"
+# Where each way's memory goes over the run (waste.csv), and the block tables of the
+# prefix pair drawn with sharing and copy on write.
+S7="$D/paged/summary.csv"
+chart lesson7_waste "$P/waste" -e "in='$D/paged/waste.csv'; first=$(($(value "$S7" prefix_first) + 1)); second=$(($(value "$S7" prefix_second) + 1)); prefix=$(value "$S7" prefix_tokens); more=$(value "$S7" prefix_new_tokens); bs=$(value "$S7" block_size)"
+awk -F, "$AWKLIB"'
+FNR == 1 { header()
+    print "| strategy | holds tokens | reserved for tokens to come | internal fragmentation | external fragmentation |"
+    print "|---|---:|---:|---:|---:|"; next }
+{ printf "| %s | %.1f %% | %.1f %% | %.1f %% | %.1f %% |\n", col("strategy"), col("pct_tokens"), col("pct_reservation"),
+         col("pct_internal"), col("pct_external") }' "$D/paged/waste.csv" > "$D/waste.md"
 
 T=$(printf '\t')
 cat > "$D/figures.tsv" <<TSV
@@ -115,6 +125,7 @@ padding.png${T}Padded batch: the shaded gap between the stacked tensor and the b
 nomask.png${T}Padding without an attention mask (the article's pad_kv_cache): every padded prompt's log-probabilities move, the unpadded one and every masked run stay at 0
 memory.png${T}Three ways of reserving KV memory for one batch: paging follows the bytes holding tokens most closely (left), and holds tokens in the largest share of what it reserves (right)
 blocks.png${T}The paged cache's block pool at one step: blocks of one prompt need not be neighbours, and a finished prompt's blocks go back to the pool
+waste.png${T}Where a serving cache's memory goes on these prompts (left: tokens, reservation, internal and external fragmentation per way of reserving), and the block table that would let prompt 3 share prompt 1's full blocks and copy the partial one on write (right)
 prefix.png${T}Prefix reuse: the second turn skips the prefix tokens' share of its prefill, because their K and V are already cached
 TSV
 

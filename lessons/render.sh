@@ -7,6 +7,8 @@
 #   {{include PATH}}      the whole file (a generated markdown table, a code listing);
 #                         on an indented line, every included line gets that indentation
 #   {{value PATH KEY}}    the value of KEY in PATH, a CSV file with header "key,value"
+#   {{optional PATH}}     the whole file if it exists, else nothing: a section that only a
+#                         measurement writes (data/measured/, `make timing`)
 # A missing file or key stops the render with an error naming it, so a lesson can
 # never show a number the tool did not produce. The output is written atomically.
 set -eu
@@ -46,6 +48,7 @@ function include(path, indent,    line, s, ok) {
         n = split(d, a, " ")
         if (a[1] == "include" && n == 2) res = res include(a[2], indent)
         else if (a[1] == "value" && n == 3) res = res value(a[2], a[3])
+        else if (a[1] == "optional" && n == 2) res = res ((getline probe < a[2]) > 0 ? (close(a[2]) < 0 ? "" : include(a[2], indent)) : "")
         else fail("unknown directive {{" d "}}")
     }
     print res line

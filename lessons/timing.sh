@@ -6,30 +6,62 @@
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
-# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt
-# and plots/measured/{decode_time,kv_memory_rss}.{png,svg}.
+# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt,
+# the roofline (roofline.csv, roof.csv, roofline.md: BENCH, the tests/bench binary that
+# `make timing` builds, measures the machine's FMA peak and read bandwidth) and
+# plots/measured/{decode_time,kv_memory_rss,roofline}.{png,svg}.
 set -eu
 . lessons/lib.sh
 KV=$1
 [ -x "$KV" ] || { echo "timing: no kvscope binary at $KV (run make first)" >&2; exit 2; }
 OUT=data/measured
 MODEL_NOTE="the built-in model: L = 1, C = 768, V = 256, one thread"
+BENCH=${BENCH:-build/release/bench_kvscope}
+GPT2_ARGS="--layers 12 --vocab 50257"
 
-# The two charts, from the measured CSVs in folder $1 into folder $2.
+# The charts, from the measured CSVs in folder $1 into folder $2.
 charts() {
     mkdir -p "$2"
     gnuplot -e "in='$1/decode_time.csv'; model='$MODEL_NOTE'; machine='$(cat "$1/machine.txt")'; out='$2/decode_time'" plots/time.gp
     gnuplot -e "in='$1/rss.csv'; rss='$1/rss.csv'; out='$2/kv_memory_rss'" plots/kv_memory.gp
+    # measurements from before the roofline have none: the other charts still redraw
+    [ -f "$1/roofline.csv" ] || return 0
+    gnuplot -e "in='$1/roofline.csv'; peak=$(value "$1/roof.csv" peak_gflops); bw=$(value "$1/roof.csv" read_gbs); machine='$(cat "$1/machine.txt")'; out='$2/roofline'" plots/lesson4_roofline.gp
 }
-# The gallery's captions of the two charts, into folder $1.
+# The gallery's captions of the charts, into folder $1.
 captions() {
     printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache: the gap between the lines is the speed-up, far below the FLOP ratio (median, min–max bars) — lesson 4" \
     kv_memory_rss.png "The process's measured RSS grows with the cache's used bytes, not with its reserved ones, over 1000 decode steps — lesson 5" > "$1/figures.tsv"
+    [ -f "$1/roofline.csv" ] || return 0
+    printf '%s\t%s\n' roofline.png "A decode step of GPT-2 small's shapes on this machine's roofline: FLOPs per byte grow with the batch size, and below the ridge the step is bound by memory; time to first token and per output token beside it — lesson 4" >> "$1/figures.tsv"
+}
+# Lesson 4's section on the roofline ({{optional}}: only a measurement writes it).
+roofline_section() {
+    peak=$(value "$1/roof.csv" peak_gflops) bw=$(value "$1/roof.csv" read_gbs)
+    {
+        echo "![A decode step on this machine's roofline](../plots/measured/roofline.png)"
+        echo
+        echo "*Look where the points leave the slanted roof: below the ridge (the FMA peak over the"
+        echo "read bandwidth, $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') FLOPs per byte here) a decode step is bound by memory, and a bigger"
+        echo "batch does more work for the same bytes; above it, by arithmetic. Right: the time to first"
+        echo "token of the batch grows with B, the time per output token much less.*"
+        echo "([SVG](../plots/measured/roofline.svg))"
+        echo
+        echo "| batch B | FLOPs per decode step | bytes read | FLOPs per byte | reached | time per output token | time to first token |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|"
+        awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+            { printf "| %d | %s | %s | %.1f | %.1f GFLOP/s | %.1f ms | %.0f ms |\n", col("B"), digits(col("flops_step")),
+                     bytes(col("bytes_step")), col("flops_per_byte"), col("gflops_s"), 1e3 * col("step_s"), 1e3 * col("ttft_s") }' "$1/roofline.csv"
+        echo
+        echo "The roof: $peak GFLOP/s (the FMA peak, \`bench_kvscope peak\`) and $bw GB/s (reading"
+        echo "384 MiB, \`bench_kvscope triad\`), both measured here on one thread, like the steps."
+    } > "$1/roofline.md"
 }
 if [ "${2:-}" = charts ]; then
     rm -rf plots/measured.tmp
     charts "$OUT" plots/measured.tmp
     captions "$OUT"
+    if [ -f "$OUT/roofline.csv" ]; then roofline_section "$OUT"; "$KV" format "$OUT/roofline.md"; fi
     rm -rf plots/measured
     mv plots/measured.tmp plots/measured
     lesson_end 4
@@ -66,6 +98,7 @@ tables() {
     T == 1 || T == 256 || T == 512 || T == 1001 { printf "| %d | %s | %s | %s |\n", T, bytes(k), bytes(col("kv_reserved_bytes")), bytes(rss) }
     FNR == 2 { r0 = rss; k0 = k }
     END { printf "rss_growth,%s\nkv_growth,%s\n", bytes(rss - r0), bytes(k - k0) >> out }' "$1/rss.csv" > "$1/rss.md"
+    if [ -f "$1/roofline.csv" ]; then roofline_section "$1"; fi
     "$KV" format "$1"/*.md "$1/values.csv"
 }
 
@@ -102,7 +135,6 @@ rm -f "$W/cache" "$W/recompute"
 # 50257-token vocabulary: 0.5 GB of float32 weights, more than any cache) with float32,
 # fp16 and bf16 weights, REPEAT fresh runs each, the three interleaved; per run the median
 # of its 8 steps, then the median (min–max) over the runs.
-GPT2_ARGS="--layers 12 --vocab 50257"
 for w in fp32 fp16 bf16; do : > "$W/w_$w"; done
 i=0
 while [ $i -lt $REPEAT ]; do
@@ -121,6 +153,21 @@ for w in fp32 fp16 bf16; do
     echo "$w,$b,$(median_min_max < "$W/w_$w")" >> "$W/weights_time.csv"
     rm -f "$W/w_$w"
 done
+
+# The roofline: GPT-2 small's shapes decoded in batches of B = 1 .. 64 (kvscope batch
+# --roofline: counted FLOPs and bytes, measured times), under this machine's FMA peak
+# and read bandwidth (tests/bench, one thread, the best vector level it has).
+if [ -x "$BENCH" ]; then
+    "$KV" batch $GPT2_ARGS --roofline 64 --steps 8 --out "$W/roofline" --quiet > /dev/null
+    mv "$W/roofline/roofline.csv" "$W/roofline.csv"
+    rm -rf "$W/roofline"
+    { "$BENCH" peak; "$BENCH" triad; } | awk -F, '
+        $1 ~ /^peak_[a-z0-9]+_gflops$/ && $2 > peak { peak = $2 }
+        $1 == "read_gbs" { bw = $2 }
+        END { if (!peak || !bw) exit 1; printf "key,value\npeak_gflops,%.1f\nread_gbs,%.2f\n", peak, bw }' > "$W/roof.csv"
+else
+    echo "timing: no $BENCH (make $BENCH): the roofline is not measured" >&2
+fi
 
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet

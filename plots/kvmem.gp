@@ -8,14 +8,17 @@ reset
 # bytes per model; a cell is empty past the model's context).
 # By hand:
 #     gnuplot -e "in='data/kvmem/kvmem.csv'; out='plots/kvmem_models'" plots/kvmem.gp
-# Optional: dtype='fp16' (the --dtype of the sweep, shown in the title and the axis).
+# Optional: dtype='fp16' (the --dtype of the sweep, shown in the title and the axis);
+# only='gpt2 llama-2-7b' (the model columns to draw; default: every column).
 load 'plots/style.gp'
 evaluate need_vars('in out')
 evaluate need_columns(in, 'tokens')
 if (!exists('dtype')) dtype = 'fp16'
+if (!exists('only')) only = ''
 
 names = system(sprintf("head -n 1 '%s' | tr -d '\r' | tr ',' ' '", in))
 ncols = words(names)
+keep(i) = only eq '' || strstrt(' ' . only . ' ', ' ' . word(names, i) . ' ') > 0
 if (ncols < 2) { exit error sprintf("%s has no model column after 'tokens'", in) }
 stats in using 'tokens' nooutput
 Tmax = STATS_max
@@ -41,13 +44,15 @@ do for [fmt in FORMATS] {
     set format y '%.2f'
     set key top left Left reverse
     if (dtype eq 'fp16' && Tmax >= 2048) {
-        set label 1 "the article: 32 MiB\n(one head of 32)" at 2048, 0.32 center font ',20' textcolor rgb '#333333'
-        set arrow 1 from 2048, 0.24 to 2048, 33554432 / GiB + 0.02 linecolor rgb '#333333' linewidth 2 size screen 0.01,25
+        # the label right of the arrow, the arrow from its left end down to the point
+        set label 1 "the article: 32 MiB (one head of 32)" at 2048 + 260, 0.30 left font ',20' textcolor rgb '#333333'
+        set arrow 1 from 2048 + 240, 0.30 to 2048 + 30, 33554432 / GiB + 0.03 linecolor rgb '#333333' linewidth 2 size screen 0.01,25
         if (strstrt(names, 'llama-2-7b') > 0) {
             set label 2 "← 1 GiB at 2048 tokens (all 32 heads)" at 2048 + 70, 0.97 left font ',20' textcolor rgb '#333333'
         }
     }
-    plot for [i = 2 : ncols] in using 'tokens':(column(i) / GiB) with linespoints ls (i - 1) pointinterval 2 title sprintf('%s: %s at %d tokens', word(names, i), human(top_b[i]), top_t[i]), \
+    plot for [i = 2 : ncols] in using 'tokens':(keep(i) ? column(i) / GiB : NaN) with linespoints ls (i - 1) pointinterval 2 \
+            title (keep(i) ? sprintf('%s: %s at %d tokens', word(names, i), human(top_b[i]), top_t[i]) : ''), \
          (dtype eq 'fp16' && Tmax >= 2048 ? '+' : NaN) using (2048):(33554432 / GiB) every ::0::0 with points ls 7 pointsize 2.2 notitle
     set output
 }

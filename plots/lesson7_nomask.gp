@@ -14,7 +14,7 @@ evaluate need_vars('in ok n out')
 evaluate need_columns(in, 'step seq max_abs_dlogprob')
 evaluate need_columns(ok, 'step seq max_abs_dlogprob')
 if (!exists('longest')) longest = 0
-name(b) = b + 1 == longest ? sprintf('prompt %d, no mask: no padding, so 0', b + 1) : sprintf('prompt %d, no mask', b + 1)
+name(b) = b + 1 == longest ? sprintf('prompt %d: unpadded, 0', b + 1) : sprintf('prompt %d, no mask', b + 1)
 array pt[6] = [5, 9, 13, 11, 7, 15]
 
 do for [fmt in FORMATS] {
@@ -24,8 +24,10 @@ do for [fmt in FORMATS] {
     set ylabel 'max |Δ log p| vs the sequence alone (nats)'
     set xrange [-0.5:*]
     set yrange [-0.8:*]
-    set key top right Left reverse
-    plot ok using 'step':'max_abs_dlogprob' with lines lc rgb '#bbbbbb' lw 10 title 'every prompt, with the mask: 0', \
+    # the legend right of the plot, never over a point
+    set rmargin at screen 0.72
+    set key at screen 0.73, graph 1 left top Left reverse font ',18' spacing 1.3
+    plot ok using 'step':'max_abs_dlogprob' with lines lc rgb '#bbbbbb' lw 10 title 'with the mask: all 0', \
          for [b=0:n-1] in using 'step':(column('seq') == b ? column('max_abs_dlogprob') : 1/0) \
             with points ls (b + 2) pointtype (b + 1 == longest ? 6 : pt[b % 6 + 1]) pointsize (b + 1 == longest ? 1.6 : 1.8) title name(b)
     set output

@@ -97,14 +97,17 @@ int batch_files_open(BatchFiles *f, const OutDir *o, BatchMode mode, char *err, 
                                   "bytes_stacked,bytes_padding,padding_pct", err, errsize);
     if (!f->memory) return -1;
     if (paged && (!(f->blocks = open_with(o, "blocks.csv", "block,seq,logical,tokens", err, errsize)) ||
-                  !(f->memory_md = open_with(o, "memory.md", NULL, err, errsize))))
+                  !(f->memory_md = open_with(o, "memory.md", NULL, err, errsize)) ||
+                  !(f->waste = open_with(o, "waste.csv", "strategy,bytes_tokens,bytes_reservation,"
+                                         "bytes_internal,bytes_external,pct_tokens,pct_reservation,"
+                                         "pct_internal,pct_external", err, errsize))))
         return -1;
     return 0;
 }
 
 int batch_files_close(BatchFiles *f) {
     FILE **all[] = {&f->diff, &f->summary, &f->prefix, &f->timing, &f->memory, &f->blocks,
-                    &f->memory_md};
+                    &f->memory_md, &f->waste};
     int bad = 0, e = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (*all[i] && file_close(*all[i]) != 0 && !bad) bad = 1, e = errno;
@@ -124,6 +127,8 @@ typedef struct {
     int *seqs, *toks; /* (B) the rows of a step: sequence and token */
     float **lgp;      /* (B) their logits, in r->lg */
     size_t bpt;       /* bytes per token: 2·L·C floats */
+    KvArena arena[2]; /* paged runs: where preallocation and doubling would put each
+                         sequence in one contiguous arena (kvwaste.h) */
 } Batch;
 
 static void batch_free(Batch *k) {
@@ -132,6 +137,8 @@ static void batch_free(Batch *k) {
     free(k->seqs);
     free(k->toks);
     free(k->lgp);
+    kvarena_free(&k->arena[0]);
+    kvarena_free(&k->arena[1]);
 }
 
 static int batch_init(Batch *k, const Model *m, const BatchRun *r, BatchMode mode, int block_size) {
@@ -150,6 +157,8 @@ static int batch_init(Batch *k, const Model *m, const BatchRun *r, BatchMode mod
     k->toks = malloc((size_t)B * sizeof *k->toks);
     k->lgp = malloc((size_t)B * sizeof *k->lgp);
     if (!k->seqs || !k->toks || !k->lgp) return -1;
+    if (mode == BATCH_PAGED && (kvarena_init(&k->arena[0], B) || kvarena_init(&k->arena[1], B)))
+        return -1;
     return mode == BATCH_PAGED ? paged_init(&k->pc, cfg->L, NH, hs, block_size, pool, B, maxlen)
                                : padded_init(&k->pb, cfg->L, NH, hs, B, maxT + r->S,
                                              mode == BATCH_MASKED);
@@ -238,6 +247,26 @@ static int write_table(const PagedCache *pc, BatchFiles *f, char *err, size_t er
     return blocks_png_write(png, pc, err, errsize);
 }
 
+/* Step s's memory split three ways (kvwaste.h), in token slots: preallocating the
+ * context N, doubling (the reservation of the sequence's run alone), paging (its blocks).
+ * Preallocation and doubling place each sequence in a contiguous arena; paging has no
+ * external fragmentation. */
+static void account_waste(Batch *k, const BatchRun *r, int s, int R, int N, KvWaste *w) {
+    for (int q = 0; q < R; q++) {
+        const int b = k->seqs[q];
+        const long t = r->T[b] + s, fin = r->T[b] + r->steps[b];
+        const long dbl = (long)(r->ref_res[b][s] / k->bpt);
+        const long pag = (long)k->pc.seq[b].n_blocks * k->pc.block_size;
+        kvarena_set(&k->arena[0], b, N);
+        kvarena_set(&k->arena[1], b, dbl);
+        kvwaste_add_seq(&w[0], t, N, fin);
+        kvwaste_add_seq(&w[1], t, dbl, fin);
+        kvwaste_add_seq(&w[2], t, pag, fin);
+    }
+    for (int i = 0; i < 2; i++)
+        w[i].external += (double)(kvarena_extent(&k->arena[i]) - kvarena_held(&k->arena[i]));
+}
+
 /* Step s's memory, paged: bytes holding tokens, reserved by each way, the blocks;
  * the block table at the table step; finished sequences give their blocks back. */
 static int account_paged(Batch *k, const BatchRun *r, int s, int R, long live, size_t dbl,
@@ -258,8 +287,13 @@ static int account_paged(Batch *k, const BatchRun *r, int s, int R, long live, s
     fprintf(f->memory, "%d,%d,%ld,%zu,%zu,%zu,%zu,%d\n", s, R, live, used, pre, dbl, st->reserved,
             st->blocks);
     if (s == tot->table_step && write_table(pc, f, err, errsize)) return -1;
+    account_waste(k, r, s, R, cfg->N, tot->waste);
     for (int q = 0; q < R; q++)
-        if (r->steps[k->seqs[q]] == s) paged_release(pc, k->seqs[q]);
+        if (r->steps[k->seqs[q]] == s) {
+            paged_release(pc, k->seqs[q]);
+            kvarena_set(&k->arena[0], k->seqs[q], 0);
+            kvarena_set(&k->arena[1], k->seqs[q], 0);
+        }
     if (paged_check(pc)) tot->books_ok = 0;
     return 0;
 }
@@ -280,6 +314,17 @@ static void account_padded(const Batch *k, int s, int R, FILE *memory, BatchTota
 
 static const char *mode_name(BatchMode m) {
     return m == BATCH_PAGED ? "paged" : m == BATCH_UNMASKED ? "nomask" : "mask";
+}
+
+/* waste.csv: each way's memory over the run, in bytes and in shares of it. */
+static void write_waste(const KvWaste *w, size_t bpt, FILE *f) {
+    static const char *const name[3] = {"preallocate", "doubling", "paged"};
+    for (int i = 0; i < 3; i++) {
+        const double b = (double)bpt, all = kvwaste_total(&w[i]);
+        fprintf(f, "%s,%.0f,%.0f,%.0f,%.0f,%.1f,%.1f,%.1f,%.1f\n", name[i], w[i].tokens * b,
+                w[i].reservation * b, w[i].internal * b, w[i].external * b, 100.0 * w[i].tokens / all,
+                100.0 * w[i].reservation / all, 100.0 * w[i].internal / all, 100.0 * w[i].external / all);
+    }
 }
 
 /* summary.csv's keys of the run, memory.md (paged), the decode times. */
@@ -307,6 +352,7 @@ static void write_summary(const Batch *k, const BatchRun *r, const Config *cfg, 
                               "| grow by doubling | 16, 32, 64, ... tokens per sequence | %.1f %% |\n"
                               "| paged | one block of %d tokens at a time | %.1f %% |\n",
                 cfg->N, pre, dbl, block_size, pag);
+        write_waste(tot->waste, k->bpt, f->waste);
     } else {
         const size_t stk = padded_bytes_stacked(&k->pb);
         fprintf(f->summary, "width_final,%d\npadding_pct,%.1f\nbytes_stacked_final,%zu\n"

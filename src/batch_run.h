@@ -11,7 +11,8 @@
  *   diff.csv      every sequence at every step: max |Δlogit| and |Δ log p| against alone
  *   padding.csv   (padded) the stacked tensor's bytes and its padding per step
  *   memory.csv    (paged) bytes holding tokens and reserved by preallocation, doubling
- *                 and paging per step; memory.md the three shares over the run
+ *                 and paging per step; memory.md the three shares over the run;
+ *                 waste.csv where each way's memory goes over the run (kvwaste.h)
  *   blocks.csv    (paged) the block table at one step, and blocks.png (blocks_png.h)
  *   prefix.csv    prefix reuse: FLOPs of a fresh prefill and of the reused one
  *   summary.csv   key,value: what the lessons quote
@@ -27,6 +28,7 @@
 #include "batch.h"
 #include "model.h"
 #include "outdir.h"
+#include "kvwaste.h"
 #include "paged.h"
 
 typedef enum { BATCH_MASKED, BATCH_UNMASKED, BATCH_PAGED } BatchMode;
@@ -55,7 +57,7 @@ int batch_run_alone(Model *m, BatchRun *r);
 
 /* The batch's files, open in an output folder. */
 typedef struct {
-    FILE *diff, *summary, *prefix, *timing, *memory, *blocks, *memory_md;
+    FILE *diff, *summary, *prefix, *timing, *memory, *blocks, *memory_md, *waste;
     char dir[4200]; /* the folder, for blocks.png */
 } BatchFiles;
 
@@ -83,6 +85,7 @@ typedef struct {
     int peak_blocks, books_ok, table_step, pool_blocks;
     double sum_used, sum_pre, sum_dbl, sum_pag, sum_stk, sum_pad; /* bytes, over the steps */
     double prefix_worst;      /* max |Δlogit| of reused prefixes against fresh prefills */
+    KvWaste waste[3];         /* paged runs: preallocate, doubling, paged (kvwaste.h) */
 } BatchTotals;
 
 typedef void BatchStepFn(const BatchStep *st, void *user);

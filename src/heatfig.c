@@ -262,25 +262,32 @@ typedef struct {
     const HfQkv *q;
     int ut, uc, W;        /* px per token, px per channel, canvas width */
     int xq, yq, xk, yk, xv, yv;
+    int xbar, ybar;       /* the colour bar, under Kᵀ */
     char title[256];
 } QkvDraw;
 
 /* Q | Kᵀ | V in a row. Tokens and channels have their own cell sizes (as in the step
- * figure), chosen so that the three panels are about square: no empty canvas. */
+ * figure): the token axis takes the height free under the titles (Q and V run down it,
+ * Kᵀ across), the channels share what width is left, and the colour bar sits under Kᵀ,
+ * so the three panels fill the canvas instead of a third of it. */
+#define QKV_TOP 134
+#define QKV_FREE_H (HEATFIG_H - QKV_TOP - 50) /* above the channel ticks */
+#define QKV_BAR_H 110                         /* Kᵀ's token labels, the bar and its caption */
 static void qkv_layout(QkvDraw *d) {
     const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 50, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
-    d->ut = clampi(560 / T, 1, 40);
-    d->uc = clampi(T * d->ut / hs, 1, 16);
-    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) {
-        if (d->uc > 1) d->uc--;
-        if (2 * hs * d->uc + T * d->ut > aw && d->ut > 1) d->ut--;
+    d->ut = clampi(QKV_FREE_H / T, 1, 48);
+    d->uc = clampi(imin((aw - T * d->ut) / (2 * hs), (QKV_FREE_H - QKV_BAR_H) / hs), 1, 40);
+    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) { /* very long T */
+        if (d->ut > 1) d->ut--;
+        if (2 * hs * d->uc + T * d->ut > aw && d->uc > 1) d->uc--;
     }
     const int w = 2 * LAB + 2 * hs * d->uc + T * d->ut + 2 * G;
     d->W = HEATFIG_W;
-    const int x0 = (HEATFIG_W - w) / 2, top = 134;
+    const int x0 = (HEATFIG_W - w) / 2, top = QKV_TOP;
     d->xq = x0 + LAB, d->yq = top;
     d->xk = d->xq + hs * d->uc + G, d->yk = top;
     d->xv = d->xk + T * d->ut + G + LAB, d->yv = top;
+    d->xbar = d->xk + T * d->ut / 2, d->ybar = top + hs * d->uc + 80;
     snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: Q, K^T and V of the %d prompt tokens",
              d->q->at.layer, d->q->at.head, T);
 }
@@ -322,7 +329,8 @@ static int qkv_draw(Fig *f, void *user) {
     channel_ticks_x(f, d->xv, d->yv + T * ut, uc, hs);
     char cap[96];
     snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (clipped beyond)", (double)q->R);
-    colorbar_h(f, d->W / 2 - 220, HEATFIG_H - 62, 440, 18, q->R, cap);
+    const int wbar = imax(imin(T * d->ut, 440), 300);
+    colorbar_h(f, d->xbar - wbar / 2, d->ybar, wbar, 18, q->R, cap);
     return 0;
 }
 

@@ -10,6 +10,10 @@ static const KvShape PRESETS[] = {
     {"gpt2-large",  36, 20, 20, 64, 1024},
     {"gpt2-xl",     48, 25, 25, 64, 1024},
     {"llama-2-7b",  32, 32, 32, 128, 4096},
+    /* grouped-query attention: fewer K/V heads than query heads */
+    {"llama-3-8b",  32, 32,  8, 128, 8192},
+    {"mistral-7b",  32, 32,  8, 128, 32768},
+    {"qwen2-7b",    28, 28,  4, 128, 131072},
 };
 
 const KvShape *kvmem_presets(int *n) {

@@ -8,7 +8,15 @@
  *
  * The presets are the published configs (see the Hugging Face config.json of each
  * model): GPT-2 small/medium/large/xl (context 1024, hs 64) and LLaMA-2-7B
- * (32 layers, 32 heads, hs 128, context 4096, MHA).
+ * (32 layers, 32 heads, hs 128, context 4096, MHA), then three models with grouped-query
+ * attention, each with hs 128 (hidden size / heads):
+ *   llama-3-8b  32 layers, 32 heads, 8 KV heads, context 8192
+ *               (huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json)
+ *   mistral-7b  32 layers, 32 heads, 8 KV heads, context 32768 (Mistral-7B-v0.1; its
+ *               4096-token sliding window is not modelled: the full cache is counted)
+ *               (huggingface.co/mistralai/Mistral-7B-v0.1/blob/main/config.json)
+ *   qwen2-7b    28 layers, 28 heads, 4 KV heads, context 131072
+ *               (huggingface.co/Qwen/Qwen2-7B/blob/main/config.json)
  */
 #ifndef KVSCOPE_KVMEM_H
 #define KVSCOPE_KVMEM_H
@@ -29,7 +37,7 @@ typedef struct {
 /* The presets, in order of size. *n receives their number. */
 const KvShape *kvmem_presets(int *n);
 /* The preset called name ("gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl",
- * "llama-2-7b"), or NULL. */
+ * "llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b"), or NULL. */
 const KvShape *kvmem_preset(const char *name);
 
 /* Bytes per element of a dtype: fp32 4, fp16 2, bf16 2, int8 1 (no scales). */

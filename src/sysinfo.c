@@ -1,4 +1,4 @@
-/* sysinfo.c — monotonic clock and RSS. */
+/* sysinfo.c — monotonic clock, RSS, available memory. */
 #include "sysinfo.h"
 
 #include <stdio.h>
@@ -19,4 +19,15 @@ size_t rss_bytes(void) {
     fclose(f);
     long page = sysconf(_SC_PAGESIZE);
     return ok && page > 0 ? (size_t)resident * (size_t)page : 0;
+}
+
+size_t mem_available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lu kB", &kb) == 1) break;
+    fclose(f);
+    return (size_t)kb * 1024u;
 }

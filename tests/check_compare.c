@@ -412,6 +412,8 @@ START_TEST(every_script_draws_png_and_svg) {
         {"plots/kvmem.gp", "kv/kvmem.csv", ""},
         {"plots/kv_memory.gp", "run/kv_memory.csv", "L=1; C=16; "},
         {"plots/kv_memory.gp", "run/kv_memory.csv", "L=1; C=16; rss='%s/run/timing.csv'; "},
+        {"plots/lesson5_gqa.gp", "kv/kvmem.csv", ""},
+        {"plots/lesson5_cache_tensor.gp", "run/kv_memory.csv", "L=2; NH=2; hs=8; T=20; cap=32; eb=4; "},
     };
     for (size_t i = 0; i < sizeof charts / sizeof charts[0]; i++) {
         char extra[300];
@@ -437,7 +439,7 @@ START_TEST(scripts_name_the_missing_column) {
     static const struct { const char *script, *missing; } cases[] = {
         {"plots/flops.gp", "'flops_recompute'"},       {"plots/time.gp", "'cache_min_s'"},
         {"plots/prefill_decode.gp", "'decode'"},       {"plots/kvmem.gp", "'tokens'"},
-        {"plots/kv_memory.gp", "'tokens'"},
+        {"plots/kv_memory.gp", "'tokens'"},             {"plots/lesson5_gqa.gp", "'tokens'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(vars, sizeof vars, "in='%s'; out='%s/x'", csv, dir);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "colormap.h"
 #include "figure.h"
@@ -372,6 +373,122 @@ START_TEST(test_start_label_glyphs) {
 }
 END_TEST
 
+/* ---- Q, Kᵀ and V: the panels fill the canvas ---- */
+
+/* Lesson 1's shape (15 tokens, hs = 32) once left the lower third of the canvas empty:
+ * the token axis must take most of the height, and every panel stay on the canvas. */
+START_TEST(test_qkv_fills) {
+    char dir[64], png[128], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    enum { T = 15, HS = 32 };
+    TokenTexts t;
+    set_text(&t, "abcdefghijklmno");
+    static float q[T * HS], k[T * HS], v[T * HS];
+    for (int i = 0; i < T * HS; i++) q[i] = k[i] = v[i] = (float)(i % 7) - 3.0f;
+    HfQkv f = {{&t, 0, 0, 0, T}, T, HS, q, k, v, HS, 3.0f};
+    snprintf(png, sizeof png, "%s/qkv.png", dir);
+    ck_assert_int_eq(heatfig_qkv(&f, png, NULL, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    int g[4], gv[2];
+    grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
+    grid_of(p.desc, "grid_v=", gv, 2);
+    ck_assert_msg(T * g[3] >= 6 * p.h / 10, "Q is %d px of a %d px canvas", T * g[3], p.h);
+    ck_assert_int_le(gv[0] + HS * g[2], p.w - 20);
+    ck_assert_int_le(g[1] + T * g[3], p.h - 40); /* room for the channel ticks */
+    for (int r = 0; r < T; r += 7) /* cells where the grid says */
+        ck_assert_rgb_is(pix(&p, g[0] + 5 * g[2] + 1, g[1] + r * g[3] + 1),
+                         colormap_diverging(q[r * HS + 5], 3.0f));
+    free(p.px);
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
+/* ---- the slide deck (plots/slides.sh) ---- */
+
+/* Runs cmd in a shell; its output (stdout and stderr) into out. The exit status. */
+static int shell_out(const char *cmd, char *out, size_t n) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = '\0';
+    return pclose(p);
+}
+
+/* Two lessons link three figures (one twice): the deck has a 16:9 page per figure, in
+ * lesson order, with each title and the first sentence of each caption; a link to a
+ * missing figure is refused, naming it, and leaves no deck. */
+START_TEST(test_slides_deck) {
+    char dir[64], cwd[512], cmd[2048], out[8192], path[256];
+    if (system("command -v rsvg-convert > /dev/null 2>&1 && command -v pdfinfo > /dev/null 2>&1 && "
+               "command -v pdftotext > /dev/null 2>&1") != 0) {
+        TEST_SKIPPED("rsvg-convert or poppler-utils not installed");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/lessons %s/plots/lesson1 %s/plots/lesson2", dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    static const char *const svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1600\" height=\"900\">"
+                                   "<rect width=\"1600\" height=\"900\" fill=\"#0072B2\"/></svg>\n";
+    static const char *const fig[3] = {"plots/lesson1/a", "plots/lesson1/b", "plots/lesson2/c"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s.svg", dir, fig[i]);
+        ck_assert_int_eq(write_text_file(path, svg), 0);
+        snprintf(path, sizeof path, "%s/%s.png", dir, fig[i]);
+        ck_assert_int_eq(write_text_file(path, "not read: the SVG is"), 0);
+    }
+    snprintf(path, sizeof path, "%s/lessons/lesson1.md", dir);
+    ck_assert_int_eq(write_text_file(path, "# One\n\n![Alpha (first)](../plots/lesson1/a.png)\n\n"
+                                           "*Look at alpha. Not this.*\n\ntext\n\n"
+                                           "![Beta](../plots/lesson1/b.png)\n\n*Beta & <co>.*\n\n"
+                                           "![Alpha again](../plots/lesson1/a.png)\n"), 0);
+    snprintf(path, sizeof path, "%s/lessons/lesson2.md", dir);
+    ck_assert_int_eq(write_text_file(path, "![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last.*\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/plots/slides.sh deck.pdf 2>&1 && pdfinfo deck.pdf && "
+                              "pdftotext -layout deck.pdf -", dir, cwd);
+    ck_assert_msg(shell_out(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_msg(strstr(out, "Pages:           3\n"), "%s", out);
+    ck_assert_msg(strstr(out, "Page size:       720 x 405 pts"), "%s", out); /* 16:9 */
+    const char *a = strstr(out, "Alpha (first)"), *b = strstr(out, "Beta"), *c = strstr(out, "Gamma");
+    ck_assert_msg(a && b && c && a < b && b < c, "pages out of order: %s", out);
+    ck_assert_msg(strstr(out, "Look at alpha.") && !strstr(out, "Not this"), "%s", out);
+    ck_assert_msg(strstr(out, "Beta & <co>.") && strstr(out, "lesson 2"), "%s", out);
+    /* a link to a figure that is not there */
+    snprintf(path, sizeof path, "%s/lessons/lesson3.md", dir);
+    ck_assert_int_eq(write_text_file(path, "![Gone](../plots/lesson3/gone.png)\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && rm -f deck.pdf && sh %s/plots/slides.sh deck.pdf 2>&1", dir, cwd);
+    ck_assert_int_ne(shell_out(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "plots/lesson3/gone.png"), "%s", out);
+    snprintf(path, sizeof path, "%s/deck.pdf", dir);
+    ck_assert_ptr_null(read_file(path, NULL));
+    remove_tree(dir);
+}
+END_TEST
+
+/* lessons/render.sh: {{optional PATH}} is the file when it exists and nothing when it
+ * does not, where {{include PATH}} stops the render. */
+START_TEST(test_render_optional) {
+    char dir[64], cwd[512], cmd[1024], out[4096], path[256];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    snprintf(path, sizeof path, "%s/part.md", dir);
+    ck_assert_int_eq(write_text_file(path, "| a | b |\n|---|---|\n"), 0);
+    snprintf(path, sizeof path, "%s/l.md.in", dir);
+    ck_assert_int_eq(write_text_file(path, "top\n{{optional part.md}}\nmid\n{{optional gone.md}}\nend\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/lessons/render.sh l.md.in l.md 2>&1 && cat l.md", dir, cwd);
+    ck_assert_msg(shell_out(cmd, out, sizeof out) == 0, "%s", out);
+    ck_assert_str_eq(out, "top\n| a | b |\n|---|---|\nmid\n\nend\n");
+    ck_assert_int_eq(write_text_file(path, "{{include gone.md}}\n"), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && sh %s/lessons/render.sh l.md.in l2.md 2>&1", dir, cwd);
+    ck_assert_int_ne(shell_out(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "cannot read gone.md"), "%s", out);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
@@ -380,6 +497,9 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_square_cells);
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_start_label_glyphs);
+    tcase_add_test(tc, test_qkv_fills);
+    tcase_add_test(tc, test_slides_deck);
+    tcase_add_test(tc, test_render_optional);
     suite_add_tcase(s, tc);
     tc = tcase_create("figure_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */

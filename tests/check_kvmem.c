@@ -39,20 +39,22 @@ END_TEST
 
 /* The GPT-2 family as facts.md gives it: L/NH/C with hs 64 and context 1024. */
 START_TEST(presets_match_the_configs) {
-    static const struct { const char *name; int L, NH, C, N; } want[] = {
-        {"gpt2", 12, 12, 768, 1024},       {"gpt2-medium", 24, 16, 1024, 1024},
-        {"gpt2-large", 36, 20, 1280, 1024}, {"gpt2-xl", 48, 25, 1600, 1024},
-        {"llama-2-7b", 32, 32, 4096, 4096},
+    /* the config.json of each model: n_layer, n_head, hidden size, KV heads, context */
+    static const struct { const char *name; int L, NH, C, kv, N; } want[] = {
+        {"gpt2", 12, 12, 768, 12, 1024},       {"gpt2-medium", 24, 16, 1024, 16, 1024},
+        {"gpt2-large", 36, 20, 1280, 20, 1024}, {"gpt2-xl", 48, 25, 1600, 25, 1024},
+        {"llama-2-7b", 32, 32, 4096, 32, 4096}, {"llama-3-8b", 32, 32, 4096, 8, 8192},
+        {"mistral-7b", 32, 32, 4096, 8, 32768}, {"qwen2-7b", 28, 28, 3584, 4, 131072},
     };
     int n;
     kvmem_presets(&n);
-    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(n, 8);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const KvShape *s = kvmem_preset(want[i].name);
         ck_assert_ptr_nonnull(s);
         ck_assert_int_eq(s->L, want[i].L);
         ck_assert_int_eq(s->NH, want[i].NH);
-        ck_assert_int_eq(s->kv_heads, want[i].NH); /* all MHA */
+        ck_assert_int_eq(s->kv_heads, want[i].kv);
         ck_assert_int_eq(s->NH * s->hs, want[i].C);
         ck_assert_int_eq(s->N, want[i].N);
         ck_assert_ptr_null(kvmem_check(s));
@@ -152,6 +154,13 @@ START_TEST(cli_prints_exact_bytes) {
     ck_assert_ptr_nonnull(strstr(o, "268,435,456 B  (256 MiB)"));
     ck_assert_ptr_nonnull(strstr(o, "4x smaller"));
     free(o);
+    /* a GQA preset keeps its own KV heads: 2 · 32 · 8 · 128 · 2048 · 2 bytes */
+    const char *a5[] = {"kvmem", "--preset", "llama-3-8b", "--tokens", "2048", NULL};
+    o = run_out(a5, &st, NULL, 0);
+    ck_assert_int_eq(st, 0);
+    ck_assert_ptr_nonnull(strstr(o, "kv heads 8,"));
+    ck_assert_ptr_nonnull(strstr(o, "268,435,456 B  (256 MiB)"));
+    free(o);
     /* a custom shape: 2 · 3 · 2 · 16 · 10 tokens · batch 4 · 1 byte */
     const char *a4[] = {"kvmem", "--layers", "3", "--heads", "4", "--kv-heads", "2", "--head-dim", "16",
                         "--tokens", "10", "--batch", "4", "--dtype", "int8", NULL};
@@ -209,10 +218,10 @@ START_TEST(cli_out_sweep) {
     snprintf(path, sizeof path, "%s/kvmem.csv", out);
     char *csv = read_file(path, NULL);
     ck_assert_ptr_nonnull(csv);
-    ck_assert_str_eq(csv, "tokens,gpt2,gpt2-medium,gpt2-large,gpt2-xl,llama-2-7b\n"
-                          "0,0,0,0,0,0\n"
-                          "1024,37748736,100663296,188743680,314572800,536870912\n"
-                          "2048,,,,,1073741824\n");
+    ck_assert_str_eq(csv, "tokens,gpt2,gpt2-medium,gpt2-large,gpt2-xl,llama-2-7b,llama-3-8b,mistral-7b,qwen2-7b\n"
+                          "0,0,0,0,0,0,0,0,0\n"
+                          "1024,37748736,100663296,188743680,314572800,536870912,134217728,134217728,58720256\n"
+                          "2048,,,,,1073741824,268435456,268435456,117440512\n");
     free(csv);
     snprintf(path, sizeof path, "%s/values.csv", out);
     char *v = read_file(path, NULL);

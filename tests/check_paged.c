@@ -190,6 +190,42 @@ START_TEST(test_cli_memory_columns) {
     }
     fclose(f);
     ck_assert_int_eq(rows, 8);
+    /* waste.csv: the split of each way's memory, worked out from T and S alone. External
+     * fragmentation: prompt 2 finishes after step 2 and leaves its region empty below
+     * prompt 3's for steps 3 and 4 (48 slots preallocated, 16 with doubling: no one grows
+     * past 16 tokens); the paged pool has none. */
+    double tok = 0, res[3] = {0, 0, 0}, in[3] = {0, 0, 0};
+    for (int step = 0; step < 8; step++)
+        for (int b = 0; b < 3; b++)
+            if (S[b] >= step) {
+                const int t = T[b] + step, fin = T[b] + S[b], r[3] = {48, 16, cdiv(t, 4) * 4};
+                tok += t;
+                for (int i = 0; i < 3; i++) {
+                    const int will = r[i] < fin ? r[i] : fin;
+                    res[i] += will - t;
+                    in[i] += r[i] - will;
+                }
+            }
+    const double ext[3] = {2 * 48, 2 * 16, 0};
+    snprintf(path, sizeof path, "%s/waste.csv", out);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    static const char *const name[3] = {"preallocate", "doubling", "paged"};
+    for (int i = 0; i < 3; i++) {
+        char nm[32];
+        double bt, br, bi, be, pt, pr, pi, pe;
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        ck_assert_int_eq(sscanf(line, "%31[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", nm, &bt, &br, &bi, &be,
+                                &pt, &pr, &pi, &pe), 9);
+        ck_assert_str_eq(nm, name[i]);
+        ck_assert_double_eq(bt, tok * bpt);
+        ck_assert_double_eq(br, res[i] * bpt);
+        ck_assert_double_eq(bi, in[i] * bpt);
+        ck_assert_double_eq(be, ext[i] * bpt);
+        ck_assert_double_eq_tol(pt + pr + pi + pe, 100.0, 0.25); /* four shares rounded to 0.1 */
+    }
+    fclose(f);
     snprintf(path, sizeof path, "%s/summary.csv", out);
     char *s = read_file(path, NULL);
     ck_assert_ptr_nonnull(s);

@@ -13,6 +13,8 @@
 #include "infile.h"
 #include "numfmt.h"
 #include "outdir.h"
+#include "roofline.h"
+#include "sysinfo.h"
 
 #define BATCH_TOL 1e-5   /* absolute, on logits of order 1 */
 #define BATCH_MAX_SEQS 256
@@ -25,6 +27,7 @@ typedef struct {
     int n_texts;
     const char *steps_spec;
     int no_mask, paged, block_size, table_step, quiet, force;
+    int roofline;               /* --roofline B: the sweep to B sequences instead */
     const char *out;
 } BatchArgs;
 
@@ -60,6 +63,9 @@ static const Option BATCH_OPTIONS[] = {
             "tokens per block of the paged cache (vLLM's default too)"),
     OPT_INT_AUTO("--table-step", "S", BatchArgs, table_step, 0, 65536, "half the longest run",
                  "the decode step whose block table blocks.csv/png show"),
+    OPT_INT("--roofline", "B", BatchArgs, roofline, 1, BATCH_MAX_SEQS,
+            "instead: decode B = 1, 2, 4, ... B copies of the first prompt together and write "
+            "roofline.csv (counted FLOPs and bytes per step, measured times)"),
     OPT_STRING("--out", "DIR", BatchArgs, out, "output folder, replaced as a whole"),
     OPT_FLAG("--quiet", BatchArgs, quiet, "print only the summary lines"),
     OPT_FORCE(BatchArgs, force),
@@ -72,7 +78,8 @@ static const Command BATCH = {
     "Run several prompts alone, then decode them together one token per sequence per\n"
     "step, and compare every sequence's logits with its run alone. Writes into --out:\n"
     "diff.csv, summary.csv, prefix.csv, timing.csv (measured), and padding.csv (padded\n"
-    "cache) or memory.csv, memory.md, blocks.csv, blocks.png (--paged).\n",
+    "cache) or memory.csv, memory.md, waste.csv, blocks.csv, blocks.png (--paged).\n"
+    "With --roofline B, only the batch-size sweep: roofline.csv.\n",
     BATCH_OPTIONS, NULL,
 };
 
@@ -87,6 +94,8 @@ static int parse_batch(int argc, char **argv, BatchArgs *a) {
     if (rc) return rc;
     if (a->prompts_file && a->n_texts) return cli_fail("give --prompts or --prompt, not both", a->prompts_file);
     if (a->no_mask && a->paged) return cli_fail("--no-mask is for the padded cache, not with", "--paged");
+    if (a->roofline && (a->paged || a->no_mask))
+        return cli_fail("--roofline runs the padded cache with its mask, not with", a->paged ? "--paged" : "--no-mask");
     return 0;
 }
 
@@ -265,6 +274,63 @@ static int report(const BatchArgs *a, const BatchTotals *t) {
     return ok ? 0 : 1;
 }
 
+/* ---- --roofline ------------------------------------------------------------------- */
+
+/* Refuses a sweep whose largest batch needs more memory than the system has left.
+ * 0, or 2 after the line naming the size. */
+static int roofline_fits(const BatchArgs *a, const Config *cfg, int T, int steps) {
+    uint64_t need;
+    char v[160], h1[32], h2[32];
+    const size_t avail = mem_available_bytes();
+    const int over = roofline_bytes_needed(cfg, a->roofline, T, steps, &need) != 0;
+    if (!over && (avail == 0 || need <= avail)) return 0;
+    if (over) snprintf(v, sizeof v, "--roofline %d: more than 2^64 bytes", a->roofline);
+    else
+        snprintf(v, sizeof v, "--roofline %d: %s of KV cache and logits, %s available", a->roofline,
+                 human_bytes((double)need, h1, sizeof h1), human_bytes((double)avail, h2, sizeof h2));
+    return cli_fail("roofline sweep larger than memory allows", v);
+}
+
+/* roofline.csv of the sweep, into the begun od. 0, or -1 (errno). */
+static int write_roofline(const OutDir *od, const RoofPoint *p, int n) {
+    char err[8400];
+    FILE *f = outdir_fopen(od, "roofline.csv", err, sizeof err);
+    if (!f) return -1;
+    fprintf(f, "B,flops_step,bytes_step,flops_per_byte,ttft_s,step_s,gflops_s\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%d,%.0f,%.0f,%.4f,%.6f,%.6f,%.4f\n", p[i].B, p[i].flops, p[i].bytes,
+                p[i].flops / p[i].bytes, p[i].ttft_s, p[i].step_s, p[i].flops / p[i].step_s / 1e9);
+    return file_close(f);
+}
+
+/* The sweep: the first prompt, --steps decode steps, B = 1, 2, 4, ... --roofline. */
+static int run_roofline(BatchArgs *a, OutDir *od) {
+    int steps[1], n = 0, rc;
+    if (opts_int_list("--steps", a->steps_spec, 1, 65536, steps, 1, &n)) return 2;
+    Loaded ld;
+    Config cfg;
+    memset(&ld, 0, sizeof ld);
+    a->model.prompt = a->texts[0];
+    a->model.prompt_ids = NULL;
+    if ((rc = model_args_prompt(&a->model, steps[0], &cfg, &ld)) == 0) rc = roofline_fits(a, &cfg, ld.T, steps[0]);
+    loaded_free(&ld);
+    if (rc || (rc = model_args_load(&a->model, steps[0], &ld))) return rc;
+    RoofPoint pts[ROOFLINE_MAX_POINTS];
+    if (roofline_sweep(&ld.model, ld.prompt, ld.T, steps[0], a->roofline, pts, &n)) {
+        loaded_free(&ld);
+        return cli_fail("out of memory", "--roofline");
+    }
+    loaded_free(&ld);
+    for (int i = 0; i < n && !a->quiet; i++)
+        printf("B %-3d  %.3g FLOPs and %.3g bytes per step (%.2f FLOPs/byte)  step %.3f ms  "
+               "prefill of the batch %.3f ms\n", pts[i].B, pts[i].flops, pts[i].bytes,
+               pts[i].flops / pts[i].bytes, pts[i].step_s * 1e3, pts[i].ttft_s * 1e3);
+    if ((rc = cli_outdir_begin(od))) return rc;
+    if ((rc = cli_outdir_end(od, 0, write_roofline(od, pts, n) != 0)) == 0)
+        printf("wrote %s/roofline.csv\n", a->out);
+    return rc;
+}
+
 int cmd_batch(int argc, char **argv) {
     BatchArgs a;
     OutDir od;
@@ -280,6 +346,11 @@ int cmd_batch(int argc, char **argv) {
         (a.prompts_file && (rc = read_prompts(&a, &filebuf))))
         return rc;
     if (a.n_texts == 0) a.texts[a.n_texts++] = "The KV cache";
+    if (a.roofline) {
+        rc = run_roofline(&a, &od);
+        free(filebuf);
+        return rc;
+    }
     memset(&ld, 0, sizeof ld);
     memset(&r, 0, sizeof r);
     if ((rc = load(&a, &ld, &r)) == 0 && (rc = cli_outdir_begin(&od)) == 0) {

@@ -42,9 +42,10 @@ static const char *show_kv_dtype(const void *f) { return kvmem_dtype_name(*(cons
 static const Option KVMEM_OPTIONS[] = {
     OPT_GROUP("kvmem options"),
     OPT_CHOICE("--preset", "NAME", KvmemArgs, preset, parse_preset, NULL,
-               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b",
-               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b (the shape flags below "
-               "override the preset's values)"),
+               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, llama-3-8b, mistral-7b, qwen2-7b",
+               "gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b (MHA); llama-3-8b, "
+               "mistral-7b, qwen2-7b (GQA); the shape flags below "
+               "override the preset's values"),
     SHAPE("--layers", "L", L, 4096, "layers"),
     SHAPE("--heads", "NH", NH, 4096, "attention (query) heads"),
     OPT_INT_AUTO("--kv-heads", "K", KvmemArgs, kv, 1, 4096, "= heads",
@@ -96,7 +97,9 @@ static int resolve_shape(KvmemArgs *a) {
     if (a->NH) a->shape.NH = a->NH;
     if (a->hs) a->shape.hs = a->hs;
     if (a->N) a->shape.N = a->N;
-    a->shape.kv_heads = a->kv ? a->kv : a->shape.NH;
+    /* a GQA preset keeps its own KV heads unless --kv-heads or --heads changes them */
+    if (a->kv) a->shape.kv_heads = a->kv;
+    else if (!a->preset || a->NH) a->shape.kv_heads = a->shape.NH;
     char val[64], what[96];
     const char *bad = kvmem_check(&a->shape);
     if (bad) {

@@ -1,0 +1,69 @@
+reset
+# lesson4_roofline.gp — a decode step on the roofline. Left: the step's FLOPs per byte
+# read (counted) against the FLOP/s it reached (measured), one point per batch size B,
+# under this machine's roof: min(FMA peak, memory bandwidth × FLOPs per byte), both
+# measured on the same machine. Where the two roofs meet, decode stops being bound by
+# memory. Right: time to first token (the prefill of the whole batch) and time per
+# output token (one decode step) against B, measured.
+# Reads roofline.csv from `kvscope batch --roofline B` (columns B, flops_per_byte,
+# gflops_s, ttft_s, step_s); variables peak (GFLOP/s) and bw (GB/s), e.g. from
+# tests/bench's `bench_kvscope peak` and `bench_kvscope triad` (read_gbs); machine
+# (optional): one line naming it.
+# By hand, from the repository root:
+#   bin/kvscope batch --roofline 64 --steps 16 --out /tmp/rf
+#   gnuplot -e "in='/tmp/rf/roofline.csv'; peak=40; bw=7; out='/tmp/roofline'" plots/lesson4_roofline.gp
+load 'plots/style.gp'
+evaluate need_vars('in peak bw out')
+evaluate need_columns(in, 'B flops_per_byte gflops_s ttft_s step_s')
+if (peak <= 0 || bw <= 0) { exit error sprintf('lesson4_roofline: peak and bw must be positive (%g, %g)', peak, bw) }
+if (!exists('machine')) machine = ''
+# '_' would start a subscript in enhanced text
+esc(s) = strstrt(s, '_') == 0 ? s : s[1 : strstrt(s, '_') - 1] . '\_' . esc(s[strstrt(s, '_') + 1 :])
+ridge = peak / bw               # FLOPs per byte where the roofs meet
+roof(x) = x * bw < peak ? x * bw : peak
+stats in using 'flops_per_byte' nooutput
+imin = STATS_min; imax = STATS_max
+stats in using 'B' nooutput
+bmax = STATS_max
+xlo = 10 ** floor(log10(imin < ridge ? imin : ridge) - 0.3)
+xhi = 10 ** ceil(log10((imax > ridge ? imax : ridge) * 2))
+
+do for [fmt in FORMATS] {
+    evaluate terminal(fmt)
+    set multiplot title sprintf("A decode step on this machine's roofline%s", machine eq '' ? '' : "\n{/*0.7 " . esc(machine) . ", one thread}") font ',24'
+    # ---- left: the roofline ----
+    set origin 0, 0
+    set size 0.58, 0.90
+    set lmargin 11; set rmargin 2; set tmargin 2; set bmargin 4
+    set logscale xy
+    set xrange [xlo : xhi]
+    set yrange [peak / 1000.0 : peak * 3]
+    set format x '%g'
+    set format y '%g'
+    set xlabel 'FLOPs per byte read (counted)' font ',20'
+    set ylabel 'GFLOP/s reached (measured)' font ',20'
+    set key top left Left reverse font ',16' samplen 2 opaque
+    set arrow 1 from ridge, peak / 1000.0 to ridge, peak nohead lc rgb '#999999' dt 2 lw 2
+    set label 1 sprintf("ridge: %.1f FLOPs/byte\nbelow it, memory-bound", ridge) at ridge * 1.15, peak / 300.0 left font ',15' textcolor rgb '#555555'
+    plot roof(x) with lines lw 4 lc rgb '#000000' title sprintf('roof: %.0f GFLOP/s peak, %.1f GB/s', peak, bw), \
+         in using 'flops_per_byte':'gflops_s' with linespoints ls 1 title 'decode step, batch of B', \
+         in using 'flops_per_byte':'gflops_s':(sprintf('B=%d', column('B'))) with labels offset char 0, 1.3 font ',14' textcolor rgb '#0072B2' notitle
+    unset arrow; unset label
+    # ---- right: time to first token and per output token ----
+    set origin 0.58, 0
+    set size 0.42, 0.90
+    set lmargin 10; set rmargin 2
+    set logscale x 2
+    set logscale y
+    set xrange [0.7 : bmax * 1.4]
+    set autoscale y
+    set format x '%g'
+    set xlabel 'batch size B' font ',20'
+    set ylabel 'time (ms, measured)' font ',20'
+    set key bottom right Left reverse font ',16' samplen 2 opaque
+    plot in using 'B':(1e3 * column('ttft_s')) with linespoints ls 2 title 'time to first token (prefill)', \
+         in using 'B':(1e3 * column('step_s')) with linespoints ls 1 title 'time per output token'
+    unset multiplot
+    set output
+}
+evaluate publish(out)
