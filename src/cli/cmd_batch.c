@@ -63,7 +63,7 @@ static const Option BATCH_OPTIONS[] = {
             "tokens per block of the paged cache (vLLM's default too)"),
     OPT_INT_AUTO("--table-step", "S", BatchArgs, table_step, 0, 65536, "half the longest run",
                  "the decode step whose block table blocks.csv/png show"),
-    OPT_INT("--roofline", "B", BatchArgs, roofline, 1, BATCH_MAX_SEQS,
+    OPT_INT_AUTO("--roofline", "B", BatchArgs, roofline, 1, BATCH_MAX_SEQS, "no sweep",
             "instead: decode B = 1, 2, 4, ... B copies of the first prompt together and write "
             "roofline.csv (counted FLOPs and bytes per step, measured times)"),
     OPT_STRING("--out", "DIR", BatchArgs, out, "output folder, replaced as a whole"),
