@@ -273,7 +273,12 @@ static void float_text(float x, char *buf, size_t size) {
 }
 
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
+    return hf_export_bos(m, -1, dir, err, errsize);
+}
+
+int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t errsize) {
     const Config *c = &m->cfg;
+    const int bos_id = bos >= 0 ? bos : c->V - 1;
     char path[4200], eps[32];
     if (path_join(path, sizeof path, dir, "config.json")) {
         snprintf(err, errsize, "%s: path too long", dir);
@@ -286,7 +291,7 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
     }
     float_text(c->eps, eps, sizeof eps);
     fprintf(f,
-            "{\n"
+            "{\n%s"
             "  \"activation_function\": \"gelu_new\",\n"
             "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
             "  \"attn_pdrop\": 0.1,\n"
@@ -308,7 +313,8 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
             "  \"use_cache\": true,\n"
             "  \"vocab_size\": %d\n"
             "}\n",
-            c->V - 1, c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
+            bos >= 0 ? "  \"add_bos_token\": true,\n" : "", bos_id, bos_id, eps, c->N, c->C, c->NH,
+            c->L, c->N, c->V);
     if (file_close(f) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;

@@ -46,5 +46,9 @@ int hf_has_tokenizer(const char *dir);
 /* Write m as dir/config.json + dir/model.safetensors: F32, names without prefix,
  * no lm_head (tied), __metadata__ {"format":"pt"}. dir must exist. */
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize);
+/* The same for a model trained with a start byte bos (0 .. V−1) in front of every
+ * sequence: config.json adds "add_bos_token": true and names it as "bos_token_id" and
+ * "eos_token_id" (Hugging Face's keys). bos -1: hf_export (no add_bos_token key). */
+int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t errsize);
 
 #endif

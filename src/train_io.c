@@ -16,15 +16,15 @@
 
 /* ---- checkpoints --------------------------------------------------------------------
  * Layout, host byte order (little-endian on x86-64):
- *   char magic[8]  "KVSCKPT" + version 1
+ *   char magic[8]  "KVSCKPT" + version 2
  *   int32 L, NH, C, N, V, B;  uint64 seed;  int32 steps_done, log_rows;  uint64 params
  *   float params[params], adam_m[params], adam_v[params]
  *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
- *                double seconds }
+ *                double seconds; float induction, prev_token, sink }
  * The size is checked against these counts before anything is read. */
 
-static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 1};
-enum { CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8, CKPT_ROW = 4 + 5 * 4 + 8 };
+static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 2};
+enum { CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8, CKPT_ROW = 4 + 5 * 4 + 8 + 3 * 4 };
 
 typedef struct {
     int32_t L, NH, C, N, V, B;
@@ -47,7 +47,8 @@ static int write_ckpt(FILE *f, const Trainer *tr, const CkptHead *h, const Train
         const int32_t step = r->step;
         bad = put(f, &step, 4) || put(f, &r->train_loss, 4) || put(f, &r->val_loss, 4) ||
               put(f, &r->lr, 4) || put(f, &r->grad_norm, 4) || put(f, &r->tokens_per_s, 4) ||
-              put(f, &r->seconds, 8);
+              put(f, &r->seconds, 8) || put(f, &r->induction, 4) || put(f, &r->prev_token, 4) ||
+              put(f, &r->sink, 4);
     }
     return bad;
 }
@@ -103,7 +104,8 @@ static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log
         int32_t step;
         if (get(f, &step, 4) || get(f, &r.train_loss, 4) || get(f, &r.val_loss, 4) ||
             get(f, &r.lr, 4) || get(f, &r.grad_norm, 4) || get(f, &r.tokens_per_s, 4) ||
-            get(f, &r.seconds, 8))
+            get(f, &r.seconds, 8) || get(f, &r.induction, 4) || get(f, &r.prev_token, 4) ||
+            get(f, &r.sink, 4))
             return -1;
         r.step = step;
         if (log->n == log->cap) {
@@ -161,11 +163,12 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
 
 /* ---- samples --------------------------------------------------------------------------- */
 
-int train_samples(Trainer *tr, TrainSample *s, int n, int steps) {
+int train_samples(Trainer *tr, TrainSample *s, int n, int steps, int bos) {
     Generator g;
+    const int s0 = bos >= 0 ? 1 : 0; /* the start byte, then the prompt */
     for (int i = 0; i < n; i++) s[i].text = NULL;
     for (int i = 0; i < n; i++) {
-        const int T = (int)strlen(s[i].prompt);
+        const int len = (int)strlen(s[i].prompt), T = s0 + len;
         int *ids = malloc((size_t)(T > 0 ? T : 1) * sizeof *ids);
         char *text = malloc((size_t)steps + 1);
         if (!ids || !text || generator_init(&g, &tr->model, GEN_CACHE)) {
@@ -173,8 +176,9 @@ int train_samples(Trainer *tr, TrainSample *s, int n, int steps) {
             free(text);
             return TRAIN_NOMEM;
         }
-        for (int t = 0; t < T; t++) ids[t] = (unsigned char)s[i].prompt[t];
-        int rc = T < 1 || T + steps > tr->model.cfg.N || generator_prefill(&g, ids, T, NULL);
+        if (s0) ids[0] = bos;
+        for (int t = 0; t < len; t++) ids[s0 + t] = (unsigned char)s[i].prompt[t];
+        int rc = len < 1 || T + steps > tr->model.cfg.N || generator_prefill(&g, ids, T, NULL);
         int k = 0;
         for (; !rc && k < steps; k++) {
             const int tok = generator_argmax(&g);
@@ -213,16 +217,24 @@ static int close_in(FILE *f, const OutDir *o, const char *name, char *err, size_
     return TRAIN_IO;
 }
 
+/* A log value as written: empty when it was not measured (NaN). */
+static const char *cell(float x, char *buf, size_t size) {
+    if (isnan(x)) buf[0] = '\0';
+    else snprintf(buf, size, "%.9g", (double)x);
+    return buf;
+}
+
 static int write_log(const TrainLog *log, const OutDir *o, char *err, size_t errsize) {
     FILE *f = outdir_fopen(o, "train_log.csv", err, errsize);
     if (!f) return TRAIN_IO;
-    fprintf(f, "step,train_loss,val_loss,lr,grad_norm\n");
+    fprintf(f, "step,train_loss,val_loss,lr,grad_norm,induction,prev_token,sink\n");
     for (int i = 0; i < log->n; i++) {
         const TrainLogRow *r = &log->rows[i];
-        char val[32] = "";
-        if (!isnan(r->val_loss)) snprintf(val, sizeof val, "%.9g", (double)r->val_loss);
-        fprintf(f, "%d,%.9g,%s,%.9g,%.9g\n", r->step, (double)r->train_loss, val, (double)r->lr,
-                (double)r->grad_norm);
+        char val[32], ind[32], prev[32], sink[32];
+        fprintf(f, "%d,%.9g,%s,%.9g,%.9g,%s,%s,%s\n", r->step, (double)r->train_loss,
+                cell(r->val_loss, val, sizeof val), (double)r->lr, (double)r->grad_norm,
+                cell(r->induction, ind, sizeof ind), cell(r->prev_token, prev, sizeof prev),
+                cell(r->sink, sink, sizeof sink));
     }
     return close_in(f, o, "train_log.csv", err, errsize);
 }
@@ -263,15 +275,15 @@ static int write_samples(const TrainSample *s, int ns, const OutDir *o, char *er
 
 /* config.json and model.safetensors (hf_export) into o's folder. 0, TRAIN_NOMEM or
  * TRAIN_IO with a message. */
-static int write_model(const Model *m, const OutDir *o, char *err, size_t errsize) {
-    const int rc = hf_export(m, o->tmp, err, errsize);
+static int write_model(const Model *m, int bos, const OutDir *o, char *err, size_t errsize) {
+    const int rc = hf_export_bos(m, bos, o->tmp, err, errsize);
     if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", o->target);
     return rc == 0 ? 0 : rc == HF_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
 }
 
-int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
-                int ns, const OutDir *o, char *err, size_t errsize) {
-    int rc = write_model(&tr->model, o, err, errsize);
+int train_write(const Trainer *tr, int bos, const TrainLog *log, const TrainEval *ev,
+                const TrainSample *s, int ns, const OutDir *o, char *err, size_t errsize) {
+    int rc = write_model(&tr->model, bos, o, err, errsize);
     if (rc) return rc;
     if (write_log(log, o, err, errsize) || write_timing(log, o, err, errsize) ||
         write_eval(ev, tr->T, o, err, errsize) || write_samples(s, ns, o, err, errsize))
@@ -281,7 +293,7 @@ int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, con
 
 int train_write_grads(const Trainer *tr, float loss, const OutDir *o, char *err, size_t errsize) {
     char path[4400];
-    int rc = write_model(&tr->model, o, err, errsize);
+    int rc = write_model(&tr->model, -1, o, err, errsize);
     if (rc) return rc;
     const size_t n = (size_t)tr->nspecs + 3;
     StWrite *w = calloc(n, sizeof *w);
