@@ -20,7 +20,7 @@
 CC      ?= cc
 # Debian packages the build, the tests and the charts need.
 DEB_PACKAGES := gcc make pkg-config libpng-dev check gnuplot-nox libjansson-dev \
-                libutf8proc-dev libgif-dev fonts-wqy-zenhei libcairo2-dev poppler-utils \
+                libutf8proc-dev libgif-dev fonts-wqy-zenhei fonts-dejavu-core libcairo2-dev poppler-utils \
                 librsvg2-bin
 PKGS    := libpng jansson libutf8proc cairo fontconfig
 # MODEL=DIR: a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json,

@@ -1,60 +1,83 @@
 reset
-# heads.gp — what each attention head does: four layer × head heatmaps from `kvscope heads`.
-#   previous token  mean weight of a query on the token before it (a text)
+# heads.gp — what each attention head does: five layer × head heatmaps and the induction
+# score at each copy length, from `kvscope heads`.
+#   previous token  mean weight of a query on the token before it (a text), before the
+#                   split position (default N/2, the training repeats' distance) and after:
+#                   a head that learned one fixed distance is bright in one panel only
 #   induction       mean weight of a second-copy token on the token after its first copy
-#                   (random bytes repeated twice)
-#   sink            mean weight on position 0 (a text)
+#                   (random bytes repeated twice), the lowest over the copy lengths
+#   sink            mean weight on position 0 (a text: the start token, if the model has one)
 #   entropy         mean entropy of the attention row, bits (0: one key; high: spread out)
-# Reads heads.csv (layer,head,prev_token,induction,sink,entropy_bits).
-# model (optional) names the model in the title; copy (optional) the copy length.
+#   per copy length every head's induction score, one line per copy length: an induction
+#                   head is high on every line, a head that copies at one distance on one
+# Reads heads.csv (layer,head,prev_before,prev_after,induction,sink,entropy_bits) and lens,
+# induction_heads.csv (layer,head,copy_len,induction).
+# model (optional) names the model in the title; split (optional) the split position.
 # Writes out.png (1600x900) and out.svg. By hand, from the repository root:
-#   gnuplot -e "in='data/heads/heads.csv'; out='/tmp/heads'; model='data/model'" plots/heads.gp
+#   gnuplot -e "in='data/heads/heads.csv'; lens='data/heads/induction_heads.csv'; out='/tmp/heads'; model='data/model'" plots/heads.gp
 load 'plots/style.gp'
 unset key
-evaluate need_vars('in out')
-evaluate need_columns(in, 'layer head prev_token induction sink entropy_bits')
+evaluate need_vars('in lens out')
+evaluate need_columns(in, 'layer head prev_before prev_after induction sink entropy_bits')
+evaluate need_columns(lens, 'layer head copy_len induction')
 stats in using 'layer':'head' nooutput
 L = int(STATS_max_x) + 1
 NH = int(STATS_max_y) + 1
 stats in using 'entropy_bits' nooutput
 emax = STATS_max > 0 ? ceil(STATS_max) : 1
+# the copy lengths, in the order of the file: a head's rows list them all
+copies = system(sprintf("awk -F, 'NR > 1 && $1 == 0 && $2 == 0 { printf \"%%s \", $3 }' '%s'", lens))
 name = exists('model') ? model : 'the model'
+at = exists('split') ? sprintf('%d', split) : 'the split'
 
 # viridis in 9 stops: src/colormap.c's table at 0, 1/8, ..., 1
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                      5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
-cols = 'prev_token induction sink entropy_bits'
-# the induction panel names its copy length: a head may copy at one distance only
-ind = exists('copy') ? sprintf('induction, %d-byte copies: weight on the byte after the first copy', copy) \
-                     : 'induction: weight on the token after the first copy'
-titles = sprintf('"previous token: weight on i − 1" "%s" "sink: weight on position 0" "entropy of the row (bits)"', ind)
+cols = 'prev_before prev_after induction sink entropy_bits'
+titles = sprintf('"previous token (i − 1), queries before %s" "previous token (i − 1), queries from %s on" "induction, lowest over copy lengths %s" "sink: weight on position 0" "entropy of the row (bits)"', at, at, copies)
 # the cell's value, printed in black on light cells and white on dark ones
 ink(v, top) = v / top > 0.6 ? 0x000000 : 0xffffff
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     set multiplot title sprintf("What the attention heads of %s do: %d layers × %d heads", name, L, NH) \
-        noenhanced font ',24' layout 2, 2 margins 0.06, 0.93, 0.08, 0.86 spacing 0.13, 0.17
-    do for [k = 1:4] {
+        noenhanced font ',22' layout 2, 3 margins 0.05, 0.93, 0.08, 0.87 spacing 0.12, 0.16
+    do for [k = 1:5] {
         col = word(cols, k)
-        top = k == 4 ? emax : 1
-        set title word(titles, k) noenhanced font ',18'
+        top = k == 5 ? emax : 1
+        set title word(titles, k) noenhanced font ',14'
         set xrange [-0.5:NH - 0.5]
         set yrange [L - 0.5:-0.5]
-        set xtics 1 scale 0 font ',15'
-        set ytics 1 scale 0 font ',15'
-        set xlabel 'head' font ',16' offset 0, 0.6
-        set ylabel 'layer' font ',16' offset 1, 0
+        set xtics 1 scale 0 font ',13'
+        set ytics 1 scale 0 font ',13'
+        set xlabel 'head' font ',14' offset 0, 0.6
+        set ylabel 'layer' font ',14' offset 2, 0
         set grid noxtics noytics nomxtics nomytics
         set border 0
         set cbrange [0:top]
-        set cbtics font ',13'
-        set colorbox vertical user origin graph 1.03, graph 0 size character 1.5, graph 1
+        set cbtics font ',11'
+        set colorbox vertical user origin graph 1.03, graph 0 size character 1.2, graph 1
         plot in using 'head':'layer':(0.5):(0.5):(column(col)) \
                  with boxxyerror fillcolor palette z fillstyle solid 1.0 noborder notitle, \
              in using 'head':'layer':(sprintf('%.2f', column(col))):(ink(column(col), top)) \
-                 with labels textcolor rgb variable font ',15' notitle
+                 with labels textcolor rgb variable font ',12' notitle
     }
+    # the sixth panel: every head (layer.head) at every copy length
+    unset colorbox
+    set border 3
+    set grid ytics
+    set title 'induction at each copy length (bytes), head by head (layer.head)' font ',14'
+    set xrange [-0.5:L * NH - 0.5]
+    set yrange [0:1]
+    set xtics 1 scale 0.5 font ',10' rotate by 90 right
+    set ytics 0.25 font ',12'
+    unset xlabel
+    set ylabel 'weight' font ',14'
+    set key top left font ',11' samplen 1.5 spacing 1 opaque
+    plot for [i = 1:words(copies)] lens using \
+             (column('layer') * NH + column('head')):(column('copy_len') == int(word(copies, i)) ? column('induction') : NaN):xtic(sprintf('%d.%d', column('layer'), column('head'))) \
+             with linespoints linestyle i pointsize 0.8 title word(copies, i)
+    unset key
     unset multiplot
     set output
 }

@@ -248,6 +248,51 @@ static int utf8_len(const char *s) {
     return n;
 }
 
+/* 1 if the current font has a glyph for the character at s (n bytes): ASCII always. */
+static int has_glyph(Fig *f, const char *s, int n) {
+    if ((unsigned char)s[0] < 0x80) return 1;
+    cairo_glyph_t *g = NULL;
+    int ng = 0;
+    const cairo_status_t st = cairo_scaled_font_text_to_glyphs(cairo_get_scaled_font(f->cr), 0, 0, s, n,
+                                                               &g, &ng, NULL, NULL, NULL);
+    const int ok = st == CAIRO_STATUS_SUCCESS && ng > 0 && g[0].index != 0;
+    cairo_glyph_free(g);
+    return ok;
+}
+
+/* Measure (and draw, when draw is set) s at the current size: the characters FIG_FONT
+ * lacks (⟨ ⟩ of the start token ⟨s⟩) in FIG_FONT_FALLBACK, the rest in FIG_FONT.
+ * Returns the advance. */
+static double show_fallback(Fig *f, const char *s, double rise, int draw) {
+    char piece[512];
+    double w = 0.0;
+    while (*s) {
+        const int have = has_glyph(f, s, utf8_len(s));
+        size_t n = 0;
+        while (s[n] && has_glyph(f, s + n, utf8_len(s + n)) == have && n + 4 < sizeof piece)
+            n += (size_t)utf8_len(s + n);
+        memcpy(piece, s, n);
+        piece[n] = '\0';
+        s += n;
+        if (!have)
+            cairo_select_font_face(f->cr, FIG_FONT_FALLBACK, CAIRO_FONT_SLANT_NORMAL,
+                                   CAIRO_FONT_WEIGHT_NORMAL);
+        cairo_text_extents_t e;
+        cairo_text_extents(f->cr, piece, &e);
+        if (draw) {
+            double cx, cy;
+            cairo_get_current_point(f->cr, &cx, &cy);
+            cairo_move_to(f->cr, cx, cy + rise);
+            cairo_show_text(f->cr, piece);
+            cairo_move_to(f->cr, cx + e.x_advance, cy);
+        }
+        if (!have)
+            cairo_select_font_face(f->cr, FIG_FONT, CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+        w += e.x_advance;
+    }
+    return w;
+}
+
 /* Walk the runs of s: normal text and superscripts. Draws when draw is set (the
  * current point is the start of the baseline); returns the width. */
 static double runs(Fig *f, const char *s, double size, int draw) {
@@ -275,16 +320,7 @@ static double runs(Fig *f, const char *s, double size, int draw) {
         if (sup && *s == '}') s++;
         const double sz = sup ? size * 0.62 : size, rise = sup ? -size * 0.42 : 0.0;
         cairo_set_font_size(f->cr, sz);
-        cairo_text_extents_t e;
-        cairo_text_extents(f->cr, buf, &e);
-        if (draw) {
-            double cx, cy;
-            cairo_get_current_point(f->cr, &cx, &cy);
-            cairo_move_to(f->cr, cx, cy + rise);
-            cairo_show_text(f->cr, buf);
-            cairo_move_to(f->cr, cx + e.x_advance, cy);
-        }
-        w += e.x_advance;
+        w += show_fallback(f, buf, rise, draw);
     }
     cairo_set_font_size(f->cr, size);
     return w;

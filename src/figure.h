@@ -4,7 +4,7 @@
  * image surface (written as a PNG by png_out.c, with its Title and Description
  * chunks) and once on an SVG surface, so the two files are the same figure: same
  * layout, same font sizes, same colours. Text is drawn in one font, FIG_FONT, which
- * covers Latin and CJK; in the SVG every glyph is an outline, so it looks the same
+ * covers Latin and CJK (a character it lacks, in FIG_FONT_FALLBACK); in the SVG every glyph is an outline, so it looks the same
  * on a machine without that font. Coordinates are pixels of the PNG (the SVG's user
  * units are pixels too). Both files are written atomically (a temporary name beside
  * the target, renamed on success); the same drawing gives the same bytes.
@@ -20,6 +20,8 @@
 #include "png_out.h"
 
 #define FIG_FONT "WenQuanYi Zen Hei" /* Debian fonts-wqy-zenhei: Latin and CJK */
+/* for the characters FIG_FONT lacks, such as ⟨ ⟩ of the start token's label ⟨s⟩ */
+#define FIG_FONT_FALLBACK "DejaVu Sans" /* Debian fonts-dejavu-core */
 #define FIG_MAX_PIXELS ((size_t)64 << 20)
 
 typedef struct Fig Fig;

@@ -55,6 +55,28 @@ int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize) {
     return rc;
 }
 
+/* The start token: bos_token_id when add_bos_token is true (kvscope's own models), else
+ * none (Hugging Face's GPT-2 names 50256 but its tokenizer adds nothing). */
+static int cfg_bos(json_t *root, Config *c, const char *path, char *err, size_t errsize) {
+    json_t *add = json_object_get(root, "add_bos_token");
+    c->bos = -1;
+    if (!add || json_is_false(add)) return 0;
+    if (!json_is_true(add)) {
+        snprintf(err, errsize, "%s: \"add_bos_token\" must be true or false", path);
+        return HF_BAD;
+    }
+    json_t *v = json_object_get(root, "bos_token_id");
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= c->V) {
+        char val[32] = "missing";
+        if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        snprintf(err, errsize, "%s: \"bos_token_id\" (%s) is outside the vocabulary 0..%d", path, val,
+                 c->V - 1);
+        return HF_BAD;
+    }
+    c->bos = (int)json_integer_value(v);
+    return 0;
+}
+
 int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg, char *err,
                     size_t errsize) {
     json_error_t je;
@@ -79,7 +101,8 @@ int hf_config_parse(const char *text, size_t len, const char *path, Config *cfg,
         cfg_int(root, "n_head", 1, MODEL_MAX_HEADS, &c.NH, path, err, errsize) ||
         cfg_int(root, "n_embd", 1, MODEL_MAX_DIM, &c.C, path, err, errsize) ||
         cfg_int(root, "n_positions", 1, MODEL_MAX_CTX, &c.N, path, err, errsize) ||
-        cfg_int(root, "vocab_size", 1, MODEL_MAX_VOCAB, &c.V, path, err, errsize))
+        cfg_int(root, "vocab_size", 1, MODEL_MAX_VOCAB, &c.V, path, err, errsize) ||
+        cfg_bos(root, &c, path, err, errsize))
         goto done;
     json_t *eps = json_object_get(root, "layer_norm_epsilon");
     if (eps) {
@@ -273,12 +296,7 @@ static void float_text(float x, char *buf, size_t size) {
 }
 
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
-    return hf_export_bos(m, -1, dir, err, errsize);
-}
-
-int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t errsize) {
     const Config *c = &m->cfg;
-    const int bos_id = bos >= 0 ? bos : c->V - 1;
     char path[4200], eps[32];
     if (path_join(path, sizeof path, dir, "config.json")) {
         snprintf(err, errsize, "%s: path too long", dir);
@@ -291,8 +309,9 @@ int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t er
     }
     float_text(c->eps, eps, sizeof eps);
     fprintf(f,
-            "{\n%s"
+            "{\n"
             "  \"activation_function\": \"gelu_new\",\n"
+            "%s"
             "  \"architectures\": [\"GPT2LMHeadModel\"],\n"
             "  \"attn_pdrop\": 0.1,\n"
             "  \"bos_token_id\": %d,\n"
@@ -313,8 +332,8 @@ int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t er
             "  \"use_cache\": true,\n"
             "  \"vocab_size\": %d\n"
             "}\n",
-            bos >= 0 ? "  \"add_bos_token\": true,\n" : "", bos_id, bos_id, eps, c->N, c->C, c->NH,
-            c->L, c->N, c->V);
+            c->bos >= 0 ? "  \"add_bos_token\": true,\n" : "", c->bos >= 0 ? c->bos : c->V - 1,
+            c->bos >= 0 ? c->bos : c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
     if (file_close(f) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;

@@ -25,7 +25,8 @@
 enum { HF_BAD = -1, HF_NOMEM = -2, HF_IO = -3 };
 
 /* dir/config.json → cfg: n_layer, n_head, n_embd, n_positions, vocab_size,
- * layer_norm_epsilon (default 1e-5). Rejects settings kvscope does not compute
+ * layer_norm_epsilon (default 1e-5), and the start token: bos_token_id when
+ * add_bos_token is true (then it must lie in the vocabulary), else none (-1). Rejects settings kvscope does not compute
  * (activation other than gelu_new, n_inner other than 4·n_embd, unscaled or
  * layer-scaled attention). */
 int hf_config_load(const char *dir, Config *cfg, char *err, size_t errsize);
@@ -44,11 +45,10 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
 int hf_has_tokenizer(const char *dir);
 
 /* Write m as dir/config.json + dir/model.safetensors: F32, names without prefix,
- * no lm_head (tied), __metadata__ {"format":"pt"}. dir must exist. */
+ * no lm_head (tied), __metadata__ {"format":"pt"}. dir must exist. A model with a start
+ * token (cfg.bos ≥ 0) gets "add_bos_token": true and "bos_token_id" and "eos_token_id"
+ * bos (a byte model's one boundary token); without one,
+ * bos_token_id is V − 1 (GPT-2's habit) and add_bos_token is absent. */
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize);
-/* The same for a model trained with a start byte bos (0 .. V−1) in front of every
- * sequence: config.json adds "add_bos_token": true and names it as "bos_token_id" and
- * "eos_token_id" (Hugging Face's keys). bos -1: hf_export (no add_bos_token key). */
-int hf_export_bos(const Model *m, int bos, const char *dir, char *err, size_t errsize);
 
 #endif

@@ -12,7 +12,7 @@
 #include "sysinfo.h"
 
 Config config_default(void) {
-    Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f};
+    Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f, .bos = -1};
     return c;
 }
 
@@ -24,6 +24,7 @@ const char *config_check(const Config *cfg) {
     if (cfg->N < 1 || cfg->N > MODEL_MAX_CTX) return "ctx must be 1..65536";
     if (cfg->V < 1 || cfg->V > MODEL_MAX_VOCAB) return "vocab must be 1..1000000";
     if (!(cfg->eps > 0.0f)) return "layer_norm_epsilon must be > 0";
+    if (cfg->bos < -1 || cfg->bos >= cfg->V) return "the start token must be in the vocabulary";
     return NULL;
 }
 

@@ -23,6 +23,8 @@ typedef struct {
     int N;      /* n_positions: the context */
     int V;      /* vocab_size */
     float eps;  /* layer_norm_epsilon, 1e-5 */
+    int bos;    /* the start token put once in front of every prompt (config.json's
+                 * bos_token_id when add_bos_token is true), or -1: none */
 } Config;
 
 /* The largest model kvscope accepts, from flags or a config.json. */
@@ -34,7 +36,8 @@ enum {
     MODEL_MAX_VOCAB = 1000000
 };
 
-/* The built-in model: GPT-2 small's widths, one layer, byte-level vocabulary. */
+/* The built-in model: GPT-2 small's widths, one layer, byte-level vocabulary, no start
+ * token. */
 Config config_default(void);
 /* NULL if cfg is usable, else a static message naming the bad field. */
 const char *config_check(const Config *cfg);

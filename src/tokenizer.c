@@ -12,11 +12,14 @@
 struct Tokenizer {
     int vocab;
     Bpe *bpe;  /* NULL: byte-level */
+    int start; /* the model's start token, shown as ⟨s⟩; -1: none */
 };
+
+#define START_TEXT "\xE2\x9F\xA8s\xE2\x9F\xA9" /* ⟨s⟩ */
 
 Tokenizer *tokenizer_bytes(void) {
     Tokenizer *t = malloc(sizeof *t);
-    if (t) t->vocab = 256, t->bpe = NULL;
+    if (t) t->vocab = 256, t->bpe = NULL, t->start = -1;
     return t;
 }
 
@@ -28,6 +31,7 @@ Tokenizer *tokenizer_from_bpe(Bpe *bpe) {
     }
     t->vocab = bpe_vocab_size(bpe);
     t->bpe = bpe;
+    t->start = -1;
     return t;
 }
 
@@ -50,7 +54,26 @@ int tokenizer_encode(const Tokenizer *t, const char *text, int **ids, int *n) {
     return 0;
 }
 
+void tokenizer_set_start(Tokenizer *t, int id) { t->start = id; }
+
+int tokenizer_add_start(int start, int **ids, int *n) {
+    if (start < 0 || (*n > 0 && (*ids)[0] == start)) return 0;
+    int *grown = realloc(*ids, ((size_t)*n + 1) * sizeof *grown);
+    if (!grown) return -1;
+    memmove(grown + 1, grown, (size_t)*n * sizeof *grown);
+    grown[0] = start;
+    *ids = grown;
+    (*n)++;
+    return 0;
+}
+
+/* ids without the start token, decoded one run at a time, ⟨s⟩ where it stood. */
+static int decode_runs(const Tokenizer *t, const int *ids, int n, char **text, size_t *len);
+
 int tokenizer_decode(const Tokenizer *t, const int *ids, int n, char **text, size_t *len) {
+    if (t->start >= 0)
+        for (int i = 0; i < n; i++)
+            if (ids[i] == t->start) return decode_runs(t, ids, n, text, len);
     if (t->bpe) return bpe_decode(t->bpe, ids, n, text, len) ? -1 : 0;
     *text = malloc((size_t)n + 1);
     if (!*text) return -1;
@@ -65,6 +88,39 @@ int tokenizer_decode(const Tokenizer *t, const int *ids, int n, char **text, siz
     (*text)[n] = '\0';
     *len = (size_t)n;
     return 0;
+}
+
+static int decode_runs(const Tokenizer *t, const int *ids, int n, char **text, size_t *len) {
+    Tokenizer plain = *t;
+    plain.start = -1;
+    char *all = malloc(1), *part;
+    size_t used = 0, k;
+    if (!all) return -1;
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j < n && ids[j] != t->start) j++;
+        const int is_start = j == i;
+        if (is_start) part = NULL, k = sizeof START_TEXT - 1, j = i + 1;
+        else if (tokenizer_decode(&plain, ids + i, j - i, &part, &k)) break;
+        char *grown = realloc(all, used + k + 1);
+        if (!grown) {
+            free(part);
+            break;
+        }
+        all = grown;
+        memcpy(all + used, is_start ? START_TEXT : part, k);
+        free(part);
+        used += k;
+        i = j;
+        if (i == n) {
+            all[used] = '\0';
+            *text = all, *len = used;
+            return 0;
+        }
+    }
+    free(all);
+    *text = NULL;
+    return -1;
 }
 
 /* A BPE token's bytes, readable: printable UTF-8 as is, \n \t \r \\ escaped,
@@ -106,6 +162,10 @@ static const char *bpe_text(const Bpe *b, int id, char *buf, size_t size) {
 }
 
 const char *tokenizer_token_text(const Tokenizer *t, int id, char *buf, size_t size) {
+    if (id == t->start && id >= 0) {
+        snprintf(buf, size, "%s", START_TEXT);
+        return buf;
+    }
     if (t->bpe) return bpe_text(t->bpe, id, buf, size);
     if (id == '\n') snprintf(buf, size, "\\n");
     else if (id == '\t') snprintf(buf, size, "\\t");

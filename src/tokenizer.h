@@ -23,8 +23,14 @@ int tokenizer_is_bytes(const Tokenizer *t);
 int tokenizer_vocab_size(const Tokenizer *t);
 /* Encode text into *ids (malloc'ed, caller frees) of *n tokens. 0, or -1 when out of memory. */
 int tokenizer_encode(const Tokenizer *t, const char *text, int **ids, int *n);
-/* ids → text (malloc'ed, NUL-terminated; *len bytes without the NUL).
- * 0, or -1 when out of memory or an id is out of range. */
+/* The model's start token (Config.bos; -1: none): decode and the token texts show it
+ * as "⟨s⟩" (U+27E8 s U+27E9) rather than as its byte. */
+void tokenizer_set_start(Tokenizer *t, int id);
+/* Put start in front of ids (*n of them, malloc'ed; realloc'ed here) unless they
+ * already begin with it or start < 0. 0, or -1 when out of memory (ids unchanged). */
+int tokenizer_add_start(int start, int **ids, int *n);
+/* ids → text (malloc'ed, NUL-terminated; *len bytes without the NUL), the start
+ * token as "⟨s⟩". 0, or -1 when out of memory or an id is out of range. */
 int tokenizer_decode(const Tokenizer *t, const int *ids, int n, char **text, size_t *len);
 /* A printable, CSV- and label-safe text for one token: "a", "\n", "<0xE4>".
  * BPE tokens print their UTF-8 ("人", " the"); bytes that are not complete,

@@ -88,6 +88,31 @@ const char *toklabel_visible(const unsigned char *b, size_t n, char *buf, size_t
     return buf;
 }
 
+char *toklabel_text(const unsigned char *b, size_t n) {
+    char *out = malloc(6 * n + 1); /* "<0xE4>" is the longest a byte becomes */
+    if (!out) return NULL;
+    size_t used = 0, i = 0;
+    out[0] = '\0';
+    while (i < n) {
+        const unsigned char c = b[i];
+        const int need = utf8_need(c);
+        size_t j = 1;
+        while (need > 1 && j < (size_t)need && i + j < n && (b[i + j] & 0xC0) == 0x80) j++;
+        if (c == ' ' || c == '\n' || c == '\t' || (need == 1 && c >= 0x20 && c < 0x7F))
+            used = put(out, 6 * n + 1, used, (const char *)&b[i], 1);
+        else if (need > 1 && j == (size_t)need)
+            used = put(out, 6 * n + 1, used, (const char *)&b[i], j);
+        else {
+            char hex[8];
+            snprintf(hex, sizeof hex, "<0x%02X>", c);
+            used = put(out, 6 * n + 1, used, hex, 6);
+            j = 1;
+        }
+        i += j;
+    }
+    return out;
+}
+
 int toklabel_axis(const TokenTexts *t, const int *pos, int n, TokLabel *out) {
     int m = 0;
     for (int i = 0; i < n;) {

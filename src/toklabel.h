@@ -42,4 +42,9 @@ int toklabel_axis(const TokenTexts *t, const int *pos, int n, TokLabel *out);
 /* The visible text of a byte string (for titles): the rules above. Returns buf. */
 const char *toklabel_visible(const unsigned char *b, size_t n, char *buf, size_t size);
 
+/* Running text for a terminal: the rules above, except that spaces, newlines and tabs
+ * stay as they are (a text, not one label). malloc'ed, NUL-terminated; NULL when out
+ * of memory. */
+char *toklabel_text(const unsigned char *b, size_t n);
+
 #endif

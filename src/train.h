@@ -238,10 +238,11 @@ void train_samples_free(TrainSample *s, int n);
  * train_timing.csv (step,seconds,tokens_per_s: measured), eval.csv
  * (model,context_bytes,bits_per_byte,smoothing) and samples.txt. TRAIN_IO or
  * TRAIN_NOMEM with a message naming the folder as the user did. */
-/* With bos >= 0 config.json says so: "add_bos_token": true, "bos_token_id" and
- * "eos_token_id" bos (readers put it in front of every prompt). */
-int train_write(const Trainer *tr, int bos, const TrainLog *log, const TrainEval *ev,
-                const TrainSample *s, int ns, const OutDir *o, char *err, size_t errsize);
+/* A model whose config has a start token (cfg.bos >= 0: trained with --bos) says so in
+ * config.json: "add_bos_token": true, "bos_token_id" and "eos_token_id" bos (readers put
+ * it in front of every prompt). */
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
+                int ns, const OutDir *o, char *err, size_t errsize);
 
 /* The gradient of one batch for another framework to recompute: into the begun folder o
  * config.json and model.safetensors (the weights the gradient is taken at, hf_export)

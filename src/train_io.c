@@ -275,15 +275,15 @@ static int write_samples(const TrainSample *s, int ns, const OutDir *o, char *er
 
 /* config.json and model.safetensors (hf_export) into o's folder. 0, TRAIN_NOMEM or
  * TRAIN_IO with a message. */
-static int write_model(const Model *m, int bos, const OutDir *o, char *err, size_t errsize) {
-    const int rc = hf_export_bos(m, bos, o->tmp, err, errsize);
+static int write_model(const Model *m, const OutDir *o, char *err, size_t errsize) {
+    const int rc = hf_export(m, o->tmp, err, errsize);
     if (rc == HF_NOMEM) snprintf(err, errsize, "out of memory writing %s", o->target);
     return rc == 0 ? 0 : rc == HF_NOMEM ? TRAIN_NOMEM : TRAIN_IO;
 }
 
-int train_write(const Trainer *tr, int bos, const TrainLog *log, const TrainEval *ev,
-                const TrainSample *s, int ns, const OutDir *o, char *err, size_t errsize) {
-    int rc = write_model(&tr->model, bos, o, err, errsize);
+int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
+                int ns, const OutDir *o, char *err, size_t errsize) {
+    int rc = write_model(&tr->model, o, err, errsize);
     if (rc) return rc;
     if (write_log(log, o, err, errsize) || write_timing(log, o, err, errsize) ||
         write_eval(ev, tr->T, o, err, errsize) || write_samples(s, ns, o, err, errsize))
@@ -293,7 +293,7 @@ int train_write(const Trainer *tr, int bos, const TrainLog *log, const TrainEval
 
 int train_write_grads(const Trainer *tr, float loss, const OutDir *o, char *err, size_t errsize) {
     char path[4400];
-    int rc = write_model(&tr->model, -1, o, err, errsize);
+    int rc = write_model(&tr->model, o, err, errsize);
     if (rc) return rc;
     const size_t n = (size_t)tr->nspecs + 3;
     StWrite *w = calloc(n, sizeof *w);

@@ -141,6 +141,40 @@ START_TEST(test_run_output) {
 }
 END_TEST
 
+/* run ends with the text: the prompt, then what the model wrote, from tokens.csv's ids
+ * shown as the labels show bytes (printable ASCII as is, other bytes as <0xXX>). */
+START_TEST(test_run_prints_text) {
+    char dir[64], out[128], so[128], path[200], line[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/o", dir);
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    const char *args[] = {"run", "--prompt", "Hi there", "--steps", "6", "--heads", "2", "--dim", "16",
+                          "--seed", "3", "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(args, so, NULL), 0);
+    snprintf(path, sizeof path, "%s/tokens.csv", out);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char want[256] = "\ncontinuation: ";
+    int step, pos, id, n = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%d,%d,%d,", &step, &pos, &id) == 3 && step > 0) {
+            size_t k = strlen(want);
+            if ((id >= 0x20 && id < 0x7f) || id == '\n' || id == '\t') snprintf(want + k, sizeof want - k, "%c", id);
+            else snprintf(want + k, sizeof want - k, "<0x%02X>", id);
+            n++;
+        }
+    fclose(f);
+    ck_assert_int_eq(n, 6);
+    strcat(want, "\n");
+    char *txt = read_file(so, NULL);
+    ck_assert_ptr_nonnull(txt);
+    ck_assert_msg(strstr(txt, "\nprompt:       Hi there\n"), "%s", txt);
+    ck_assert_msg(strstr(txt, want), "want %s in:\n%s", want, txt);
+    free(txt);
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_verify) {
     const char *ok[] = {"verify", "--steps", "5", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(ok, NULL, NULL), 0);
@@ -154,7 +188,7 @@ END_TEST
  * either end (the parser reads the same table the help was printed from). */
 START_TEST(test_help_matches_parser) {
     static const char *const cmds[] = {"run", "verify", "export", "budget", "compare", "batch", "kvmem",
-                                       "train", "heads"};
+                                       "train", "heads", "loss"};
     char dir[64], so[128], se[128];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(so, sizeof so, "%s/stdout", dir);
@@ -277,10 +311,16 @@ Suite *make_cli_suite(void) {
     tcase_add_test(tc, test_bad_out);
     tcase_add_test(tc, test_deterministic);
     tcase_add_test(tc, test_run_output);
+    tcase_add_test(tc, test_run_prints_text);
     tcase_add_test(tc, test_verify);
-    tcase_add_test(tc, test_help_matches_parser);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_format);
+    suite_add_tcase(s, tc);
+    /* some 330 runs of bin/kvscope: 0.75 s each under SAN=1 on a loaded 2-core machine */
+    tc = tcase_create("help");
+    tcase_set_tags(tc, "bin");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_help_matches_parser);
     suite_add_tcase(s, tc);
     return s;
 }

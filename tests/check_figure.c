@@ -343,6 +343,35 @@ START_TEST(test_cli_too_long) {
 }
 END_TEST
 
+/* ---- glyphs FIG_FONT lacks ---- */
+
+static int draw_char(Fig *f, void *user) {
+    fig_text(f, 4, 40, 40, FIG_LEFT, (Rgb){0, 0, 0}, user);
+    return 0;
+}
+
+/* The start token's label ⟨s⟩: its angle brackets are not in FIG_FONT, and drawn in it
+ * they would be the same empty box as a character no font has (U+E000, private use).
+ * With the fallback font they are drawn as themselves: other pixels than that box. */
+START_TEST(test_start_label_glyphs) {
+    enum { W = 60, H = 60 };
+    unsigned char *a = malloc(W * H * 3), *b = malloc(W * H * 3), *c = malloc(W * H * 3);
+    ck_assert(a && b && c);
+    ck_assert_int_eq(fig_render_rgb(a, W, H, draw_char, (void *)"\xE2\x9F\xA8"), 0);  /* ⟨ */
+    ck_assert_int_eq(fig_render_rgb(b, W, H, draw_char, (void *)"\xEE\x80\x80"), 0); /* U+E000 */
+    ck_assert_int_eq(fig_render_rgb(c, W, H, draw_char, (void *)"\xE2\x9F\xA9"), 0);  /* ⟩ */
+    ck_assert_msg(memcmp(a, b, W * H * 3) != 0, "⟨ drawn as the missing-glyph box");
+    ck_assert_msg(memcmp(a, c, W * H * 3) != 0, "⟨ and ⟩ drawn alike");
+    int ink = 0;
+    for (int i = 0; i < W * H * 3; i++) ink += a[i] < 128;
+    ck_assert_int_gt(ink, 20);
+    free(a);
+    free(b);
+    free(c);
+    fig_release();
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
@@ -350,6 +379,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_labels_bytes);
     tcase_add_test(tc, test_square_cells);
     tcase_add_test(tc, test_step_cells);
+    tcase_add_test(tc, test_start_label_glyphs);
     suite_add_tcase(s, tc);
     tc = tcase_create("figure_cli");
     tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */

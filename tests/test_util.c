@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "testutil.h"
+
+#include "hf_model.h"
 
 void test_skipped(const char *file, const char *test, const char *why) {
     const char *base = strrchr(file, '/');
@@ -162,3 +165,13 @@ int png_load(const char *path, Png *p) {
     return 0;
 }
 
+
+int make_model_folder(const char *path, const Config *cfg, unsigned long long seed) {
+    Model m;
+    char err[512];
+    if (mkdir(path, 0755) != 0 || model_init_random(&m, cfg, seed) != 0) return -1;
+    const int rc = hf_export(&m, path, err, sizeof err);
+    model_free(&m);
+    if (rc) fprintf(stderr, "make_model_folder: %s\n", err);
+    return rc ? -1 : 0;
+}

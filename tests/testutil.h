@@ -19,6 +19,11 @@ void test_skipped(const char *file, const char *test, const char *why);
 /* A small config: L layers, NH heads, C width, context N, vocabulary V. */
 Config tiny_config(int L, int NH, int C, int N, int V);
 
+/* A Hugging Face folder at path (created) holding the built-in model of cfg drawn from
+ * seed (model_init_random), written by hf_export: cfg.bos ≥ 0 gives it a start token.
+ * 0, or -1. */
+int make_model_folder(const char *path, const Config *cfg, unsigned long long seed);
+
 /* Run KVSCOPE_BIN with args (NULL-terminated), stdout and stderr to the files
  * given (NULL: /dev/null). Returns the exit status, or -1 if it did not exit. */
 int run_kvscope(const char *const *args, const char *out_path, const char *err_path);

@@ -137,6 +137,9 @@ static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
             return cli_fail("out of memory", "prompt");
         if (out->T == 0) return cli_fail("empty prompt", "\"\"");
     }
+    /* a model trained with a start token reads every prompt after it, once */
+    tokenizer_set_start(out->tok, cfg->bos);
+    if (tokenizer_add_start(cfg->bos, &out->prompt, &out->T)) return cli_fail("out of memory", "prompt");
     for (int i = 0; i < out->T; i++) {
         if (out->prompt[i] < cfg->V) continue;
         char what[96], id[32];
@@ -184,6 +187,7 @@ int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out) {
     memset(out, 0, sizeof *out);
     int rc = load_config(a, cfg);
     if (rc == 0) rc = read_prompt(a, cfg, out);
+    if (rc == 0 && a->fit_prompt && out->T + steps > cfg->N) out->T = cfg->N - steps > 1 ? cfg->N - steps : 1;
     if (rc == 0) rc = check_length(cfg, out->T, steps);
     if (rc) loaded_free(out);
     return rc;

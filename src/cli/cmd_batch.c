@@ -132,7 +132,8 @@ static int tokenize_prompts(const BatchArgs *a, const Loaded *ld, const int *ste
     char num[64], what[160];
     for (int b = 0; b < r->B; b++) {
         r->steps[b] = steps[nsteps == 1 ? 0 : b];
-        if (tokenizer_encode(ld->tok, a->texts[b], &r->tok[b], &r->T[b]))
+        if (tokenizer_encode(ld->tok, a->texts[b], &r->tok[b], &r->T[b]) ||
+            (r->T[b] && tokenizer_add_start(cfg->bos, &r->tok[b], &r->T[b])))
             return cli_fail("out of memory", "prompts");
         if (r->T[b] == 0) {
             snprintf(num, sizeof num, "prompt %d", b + 1);

@@ -2,6 +2,8 @@
  * the work). parse → check --out, --plots, gnuplot and the chart script → load the model
  * → measure → the CSVs and the layer × head chart → commit → the line naming the best
  * previous-token and induction heads. */
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,16 +15,23 @@
 #include "infile.h"
 #include "outdir.h"
 
-/* A text any English byte model can read: Psalm 23:1-3 (King James Version). */
+/* A text any English byte model can read: Psalm 23:1-4 (King James Version), 371
+ * bytes, cut to the context: past position 128 on a model of context 256. */
 static const char *const HEADS_TEXT =
     "The LORD is my shepherd; I shall not want. He maketh me to lie down in green pastures: "
     "he leadeth me beside the still waters. He restoreth my soul: he leadeth me in the paths "
-    "of righteousness for his name's sake.";
+    "of righteousness for his name's sake. Yea, though I walk through the valley of the "
+    "shadow of death, I will fear no evil: for thou art with me; thy rod and thy staff they "
+    "comfort me.";
+
+enum { HEADS_MAX_LENS = 16 };
+/* The copy lengths measured by default, those of them that fit the context. */
+static const int DEFAULT_LENS[] = {16, 32, 64, 100};
 
 typedef struct {
     ModelArgs model;
     const char *out, *plots, *scripts;
-    int R, S, quiet, force;
+    int lens[HEADS_MAX_LENS], nlens, split, S, quiet, force;
     uint64_t seed;
 } HeadsArgs;
 
@@ -33,8 +42,14 @@ static const Option HEADS_OPTIONS[] = {
     {.kind = OPT_KIND_STRING, .name = "--plots", .arg = "DIR",
      .field = OPT_FIELD(HeadsArgs, plots, char *), .dflt = "the --out folder",
      .help = "folder of the chart heads.png and heads.svg, replaced as a whole"},
-    OPT_INT_AUTO("--len", "R", HeadsArgs, R, 2, 32768, "N/2, at most 128",
-                 "bytes of each random sequence, repeated once (2R tokens, at most the context)"),
+    {.kind = OPT_KIND_INTS, .name = "--len", .arg = "LIST", .field = offsetof(HeadsArgs, lens),
+     .field2 = OPT_FIELD(HeadsArgs, nlens, int), .cap = HEADS_MAX_LENS, .lo = 2, .hi = 32768,
+     .dflt = "those of 16,32,64,100 that fit the context, else half of it",
+     .help = "copy lengths R: bytes of each random sequence, repeated once (2R tokens, and "
+             "the start token, at most the context)"},
+    OPT_INT_AUTO("--split", "P", HeadsArgs, split, 2, 65536, "N/2 (the training repeats' "
+                 "distance), or half the text when it is shorter",
+                 "previous-token score before and after this position of the text"),
     OPT_INT("--samples", "S", HeadsArgs, S, 1, 32768, "random sequences averaged"),
     OPT_U64("--repeat-seed", "S", HeadsArgs, seed, "seed of the random bytes"),
     OPT_STRING("--scripts", "DIR", HeadsArgs, scripts, "where the chart script heads.gp is"),
@@ -47,11 +62,14 @@ static const Option HEADS_OPTIONS[] = {
 static const Command HEADS = {
     "heads", "[options]",
     "Measure every attention head: on a text (--prompt), the mean weight on the previous\n"
-    "token, on position 0 (the sink) and the attention entropy; on random bytes repeated\n"
-    "twice, the induction score (the weight on the token after the first copy) and the\n"
-    "loss on each copy. The CSVs go into --out, the layer x head chart into --plots.\n",
+    "token (over the whole text, before --split and after it), on position 0 (the sink;\n"
+    "with a start token, also on the text without it) and the attention entropy; on\n"
+    "random bytes repeated twice, at each copy length of --len, the induction score (the\n"
+    "weight on the token after the first copy) and the loss on each copy. The CSVs go\n"
+    "into --out, the chart into --plots.\n",
     HEADS_OPTIONS,
-    "The default text is Psalm 23:1-3 (King James Version): a trained byte model reads it.\n",
+    "The default text is Psalm 23:1-4 (King James Version, 371 bytes), cut to the\n"
+    "context: a trained byte model reads it.\n",
 };
 
 /* Before any work: both folders may be replaced and lie apart, neither holds the model
@@ -80,15 +98,39 @@ static int check_outputs(const HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
     return 0;
 }
 
-/* --len and the text against the model's context. 0, or 2 after the error line. */
-static int check_lengths(HeadsArgs *a, const Loaded *ld) {
-    const int N = ld->model.cfg.N;
-    char what[96], v[32];
-    if (!a->R) a->R = N / 2 < 128 ? N / 2 : 128;
-    if (2 * a->R <= N && ld->T >= 2) return 0;
-    snprintf(what, sizeof what, ld->T < 2 ? "the text needs 2 tokens or more"
-                                          : "--len twice is more than the context (%d tokens)", N);
-    snprintf(v, sizeof v, "%d", ld->T < 2 ? ld->T : a->R);
+/* The copy lengths against the context: the default ones that fit (else half the
+ * context), or every one given. 0, or 2 after the error line. */
+static int check_lens(HeadsArgs *a, const Config *c) {
+    const int room = c->N - (c->bos >= 0); /* the start token takes one position */
+    char what[128], v[32];
+    if (a->nlens == 0) {
+        for (int i = 0; i < (int)(sizeof DEFAULT_LENS / sizeof *DEFAULT_LENS); i++)
+            if (2 * DEFAULT_LENS[i] <= room) a->lens[a->nlens++] = DEFAULT_LENS[i];
+        if (a->nlens == 0) a->lens[a->nlens++] = room / 2;
+    }
+    for (int i = 0; i < a->nlens; i++) {
+        if (a->lens[i] >= 2 && 2 * a->lens[i] <= room) continue;
+        snprintf(what, sizeof what, "--len twice%s is more than the context (%d tokens)",
+                 c->bos >= 0 ? ", after the start token," : "", c->N);
+        snprintf(v, sizeof v, "%d", a->lens[i]);
+        return cli_fail(what, v);
+    }
+    return 0;
+}
+
+/* The text and --split against it. 0, or 2 after the error line. */
+static int check_text(HeadsArgs *a, const Loaded *ld) {
+    const Config *c = &ld->model.cfg;
+    const int words = ld->T - (c->bos >= 0); /* tokens of the text itself */
+    char what[128], v[32];
+    if (words < 2) {
+        snprintf(v, sizeof v, "%d", words);
+        return cli_fail("the text needs 2 tokens or more", v);
+    }
+    if (!a->split) a->split = c->N / 2 < ld->T ? c->N / 2 : ld->T / 2;
+    if (a->split < ld->T) return 0;
+    snprintf(what, sizeof what, "--split must fall inside the text (%d tokens)", ld->T);
+    snprintf(v, sizeof v, "%d", a->split);
     return cli_fail(what, v);
 }
 
@@ -99,8 +141,9 @@ static int draw(const HeadsArgs *a, const OutDir *dir, const char *csv_dir) {
         return cli_fail("--out and --plots must resolve to paths without a quote", a->out);
     const char *label = a->model.model_dir ? a->model.model_dir : "the built-in random model";
     snprintf(script, sizeof script, "%s/heads.gp", a->scripts);
-    snprintf(vars, sizeof vars, "in='%s/heads.csv'; out='%s/heads'; model='%s'; copy=%d", csv_dir,
-             dir->tmp, gnuplot_quotable(label) ? label : "--model", a->R);
+    snprintf(vars, sizeof vars, "in='%s/heads.csv'; lens='%s/induction_heads.csv'; out='%s/heads'; "
+             "model='%s'; split=%d", csv_dir, csv_dir, dir->tmp,
+             gnuplot_quotable(label) ? label : "--model", a->split);
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
     if (rc == 0) return 0;
     char line[4900];
@@ -112,8 +155,8 @@ static int draw(const HeadsArgs *a, const OutDir *dir, const char *csv_dir) {
 
 /* The CSVs, the chart, then the commits: a chart that fails leaves both folders as
  * they were. 0, or 2. */
-static int write_outputs(const HeadsArgs *a, const Loaded *ld, const HeadsReport *r, OutDir *od,
-                         OutDir *op, int sep) {
+static int write_outputs(const HeadsArgs *a, const Loaded *ld, const HeadsSpec *sp,
+                         const HeadsReport *r, OutDir *od, OutDir *op, int sep) {
     char err[8400];
     int rc = cli_outdir_begin(od);
     if (rc) return rc;
@@ -121,25 +164,64 @@ static int write_outputs(const HeadsArgs *a, const Loaded *ld, const HeadsReport
         outdir_abort(od);
         return rc;
     }
-    if (heads_write(r, &ld->model.cfg, ld->prompt, ld->T, od, err, sizeof err)) rc = cli_error(err);
+    if (heads_write(r, &ld->model.cfg, sp, od, err, sizeof err)) rc = cli_error(err);
     if (rc == 0) rc = draw(a, sep ? op : od, od->tmp);
     if (sep) rc = cli_outdir_end(op, rc, 0);
     return cli_outdir_end(od, rc, 0);
 }
 
-/* The best previous-token and induction heads, in one line. */
+/* The head k with the highest score(k). */
+static int best(const HeadsReport *r, int LH, double (*score)(const HeadScores *)) {
+    int b = 0;
+    for (int k = 1; k < LH; k++)
+        if (score(&r->h[k]) > score(&r->h[b])) b = k;
+    return b;
+}
+static double prev_both(const HeadScores *h) { return fmin(h->prev_before, h->prev_after); }
+static double ind_all(const HeadScores *h) { return h->induction; }
+static double sink_of(const HeadScores *h) { return h->sink; }
+
+/* The best previous-token, induction and sink heads, a line each, and the files. */
 static void summary(const HeadsArgs *a, const Config *c, const HeadsReport *r) {
-    int bp = 0, bi = 0;
-    for (int k = 1; k < c->L * c->NH; k++) {
-        if (r->h[k].prev_token > r->h[bp].prev_token) bp = k;
-        if (r->h[k].induction > r->h[bi].induction) bi = k;
+    const int LH = c->L * c->NH, bp = best(r, LH, prev_both), bi = best(r, LH, ind_all),
+              bs = best(r, LH, sink_of);
+    printf("previous-token head: layer %d head %d (%.2f before position %d, %.2f after)\n",
+           bp / c->NH, bp % c->NH, r->h[bp].prev_before, a->split, r->h[bp].prev_after);
+    printf("induction head: layer %d head %d (%.2f at its worst copy length)\n", bi / c->NH,
+           bi % c->NH, r->h[bi].induction);
+    for (int li = 0; li < r->nlens; li++)
+        printf("  copy length %d: that head %.2f; loss on the repeat %.2f bits/byte (first copy "
+               "%.2f)\n", a->lens[li], r->ind[(size_t)li * LH + bi], r->second_bits[li],
+               r->first_bits[li]);
+    if (c->bos >= 0)
+        printf("sink head: layer %d head %d (%.2f on the start token; %.2f on position 0 without "
+               "it)\n", bs / c->NH, bs % c->NH, r->h[bs].sink, r->h[bs].sink_no_start);
+    else
+        printf("sink head: layer %d head %d (%.2f on position 0; the model has no start token)\n",
+               bs / c->NH, bs % c->NH, r->h[bs].sink);
+    printf("wrote %s/heads.csv, induction.csv, induction_heads.csv, tokens.csv and %s/heads.png, "
+           ".svg\n", a->out, a->plots ? a->plots : a->out);
+}
+
+/* Load, check the lengths and the text, measure, write. 0, or 2. */
+static int measure(HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
+    Loaded ld;
+    int rc = model_args_load(&a->model, 0, &ld);
+    if (rc) return rc;
+    const Config *c = &ld.model.cfg;
+    if ((rc = check_lens(a, c)) == 0 && (rc = check_text(a, &ld)) == 0) {
+        const HeadsSpec sp = {.text = ld.prompt, .n = ld.T, .split = a->split, .lens = a->lens,
+                              .nlens = a->nlens, .S = a->S, .seed = a->seed, .bos = c->bos};
+        HeadsReport r;
+        const int m = heads_measure(&ld.model, &sp, &r);
+        if (m) rc = cli_fail(m == -1 ? "out of memory" : "a forward pass failed (non-finite logits?)",
+                             "heads");
+        else if ((rc = write_outputs(a, &ld, &sp, &r, od, op, sep)) == 0 && !a->quiet)
+            summary(a, c, &r);
+        if (!m) heads_report_free(&r);
     }
-    printf("previous-token head: layer %d head %d (%.2f); induction head: layer %d head %d (%.2f); "
-           "loss on the repeat %.2f bits/byte (first copy %.2f)\n", bp / c->NH, bp % c->NH,
-           r->h[bp].prev_token, bi / c->NH, bi % c->NH, r->h[bi].induction, r->second_bits,
-           r->first_bits);
-    printf("wrote %s/heads.csv, induction.csv, tokens.csv and %s/heads.png, .svg\n", a->out,
-           a->plots ? a->plots : a->out);
+    loaded_free(&ld);
+    return rc;
 }
 
 int cmd_heads(int argc, char **argv) {
@@ -148,19 +230,9 @@ int cmd_heads(int argc, char **argv) {
     a.model.prompt = HEADS_TEXT;
     int rc = opts_parse(&HEADS, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
+    a.model.fit_prompt = a.model.prompt_option == NULL; /* the default text, cut to the context */
     const int sep = a.plots && strcmp(a.plots, a.out) != 0;
     OutDir od, op;
-    Loaded ld;
-    if ((rc = check_outputs(&a, &od, &op, sep)) || (rc = model_args_load(&a.model, 0, &ld))) return rc;
-    HeadsReport r;
-    if ((rc = check_lengths(&a, &ld)) == 0) {
-        const int m = heads_measure(&ld.model, ld.prompt, ld.T, a.R, a.S, a.seed, &r);
-        if (m) rc = cli_fail(m == -1 ? "out of memory" : "a forward pass failed (non-finite logits?)",
-                             "heads");
-        else if ((rc = write_outputs(&a, &ld, &r, &od, &op, sep)) == 0 && !a.quiet)
-            summary(&a, &ld.model.cfg, &r);
-        if (!m) heads_report_free(&r);
-    }
-    loaded_free(&ld);
-    return rc;
+    if ((rc = check_outputs(&a, &od, &op, sep))) return rc;
+    return measure(&a, &od, &op, sep);
 }

@@ -14,6 +14,7 @@
 #include "outdir.h"
 #include "record_csv.h"
 #include "sysinfo.h"
+#include "toklabel.h"
 
 typedef struct {
     ModelArgs model;
@@ -77,7 +78,8 @@ static const Option RUN_OPTIONS[] = {
 static const Command RUN = {
     "run", "[options]",
     "Prefill the prompt, then decode --steps tokens greedily, printing the Q/K/V shapes\n"
-    "and the KV-cache size of every step and writing CSV files into --out.\n",
+    "and the KV-cache size of every step and writing CSV files into --out; then the text:\n"
+    "the prompt and what the model wrote after it.\n",
     RUN_OPTIONS, NULL,
 };
 
@@ -213,6 +215,29 @@ static int finish(RunArgs *a, Loaded *ld, Run *r, int status) {
     return status;
 }
 
+/* One labelled line of the text: ids decoded (the start token as ⟨s⟩), bytes shown as
+ * the token labels show them. 0, or 2 after the error line. */
+static int print_text(const char *label, const Tokenizer *tok, const int *ids, int n) {
+    char *bytes = NULL, *shown = NULL;
+    size_t len = 0;
+    if (n > 0 && tokenizer_decode(tok, ids, n, &bytes, &len) != 0) return cli_fail("out of memory", label);
+    if (n > 0 && !(shown = toklabel_text((const unsigned char *)bytes, len))) {
+        free(bytes);
+        return cli_fail("out of memory", label);
+    }
+    printf("%-13s %s\n", label, shown ? shown : "");
+    free(bytes);
+    free(shown);
+    return 0;
+}
+
+/* 6. What the model wrote: the prompt, then the continuation. 0, or 2. */
+static int print_written(const Loaded *ld, const Generator *g) {
+    const int T = g->len < ld->T ? g->len : ld->T;
+    int rc = print_text("prompt:", ld->tok, g->tokens, T);
+    return rc ? rc : print_text("continuation:", ld->tok, g->tokens + T, g->len - T);
+}
+
 int cmd_run(int argc, char **argv) {
     RunArgs a;
     Run r;
@@ -225,6 +250,7 @@ int cmd_run(int argc, char **argv) {
         (rc = choose_shown(&a, &ld.model.cfg, &r)) == 0) {
         if ((rc = begin(&a, &ld, &r)) == 0) rc = run_steps(&a, &ld, &r);
         rc = finish(&a, &ld, &r, rc);
+        if (rc == 0 && !a.quiet) rc = print_written(&ld, &r.g);
     }
     generator_free(&r.g);
     loaded_free(&ld);

@@ -208,6 +208,7 @@ static int check_args(TrainArgs *a) {
     a->o.lr = (float)a->lr, a->o.lr_final = (float)a->lr_final;
     a->o.weight_decay = (float)a->weight_decay, a->o.clip = (float)a->clip;
     a->o.init_std = (float)a->init_std;
+    a->cfg.bos = a->o.bos; /* the model's config names its start token (config.json) */
     a->o.repeat_share = (float)a->repeat_share, a->o.span_share = (float)a->span_share;
     a->o.short_repeat_share = (float)a->short_repeat_share;
     a->o.short_span_share = (float)a->short_span_share;
@@ -442,7 +443,7 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
     }
     for (int i = 0; i < NSAMPLES && rc; i++) s[i].len = 0; /* prompts that do not fit */
     if ((rc = cli_outdir_begin(od)) == 0) {
-        const int e = train_write(tr, a->o.bos, log, &ev, s, NSAMPLES, od, err, sizeof err);
+        const int e = train_write(tr, log, &ev, s, NSAMPLES, od, err, sizeof err);
         if (e) cli_outdir_error(od, err);
         else if (chart) draw_chart(a, od);
         rc = cli_outdir_end(od, e ? 2 : 0, 0);

@@ -15,5 +15,6 @@ int cmd_info(int argc, char **argv);
 int cmd_format(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
+int cmd_loss(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
     {"format", cmd_format, "write the numbers marked in a lesson's files for people"},
     {"train", cmd_train, "train a byte-level GPT-2 on a text file (checkpoints, log, chart)"},
     {"heads", cmd_heads, "what each attention head does: previous token, induction, sink"},
+    {"loss", cmd_loss, "loss at every position: full cache vs a window with and without sinks"},
 };
 
 static void usage(FILE *f) {

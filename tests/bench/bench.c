@@ -188,7 +188,7 @@ static void header(const Config *cfg) {
 }
 
 static void run_gpt2(void) {
-    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
     Bench b;
     bench_init(&b, &cfg);
     header(&cfg);
@@ -348,7 +348,7 @@ static double decode_bytes_half(const Config *cfg, int p) {
 }
 
 static void run_steps(const char *level, const char *weights) {
-    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
     KernDtype dt;
     if (model_dtype_parse(weights, &dt)) die("weights: fp32, fp16 or bf16");
     KernLevel lv = strcmp(level, "avx512") == 0 ? KERN_AVX512 : KERN_AVX2;
@@ -419,7 +419,7 @@ static void recorded_prefill(Bench *b, int T, const char *dir, const char *layer
 }
 
 static void run_record(const char *dir) {
-    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f};
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
     Bench b;
     bench_init(&b, &cfg);
     header(&cfg);
