@@ -16,6 +16,12 @@ rm -f "$D/heads/tokens.csv"
 IN=$(head_name $IND_L $IND_H)
 PN=$(head_name $PREV_L $PREV_H)
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
+# The head with the best induction score, named for what it is: an induction head (layer
+# >= 1, at least 0.5 at every copy length) or not.
+awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE 'BEGIN {
+    if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score %.2f at every copy length),\n", L, H, sc
+    else printf "the head with the best **induction score** (layer %d, head %d, %.2f: no head of this model is an induction head, lesson 8),\n", L, H, sc
+}' > "$D/ind_words.md"
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
@@ -31,7 +37,7 @@ for e in png svg; do
 done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
-IW="the induction head (layer $IND_L, head $IND_H)"
+IW="the head with the best induction score (layer $IND_L, head $IND_H)"
 figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal"
 figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before"
 figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"

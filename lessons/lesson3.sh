@@ -28,7 +28,7 @@ kv "$V" ind_head $IND_H
 kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
-WHO="the induction head (layer $IND_L, head $IND_H)"
+WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
 
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" --quiet
