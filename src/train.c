@@ -25,11 +25,11 @@
 #define GRAD(tr, p) ((tr)->grads + ((p) - (tr)->model.w.blob))
 
 TrainOptions train_options_default(void) {
-    TrainOptions o = {.B = 16, .steps = 3000, .lr = 3e-3f, .warmup = 100, .lr_final = 0.1f,
+    TrainOptions o = {.B = 16, .steps = 2400, .lr = 3e-3f, .warmup = 100, .lr_final = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                      .clip = 1.0f, .seed = 1, .init_std = 0.08f, .eval_every = 500, .bos = 255,
-                      .repeat_share = 0.6f, .span_share = 0.5f, .period_min = 8, .period_max = 128,
-                      .short_steps = 1200, .short_ctx = 128, .short_B = 32, .short_repeat_share = 1.0f,
+                      .clip = 1.0f, .seed = 1, .init_std = 0.08f, .eval_every = 400, .bos = 255,
+                      .repeat_share = 0.25f, .span_share = 0.5f, .period_min = 8, .period_max = 128,
+                      .short_steps = 0, .short_ctx = 128, .short_B = 32, .short_repeat_share = 1.0f,
                       .short_span_share = 0.0f, .heads_every = 100};
     return o;
 }
