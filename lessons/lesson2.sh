@@ -83,8 +83,11 @@ awk -F, -v qp=$QP -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'
 FNR == 1 { header(); next }
 col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     z += exp(col("score")); if (col("key_pos") == 0) w0 = col("weight") }
-END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.1f\n", n, 100 * n / (z + n) >> V
-      printf "w0,%.3g\nw0_pad4,%.3g\n", w0, w0 * z / (z + 4) >> V }' "$D/run/attention.csv"
+END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.2g\n", n, 100 * n / (z + n) >> V
+      # as few digits as tell the two weights apart (at least 3)
+      w4 = w0 * z / (z + 4)
+      for (p = 3; p < 9 && sprintf("%." p "g", w0) == sprintf("%." p "g", w4); p++) {}
+      printf "w0,%s\nw0_pad4,%s\n", sprintf("%." p "g", w0), sprintf("%." p "g", w4) >> V }' "$D/run/attention.csv"
 claim "key 0's weight drops when four padded slots join the row" "$(value "$V" w0) > $(value "$V" w0_pad4)"
 # The weight the induction head's last query puts on the byte to copy, and its heaviest key.
 awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H -v nx="$(printf '%s' "$PHRASE_START" | wc -c)" -v V="$V" "$AWKLIB"'
@@ -149,7 +152,9 @@ col("phase") == "prefill" {
 mkdir -p "$D/sweep"
 echo "T,flops_attn,flops_rest" > "$D/sweep/prefill_flops.csv"
 for T in 8 16 32 64 128 256; do
-    ids=$(awk -v n=$T 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }')
+    # T ids beginning with 255: a model whose start token is 255 (data/model) reads them as
+    # they are, without a second one in front, so every prompt is T tokens either way
+    ids=$(awk -v n=$T 'BEGIN { s = "255"; for (i = 1; i < n; i++) s = s "," (i % 255); print s }')
     "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record flops --out "$D/sweep/T$T" --quiet
     awk -F, -v T=$T "$AWKLIB"'FNR == 1 { header(); next }
         { printf "%d,%s,%.0f\n", T, col("flops_attn"), col("flops_qkv") + col("flops_attn_proj") + col("flops_mlp") }' \

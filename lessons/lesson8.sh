@@ -120,8 +120,8 @@ rm -f "$D/heads/tokens.csv"
 
 # The verdict on matching, one sentence chosen by the numbers: an induction head (layer
 # >= 1, every copy length >= 0.5, the second copy at most 1 bit per byte) or none.
-awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" 'BEGIN {
-    if (L >= 1 && sc >= 0.5 && w <= 1.0)
+awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" 'BEGIN {
+    if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0)
         printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f
     else
         printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f
