@@ -51,6 +51,19 @@ while [ $i -le $STEPS ]; do
     figure decode_s${s}_stair_ind.png "Decode step $i, $WHO: the staircase so far — the orange frame is the only row this step computed"
     i=$((i + 1))
 done
+# The last decode step's row of that head: its heaviest key, and the key one copy back
+# (the phrase and its space earlier, plus one: the byte that followed last time).
+DIST=$(($(printf '%s' "$PHRASE" | wc -c) + 1))
+kv "$V" dist $DIST
+awk -F, -v L=$IND_L -v H=$IND_H -v st=$STEPS -v d=$DIST -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
+    col("phase") == "decode" && col("step") == st && col("layer") == L && col("head") == H {
+        q = col("query_pos"); w = col("weight") + 0; k = col("key_pos") + 0
+        if (w > wm) { wm = w; km = k }
+        if (k == q - d + 1) wc = w }
+    END { printf "last_q,%d\nlast_kmax,%d\nlast_wmax,%.2f\nlast_kcopy,%d\nlast_wcopy,%.2f\n", q, km, wm, q - d + 1, wc >> V }' "$D/run/attention.csv"
+claim "at the last decode step the head's heaviest key is the one a copy back" \
+    "$(value "$V" last_kmax) == $(value "$V" last_kcopy) && $(value "$V" last_wcopy) >= 0.3"
+
 # What the run prints (the folder line says where it wrote; the reader's will differ).
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" | grep -v '^wrote ' > "$D/run_console.txt"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 4 --record none --out "$D/tmp" --article-bug --html "$P/explorer_article_bug.html" | grep -v '^wrote ' > "$D/bug_console.txt"
