@@ -119,7 +119,7 @@ esac
 if [ "$bytes_ok" != 0 ]; then
     {
         if [ "$bytes_ok" = 2 ]; then
-            echo "This model reads a start token (`⟨s⟩`, a byte value no UTF-8 text contains), then the"
+            echo 'This model reads a start token (`⟨s⟩`, a byte value no UTF-8 text contains), then the'
             echo "UTF-8 bytes of the text, one token per byte. Each of these"
             printf 'Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and, with the start token, **T = %s tokens**:\n' \
                 "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
