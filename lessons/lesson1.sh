@@ -20,6 +20,7 @@ function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i])
 FNR == 1 { header(); next }
 col("step") == 0 {
     id = col("token_id") + 0; pos[++T] = col("pos"); tok[T] = id; txt[T] = col("text")
+    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; next }
     if (id < 128 || id >= 192) { flush(); first = T }
     b[++n] = id
 }
@@ -90,8 +91,9 @@ kv "$V" q_shape "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
 # or a Hugging Face checkpoint given with --model (its own tokenizer, if it has one).
 bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
     awk -F, "$AWKLIB"'FNR == NR { b[++n] = $1; next } FNR == 1 { header(); next }
+             col("step") == 0 && col("text") == "⟨s⟩" { start = 1; next }
              col("step") == 0 { t++; if (col("token_id") != b[t]) bad = 1 }
-             END { print (t == n && !bad) ? 1 : 0 }' - "$D/run/tokens.csv")
+             END { print (t == n && !bad) ? (start ? 2 : 1) : 0 }' - "$D/run/tokens.csv")
 model_words > "$D/model.md"
 kv "$V" model_args "$MODEL_ARGS"
 case "$MODEL_ARGS" in
@@ -114,11 +116,18 @@ case "$MODEL_ARGS" in
     echo "This run uses the weights given with \`$MODEL_ARGS\` (a Hugging Face GPT-2 folder):" > "$D/model_intro.md"
     echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md" ;;
 esac
-if [ "$bytes_ok" = 1 ]; then
+if [ "$bytes_ok" != 0 ]; then
     {
-        echo "This model reads the UTF-8 bytes of the text, one token per byte. Each of these"
-        printf 'Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and **T = %s tokens**:\n' \
-            "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
+        if [ "$bytes_ok" = 2 ]; then
+            echo 'This model reads a start token (`⟨s⟩`, a byte value no UTF-8 text contains), then the'
+            echo "UTF-8 bytes of the text, one token per byte. Each of these"
+            printf 'Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and, with the start token, **T = %s tokens**:\n' \
+                "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
+        else
+            echo "This model reads the UTF-8 bytes of the text, one token per byte. Each of these"
+            printf 'Chinese characters takes %s bytes in UTF-8, so %s characters are %s bytes and **T = %s tokens**:\n' \
+                "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
+        fi
         echo
         cat "$D/tokens.md"
         echo

@@ -16,6 +16,12 @@ rm -f "$D/heads/tokens.csv"
 IN=$(head_name $IND_L $IND_H)
 PN=$(head_name $PREV_L $PREV_H)
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
+# The head with the best induction score, named for what it is: an induction head (layer
+# >= 1, at least 0.5 at every copy length) or not.
+awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE 'BEGIN {
+    if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score %.2f at every copy length),\n", L, H, sc
+    else printf "the head with the best **induction score** (layer %d, head %d, %.2f: no head of this model is an induction head, lesson 8),\n", L, H, sc
+}' > "$D/ind_words.md"
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
@@ -31,12 +37,21 @@ for e in png svg; do
 done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
-IW="the induction head (layer $IND_L, head $IND_H)"
-figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matched would draw a line one copy's length left of the diagonal in the second copy; this one keeps to the byte before (lesson 8)"
-figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): nearly all of each row's weight sits just left of the diagonal, on the token before"
+IW="the head with the best induction score (layer $IND_L, head $IND_H)"
+figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal"
+figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before"
 figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
 figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
 figure prefill_heads_ind.png "Prefill: the attention weights of every head of layer $IND_L on one colour scale — each head looks at the prompt in its own way"
+# What each head of that layer does, from kvscope heads' scores (the caption below the
+# figure says only this).
+awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
+    col("layer") == L { h = col("head"); p = col("prev_token"); s = col("sink"); e = col("entropy_bits")
+        if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
+        else if (s >= 0.5) w = sprintf("head %d mostly on position 0 (%.2f)", h, s)
+        else w = sprintf("head %d spread out (previous byte %.2f, position 0 %.2f, %.1f bits of entropy)", h, p, s, e)
+        out = out (out == "" ? "" : "; ") w }
+    END { print out "." }' "$D/heads/heads.csv" > "$D/layer_heads.md"
 
 # One row of the induction head: the last prompt token's query (the end of the second
 # copy's first words), its keys ranked by weight. It sees keys 0..QP.
@@ -60,7 +75,7 @@ function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]
     "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
 kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; printf "%s", c == 32 ? "␣" : sprintf("%c", c) }' "$D/run/tokens.csv")"
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
-kv "$V" qp_next_pos "$(printf '%s' "$PHRASE_START" | wc -c | tr -d ' ')"
+kv "$V" qp_next_pos "$(( $(printf '%s' "$PHRASE_START" | wc -c) + T0 - $(printf '%s' "$PROMPT" | wc -c) ))"
 kv "$V" qp $QP
 # Padding without a mask (one article's pad_kv_cache): a zero key scores q·0 = 0, so
 # each padded slot takes e⁰ / (Σ eˢ + n·e⁰) of the weight. With the mask it takes 0.
@@ -68,8 +83,21 @@ awk -F, -v qp=$QP -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'
 FNR == 1 { header(); next }
 col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     z += exp(col("score")); if (col("key_pos") == 0) w0 = col("weight") }
-END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.1f\n", n, 100 * n / (z + n) >> V
-      printf "w0,%.4f\nw0_pad4,%.4f\n", w0, w0 * z / (z + 4) >> V }' "$D/run/attention.csv"
+END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.2g\n", n, 100 * n / (z + n) >> V
+      # as few digits as tell the two weights apart (at least 3)
+      w4 = w0 * z / (z + 4)
+      for (p = 3; p < 9 && sprintf("%." p "g", w0) == sprintf("%." p "g", w4); p++) {}
+      printf "w0,%s\nw0_pad4,%s\n", sprintf("%." p "g", w0), sprintf("%." p "g", w4) >> V }' "$D/run/attention.csv"
+claim "key 0's weight drops when four padded slots join the row" "$(value "$V" w0) > $(value "$V" w0_pad4)"
+# The weight the induction head's last query puts on the byte to copy, and its heaviest key.
+awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H -v nx="$(printf '%s' "$PHRASE_START" | wc -c)" -v V="$V" "$AWKLIB"'
+FNR == 1 { header(); next }
+col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
+    w = col("weight") + 0; k = col("key_pos") + 0
+    if (k == nx + off) wn = w
+    if (w > wm) { wm = w; km = k } }
+END { printf "w_next,%.3f\nw_max,%.3f\nk_max,%d\n", wn, wm, km >> V }' off=$(( T0 - $(printf '%s' "$PROMPT" | wc -c) )) "$D/run/attention.csv"
+claim "the previous-token head puts most of each row's weight on the token before" "$PREV_SCORE >= 0.5"
 kv "$V" qp_keys $((QP + 1))
 
 # Shapes and bytes of the cache right after the prefill: the shapes the engine reported,
@@ -124,7 +152,9 @@ col("phase") == "prefill" {
 mkdir -p "$D/sweep"
 echo "T,flops_attn,flops_rest" > "$D/sweep/prefill_flops.csv"
 for T in 8 16 32 64 128 256; do
-    ids=$(awk -v n=$T 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }')
+    # T ids beginning with 255: a model whose start token is 255 (data/model) reads them as
+    # they are, without a second one in front, so every prompt is T tokens either way
+    ids=$(awk -v n=$T 'BEGIN { s = "255"; for (i = 1; i < n; i++) s = s "," (i % 255); print s }')
     "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record flops --out "$D/sweep/T$T" --quiet
     awk -F, -v T=$T "$AWKLIB"'FNR == 1 { header(); next }
         { printf "%d,%s,%.0f\n", T, col("flops_attn"), col("flops_qkv") + col("flops_attn_proj") + col("flops_mlp") }' \

@@ -1,7 +1,7 @@
 #!/bin/sh
 # lesson8.sh — data and figures of lesson 8 (what the trained model's heads learned: the
-# heads chart, the previous-token and induction heads, what a sliding window does to
-# copying).
+# heads chart, the previous-token and induction heads side by side, matching at every copy
+# length, what a sliding window does to copying).
 #   sh lessons/lesson8.sh BIN [--model DIR]      (what `make lesson8` runs)
 # Writes data/lesson8/ (heads/, *.md, values.csv), plots/lesson8/, lessons/lesson8.md.
 . lessons/lib.sh
@@ -16,54 +16,77 @@ kv "$V" keep $KEEP
 model_words > "$D/model.md"
 # How the shipped model was trained to copy (lessons/model.mk), said only for that model.
 if [ "$MODEL_ARGS" = "--model data/model" ]; then
-    first=$(sed -n 's/.*--repeat-first \([0-9]*\).*/\1/p' lessons/model.mk)
     share=$(sed -n 's/.*--repeat-share \([0-9.]*\).*/\1/p' lessons/model.mk)
+    text=$(sed -n 's/.*--repeat-text \([0-9.]*\).*/\1/p' lessons/model.mk)
+    pmin=$(sed -n 's/.*--period-min \([0-9]*\).*/\1/p' lessons/model.mk)
+    pmax=$(sed -n 's/.*--period-max \([0-9]*\).*/\1/p' lessons/model.mk)
     steps=$(sed -n 's/.*--steps \([0-9]*\).*/\1/p' lessons/model.mk)
     pct=$(awk -v s="$share" 'BEGIN { printf "%.0f", 100 * s }')
-    printf '%s\n' "It was trained with a copying curriculum (\`lessons/model.mk\`): in the first $first of its $steps steps every training sequence repeats its first half, then $pct % of them do. An induction head is what predicts such a second half; the rest of the text is the King James Bible." > "$D/curriculum.md"
+    tpct=$(awk -v s="$text" 'BEGIN { printf "%.0f", 100 * s }')
+    printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
 else
-    echo "(Heads form from the training text alone; the shipped model's training also mixed in sequences that repeat their first half.)" > "$D/curriculum.md"
+    echo "(The shipped model's training mixed in sequences that repeat a segment, with a period that varies from sequence to sequence.)" > "$D/curriculum.md"
 fi
 
-# 1. Every head measured, the chart drawn by kvscope heads.
+# 1. Every head measured at every copy length, the chart drawn by kvscope heads.
 "$KV" heads $MODEL_ARGS --out "$D/heads" --plots "$P" --quiet
-figure heads.png "What every head does, one cell per layer and head: the previous-token score, the induction score, the weight on position 0 and the entropy — look for the one bright cell of each of the first two panels"
+figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy lengths), the weight on position 0 and the entropy, and every head's induction score at each copy length"
 pick_heads "$D/heads"
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
-IN=$(head_name $IND_L $IND_H)
-awk -F, "$AWKLIB"'FNR == 1 { header(); next }
-    { v = col("bits_per_byte"); printf "bpb_%s,%.2f\n", col("copy"), v }' "$D/heads/induction.csv" >> "$V"
-# The three best heads by each score, with all four scores.
-for by in prev_token induction; do
+awk -F, -v L=$PREV_L -v H=$PREV_H -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
+    col("layer") == L && col("head") == H { printf "prev_before,%.2f\nprev_after,%.2f\n", col("prev_before"), col("prev_after") >> V }' "$D/heads/heads.csv"
+SPLIT=$(( $("$KV" info $MODEL_ARGS --prompt x | awk -F, '$1 == "N" { print $2 }') / 2 ))
+kv "$V" split $SPLIT
+# The three best heads by each score, with every score.
+for by in prev_token induction sink; do
     awk -F, -v by=$by "$AWKLIB"'FNR == 1 { header(); next }
-        { n++; l[n] = col("layer"); h[n] = col("head"); p[n] = col("prev_token"); i[n] = col("induction")
-          s[n] = col("sink"); e[n] = col("entropy_bits"); k[n] = col(by) + 0 }
+        { n++; l[n] = col("layer"); h[n] = col("head"); pb[n] = col("prev_before"); pa[n] = col("prev_after")
+          i[n] = col("induction"); s[n] = col("sink"); e[n] = col("entropy_bits"); k[n] = col(by) + 0 }
         END {
             for (a = 1; a <= n; a++) o[a] = a
             for (a = 2; a <= n; a++) for (b = a; b > 1 && k[o[b]] > k[o[b - 1]]; b--) { t = o[b]; o[b] = o[b - 1]; o[b - 1] = t }
-            print "| layer | head | previous token | induction | sink (position 0) | entropy (bits) |"
+            print "| layer | head | previous token, before / after the middle | induction (lowest over the lengths) | sink (position 0) | entropy (bits) |"
             print "|---:|---:|---:|---:|---:|---:|"
-            for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], p[x], i[x], s[x], e[x] }
+            for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x] }
         }' "$D/heads/heads.csv" > "$D/top_$by.md"
 done
 
-# 2. The induction head on a repeated random sequence: kvscope heads' first random
-# sequence (R bytes, twice) as it measured it. PNG only: an SVG of (2R)² cells is too big
-# for a slide.
-ids=$(awk -F, '$1 == "repeat0" { s = s (s == "" ? "" : ",") $3 } END { print s }' "$D/heads/tokens.csv")
-R8=$(awk -F, '$1 == "repeat0" { n++ } END { print n / 2 }' "$D/heads/tokens.csv")
-kv "$V" r8 $R8
-"$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record none --out "$D/tmp" --layers-shown $IND_L --heads-shown $IND_H \
-    --plots "$P/hm" --no-gif --no-svg --quiet
-mv "$P/hm/prefill_attn_$IN.png" "$P/repeat_attn_ind.png"
-rm -rf "$P/hm" "$D/tmp"
-figure repeat_attn_ind.png "The induction head (layer $IND_L, head $IND_H) on $R8 random bytes repeated: in the second copy's rows, the bright line $((R8 - 1)) cells left of the diagonal is each token looking at the token after its earlier occurrence"
+# 2. Matching at every copy length: the best head, the chosen head and the loss on each copy.
+awk -F, -v L=$IND_L -v H=$IND_H -v V="$V" "$AWKLIB"'
+FNR == 1 { header(); f++; next }
+f == 1 { if (col("layer") == L && col("head") == H) mine[col("copy_len")] = col("induction"); next }
+{ R = col("copy_len"); n++; len[n] = R; bl[n] = col("best_layer"); bh[n] = col("best_head"); bi[n] = col("best_induction")
+  fb[n] = col("first_bits"); sb[n] = col("second_bits") }
+END {
+    print "| copy length R | best head (layer, head): induction | layer " L ", head " H ": induction | first copy, bits/byte | second copy, bits/byte |"
+    print "|---:|---|---:|---:|---:|"
+    for (a = 1; a <= n; a++) {
+        printf "| %d | %d, %d: %.2f | %.2f | %.2f | %.2f |\n", len[a], bl[a], bh[a], bi[a], mine[len[a]], fb[a], sb[a]
+        if (a == 1 || sb[a] > worst) worst = sb[a]
+        if (a == 1 || fb[a] < lowfirst) lowfirst = fb[a]
+    }
+    printf "lens,%d\nlen_first,%d\nlen_last,%d\nworst_second,%.2f\nlowest_first,%.2f\n", n, len[1], len[n], worst, lowfirst >> V
+}' "$D/heads/induction_heads.csv" "$D/heads/induction.csv" > "$D/lengths.md"
 
-# 3. What a window does to copying: each random sequence of kvscope heads (a copy of R
-# bytes, then the same R bytes), prompted with the first copy and the first KEEP bytes of the
-# second; the model then writes the rest greedily, with the full cache, a window shorter than
-# the copy distance R and one longer than it. Counted: the bytes of the second copy it gets right.
-R=$(awk -F, '$1 == "repeat0" { n++ } END { print n / 2 }' "$D/heads/tokens.csv")
+# 3. The circuit on one repeated sequence: the previous-token head and the induction head
+# side by side, on kvscope heads' first random sequence of the longest copy length R8.
+R8=$(value "$V" len_last)
+kv "$V" r8 $R8
+ids=$(awk -F, -v q="copy${R8}_0" '$1 == q { s = s (s == "" ? "" : ",") $3 } END { print s }' "$D/heads/tokens.csv")
+LS=$PREV_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
+"$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record none --out "$D/tmp" --layers-shown "$LS" \
+    --heads-shown all --plots "$P/hm" --no-gif --no-svg --quiet
+mv "$P/hm/prefill_attn_$(head_name $IND_L $IND_H).png" "$P/repeat_attn_ind.png"
+mv "$P/hm/prefill_attn_$(head_name $PREV_L $PREV_H).png" "$P/repeat_attn_prev.png"
+rm -rf "$P/hm" "$D/tmp"
+figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before"
+figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated"
+
+# 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
+# (R bytes, then the same R bytes, after the start token if the model has one), prompted
+# with the first copy and the first KEEP bytes of the second; the model writes the rest
+# greedily with the full cache, a window longer than the copy distance and one shorter.
+R=$R8
 SAMPLES=4
 WSHORT=$((R / 2))
 WLONG=$((R + S + 8))
@@ -72,14 +95,14 @@ kv "$V" samples $SAMPLES
 kv "$V" wshort $WSHORT
 kv "$V" wlong $WLONG
 kv "$V" rest $((R - KEEP))
-kv "$V" prompt_len $((R + KEEP))
 for w in full long short; do
     case $w in full) opt="" ;; long) opt="--window $WLONG --sink $S" ;; short) opt="--window $WSHORT --sink $S" ;; esac
     right=0
     s=0
     while [ $s -lt $SAMPLES ]; do
-        awk -F, -v q=repeat$s '$1 == q { print $3 }' "$D/heads/tokens.csv" > "$D/seq.txt"
-        ids=$(awk -v n=$((R + KEEP)) 'NR <= n { s = s (s == "" ? "" : ",") $1 } END { print s }' "$D/seq.txt")
+        awk -F, -v q="copy${R}_$s" '$1 == q { print $3 }' "$D/heads/tokens.csv" > "$D/seq.txt"
+        n0=$(awk 'END { print NR - 2 * '$R' }' "$D/seq.txt") # 1 with a start token, else 0
+        ids=$(awk -v n=$((R + KEEP)) -v z=$n0 'NR <= n + z { s = s (s == "" ? "" : ",") $1 } END { print s }' "$D/seq.txt")
         "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps $((R - KEEP)) --record tokens --out "$D/tmp" $opt --quiet
         n=$(awk -F, "$AWKLIB"'FNR == NR { want[FNR - 1] = $1; next } FNR == 1 { header(); next }
             col("step") > 0 && col("token_id") == want[col("pos")] { n++ } END { print n + 0 }' "$D/seq.txt" "$D/tmp/tokens.csv")
@@ -91,21 +114,27 @@ for w in full long short; do
     kv "$V" pct_$w "$(awk -v a=$right -v b=$((SAMPLES * (R - KEEP))) 'BEGIN { printf "%.1f", 100 * a / b }')"
 done
 rm -f "$D/seq.txt"
-
-# 4. Matching or position? The same measure at a copy length a quarter as long: a head that
-# matches content copies at any distance; one that learned the distance of its training's
-# repeats (half the context) copies only there.
-RQ=$((R / 4))
-kv "$V" rq $RQ
-"$KV" heads $MODEL_ARGS --len $RQ --out "$D/heads_quarter" --quiet
-rm -f "$D/heads_quarter/tokens.csv"
-awk -F, -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'FNR == 1 { header(); next }
-    { i = col("induction") + 0; if (i > m) { m = i; ml = col("layer"); mh = col("head") }
-      if (col("layer") == L && col("head") == H) c = i }
-    END { printf "q_ind_chosen,%.2f\nq_ind_best,%.2f\nq_best_layer,%d\nq_best_head,%d\n", c, m, ml, mh >> V }' "$D/heads_quarter/heads.csv"
-awk -F, "$AWKLIB"'FNR == 1 { header(); next }
-    { printf "q_bpb_%s,%.2f\n", col("copy"), col("bits_per_byte") }' "$D/heads_quarter/induction.csv" >> "$V"
 kv "$V" total $((SAMPLES * (R - KEEP)))
+kv "$V" prompt_len $((R + KEEP))
 rm -f "$D/heads/tokens.csv"
+
+# The verdict on matching, one sentence chosen by the numbers: an induction head (layer
+# >= 1, every copy length >= 0.5, the second copy at most 1 bit per byte) or none.
+awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" 'BEGIN {
+    if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0)
+        printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f
+    else
+        printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f
+}' > "$D/verdict.md"
+
+# What the text says of these numbers: the previous-token head holds on both sides of the
+# middle of the context, and a window shorter than the copy distance copies no better than
+# chance would (1 in 95 printable bytes, a few bytes of the total).
+claim "the previous-token head keeps to the byte before after the middle of the context too" \
+    "$(value "$V" prev_after) >= 0.5 && $(value "$V" prev_before) >= 0.5"
+claim "the window shorter than the copy distance gets at most a fifth of the bytes right" \
+    "$(value "$V" pct_short) <= 20"
+claim "the full cache copies at least as well as the short window" \
+    "$(value "$V" right_full) >= $(value "$V" right_short)"
 
 lesson_end 8

@@ -22,6 +22,10 @@
 #   generated DIR        the bytes a run generated (its DIR/tokens.csv, decode steps)
 #   copied TEXT WANT     how many bytes TEXT reproduces of WANT from its start
 #   model_words          one sentence: which model MODEL_ARGS names
+#   claim WHAT COND      stop the lesson (exit 1, naming WHAT) unless the awk condition
+#                        COND holds: every sentence the prose says of the numbers (which
+#                        head, copies or not, sinks help or not) is a claim, so that
+#                        make lessons and make check-lessons fail when it stops holding
 #
 # The attention lessons share one prompt, REPEAT_PROMPT: a verse-like sentence (PHRASE),
 # then its first words again (PHRASE_START), so that the bytes that come next are a copy
@@ -121,6 +125,13 @@ pick_heads() {
           if (!bp || p > bp) { bp = p; pl = col("layer"); ph = col("head") } }
         END { printf "%d %d %.2f %d %d %.2f\n", il, ih, bi, pl, ph, bp }' "$1/heads.csv")
     IND_L=$1 IND_H=$2 IND_SCORE=$3 PREV_L=$4 PREV_H=$5 PREV_SCORE=$6
+}
+
+claim() {
+    if ! awk "BEGIN { exit !($2) }" < /dev/null; then
+        echo "lesson$N: the text says \"$1\", which no longer holds ($2)" >&2
+        exit 1
+    fi
 }
 
 head_name() { printf 'L%d_H%02d' "$1" "$2"; }

@@ -15,8 +15,9 @@ MODEL_THREADS ?= 2
 # The shape and the schedule of the shipped model (README: The trained model).
 MODEL_SHAPE   := --layers 4 --heads 6 --dim 192 --ctx 256
 MODEL_TRAIN   := --batch 16 --steps 2400 --lr 3e-3 --warmup 100 --lr-final 0.1 \
-                 --weight-decay 0.1 --clip 1 --init-std 0.08 --repeat-first 200 \
-                 --repeat-share 0.25 --seed 1 --eval-every 400
+                 --weight-decay 0.1 --clip 1 --init-std 0.08 --seed 1 --eval-every 400 \
+                 --bos 255 --short-steps 0 --repeat-share 0.25 --repeat-text 0.5 \
+                 --period-min 8 --period-max 128 --heads-every 100
 
 .PHONY: model model-run heads corpus
 corpus: $(CORPUS)

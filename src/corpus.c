@@ -55,30 +55,54 @@ size_t corpus_val_windows(const Corpus *c, int T) {
     return c->nval > 1 ? (c->nval - 1) / (size_t)T : 0;
 }
 
-void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int repeat_text,
-                  int *inputs, int *targets) {
-    uint64_t s = rng_stream(seed, (uint64_t)step);
+/* Byte i (0 .. T) of a sequence whose content starts at s: seg repeated with period p
+ * (p > 0), else the text x. */
+static int seq_byte(const unsigned char *x, const unsigned char *seg, int p, int s, int i) {
+    return p > 0 ? seg[(i - s) % p] : x[i];
+}
+
+void corpus_batch(const Corpus *c, uint64_t seed, int step, const CorpusMix *mix, int *inputs,
+                  int *targets, int *periods) {
+    uint64_t st = rng_stream(seed, (uint64_t)step);
+    const int B = mix->B, T = mix->T, s = mix->bos >= 0 ? 1 : 0;
     const size_t span = c->ntrain - (size_t)T; /* starts 0 .. ntrain − T − 1: T + 1 bytes each */
-    const int half = T / 2 > 0 ? T / 2 : 1;
+    const uint64_t nper = (uint64_t)(mix->period_max - mix->period_min + 1);
+    unsigned char seg[4096];
     for (int b = 0; b < B; b++) {
-        const unsigned char *x = c->train + rng_next(&s) % span;
+        const unsigned char *x = c->train + rng_next(&st) % span;
         int *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
-        const int rep = b >= B - nrep, rnd = rep && !repeat_text;
-        for (int i = 0; i < T; i++) {
-            if (rep && i >= half) in[i] = in[i - half];
-            else if (rnd) in[i] = CORPUS_RANDOM_LO + (int)(rng_next(&s) % (CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1));
-            else in[i] = x[i];
+        const int rep = b >= B - mix->nrep, text_span = b >= B - mix->nspan;
+        int p = 0;
+        if (rep) {
+            p = mix->period_min + (int)(rng_next(&st) % nper);
+            if (p > (int)sizeof seg) p = (int)sizeof seg;
+            for (int j = 0; j < p; j++)
+                seg[j] = text_span ? x[j]
+                                   : (unsigned char)(CORPUS_RANDOM_LO +
+                                                     rng_next(&st) % (CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1));
         }
-        for (int i = 0; i < T; i++) tg[i] = i + 1 < T ? in[i + 1] : rep ? in[i + 1 - half] : x[i + 1];
+        if (periods) periods[b] = p;
+        for (int i = 0; i < T; i++) {
+            in[i] = i < s ? mix->bos : seq_byte(x, seg, p, s, i);
+            tg[i] = seq_byte(x, seg, p, s, i + 1);
+        }
     }
 }
 
-void corpus_val_window(const Corpus *c, size_t w, int T, int *inputs, int *targets) {
+void corpus_val_window(const Corpus *c, size_t w, int T, int bos, int *inputs, int *targets) {
     const unsigned char *x = c->val + w * (size_t)T;
     for (int i = 0; i < T; i++) {
         inputs[i] = x[i];
         targets[i] = x[i + 1];
     }
+    if (bos >= 0) inputs[0] = bos;
+}
+
+size_t corpus_count_byte(const Corpus *c, int b) {
+    size_t n = 0;
+    const size_t all = c->ntrain + c->nval; /* val follows train in one allocation */
+    for (size_t i = 0; i < all; i++) n += c->train[i] == (unsigned char)b;
+    return n;
 }
 
 /* ---- n-gram baselines ------------------------------------------------------------- */

@@ -42,21 +42,40 @@ void corpus_free(Corpus *c);
 /* Validation windows of T tokens: (nval − 1) / T. */
 size_t corpus_val_windows(const Corpus *c, int T);
 
-/* The batch of optimizer step `step` (0, 1, ...): B sequences of T + 1 bytes x, as
- * inputs (B,T) = x[0..T-1] and targets (B,T) = x[1..T]. Sequence b starts at a byte
- * offset drawn from the stream rng_stream(seed, step) (rng.h), uniform over the training
- * split, so a batch depends on the seed and the step alone (resuming draws the batches an
- * unbroken run draws). The last nrep sequences repeat their first half,
- * x[i] = x[i − T/2] for i ≥ T/2: the pattern an induction head completes. Their first
- * half is random printable bytes (CORPUS_RANDOM_LO..HI, from the same stream), which only
- * copying predicts; with repeat_text, the training text at the drawn offset.
- * Needs ntrain > T. */
-enum { CORPUS_RANDOM_LO = 32, CORPUS_RANDOM_HI = 126 };
-void corpus_batch(const Corpus *c, uint64_t seed, int step, int B, int T, int nrep, int repeat_text,
-                  int *inputs, int *targets);
+/* What the sequences of one batch are (train_mix in train.h picks it per step).
+ * Sequence b is T + 1 bytes x (inputs x[0..T-1], targets x[1..T]); with a start byte
+ * (bos >= 0) x[0] = bos and the content begins at s = 1, else at s = 0:
+ *   plain text (b < B − nrep):  x[i] = text[o + i] for i >= s
+ *   repeats (the last nrep):    x[i] = seg[(i − s) mod p] for i >= s, so x[i] = x[i − p]
+ *     for i >= s + p: the pattern an induction head completes. The period p is drawn per
+ *     sequence, uniform in [period_min, period_max]. seg is p random printable bytes
+ *     (CORPUS_RANDOM_LO..HI), or for the last nspan repeats the text span text[o .. o+p−1]
+ *     (which only copying predicts once the text itself is learnt). */
+typedef struct {
+    int B;                      /* sequences */
+    int T;                      /* tokens per sequence, <= the model's context */
+    int bos;                    /* the start byte (0..255) at position 0, or -1: none */
+    int nrep, nspan;            /* repeats, of them text spans (nspan <= nrep <= B) */
+    int period_min, period_max; /* 1 <= period_min <= period_max */
+} CorpusMix;
 
-/* Validation window w as inputs (T) and targets (T). */
-void corpus_val_window(const Corpus *c, size_t w, int T, int *inputs, int *targets);
+/* The batch of optimizer step `step` (0, 1, ...) as mix says, into inputs and targets
+ * (B,T) of the mix. Everything is drawn from the stream rng_stream(seed, step) (rng.h): the offset
+ * o of each sequence, uniform over the training split, then its period and random bytes,
+ * so a batch depends on the seed, the step and the mix alone (resuming draws the batches
+ * an unbroken run draws). periods (B) gets each sequence's period (0: plain text), or is
+ * NULL. Needs ntrain > T. */
+enum { CORPUS_RANDOM_LO = 32, CORPUS_RANDOM_HI = 126 };
+void corpus_batch(const Corpus *c, uint64_t seed, int step, const CorpusMix *mix, int *inputs,
+                  int *targets, int *periods);
+
+/* Validation window w as inputs (T) and targets (T): targets are validation bytes
+ * w·T+1 .. w·T+T whatever bos is; with a start byte (bos >= 0) inputs[0] is bos in place
+ * of byte w·T. */
+void corpus_val_window(const Corpus *c, size_t w, int T, int bos, int *inputs, int *targets);
+
+/* How many times byte b occurs in the file (both splits). */
+size_t corpus_count_byte(const Corpus *c, int b);
 
 /* An order-k byte model (k = 0: unigram; k bytes of context) counted on the training
  * split, with add-α smoothing: P(x | ctx) = (n(ctx, x) + α) / (n(ctx) + 256·α). Its

@@ -350,7 +350,7 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
             "  \"vocab_size\": %d\n"
             "}\n",
             c->bos >= 0 ? "  \"add_bos_token\": true,\n" : "", c->bos >= 0 ? c->bos : c->V - 1,
-            c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
+            c->bos >= 0 ? c->bos : c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
     if (file_close(f) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;

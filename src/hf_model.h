@@ -46,7 +46,8 @@ int hf_has_tokenizer(const char *dir);
 
 /* Write m as dir/config.json + dir/model.safetensors: F32, names without prefix,
  * no lm_head (tied), __metadata__ {"format":"pt"}. dir must exist. A model with a start
- * token (cfg.bos ≥ 0) gets "add_bos_token": true and "bos_token_id": bos; without one,
+ * token (cfg.bos ≥ 0) gets "add_bos_token": true and "bos_token_id" and "eos_token_id"
+ * bos (a byte model's one boundary token); without one,
  * bos_token_id is V − 1 (GPT-2's habit) and add_bos_token is absent. */
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize);
 

@@ -3,6 +3,7 @@
 #include "train.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,13 +27,27 @@
 TrainOptions train_options_default(void) {
     TrainOptions o = {.B = 16, .steps = 2400, .lr = 3e-3f, .warmup = 100, .lr_final = 0.1f,
                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
-                      .clip = 1.0f, .seed = 1, .init_std = 0.08f, .repeat_share = 0.25f,
-                      .repeat_first = 200, .eval_every = 400};
+                      .clip = 1.0f, .seed = 1, .init_std = 0.08f, .eval_every = 400, .bos = 255,
+                      .repeat_share = 0.25f, .span_share = 0.5f, .period_min = 8, .period_max = 128,
+                      .short_steps = 0, .short_ctx = 128, .short_B = 32, .short_repeat_share = 1.0f,
+                      .short_span_share = 0.0f, .heads_every = 100};
     return o;
 }
 
-int train_repeats(const TrainOptions *o, int s) {
-    return s < o->repeat_first ? o->B : (int)floor((double)o->repeat_share * o->B + 0.5);
+static int share_of(float share, int n) { return (int)floor((double)share * n + 0.5); }
+
+CorpusMix train_mix(const TrainOptions *o, int s, int N) {
+    CorpusMix m = {.B = o->B, .T = N, .bos = o->bos, .period_min = o->period_min,
+                   .period_max = o->period_max};
+    const int short_phase = s < o->short_steps;
+    if (short_phase) {
+        m.B = o->short_B;
+        m.T = o->short_ctx;
+        if (m.period_max > m.T / 2) m.period_max = m.T / 2;
+    }
+    m.nrep = share_of(short_phase ? o->short_repeat_share : o->repeat_share, m.B);
+    m.nspan = share_of(short_phase ? o->short_span_share : o->span_share, m.nrep);
+    return m;
 }
 
 float train_lr(const TrainOptions *o, int s) {
@@ -155,7 +170,7 @@ int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, doubl
         free(blob);
         return TRAIN_NOMEM;
     }
-    tr->B = B;
+    tr->B = tr->B0 = B;
     tr->T = cfg->N;
     tr->lv = kern_detect();
 #ifdef _OPENMP
@@ -392,6 +407,15 @@ void trainer_update(Trainer *tr, const TrainOptions *o, float lr, int t) {
     trainer_weights_changed(tr);
 }
 
+int trainer_set_batch(Trainer *tr, int B, int T) {
+    const long long N = tr->model.cfg.N, cap = (long long)tr->B0 * N;
+    if (T < 2 || T > N || B < 1 || (long long)B * T > cap || (long long)B * T * T > cap * N)
+        return TRAIN_BAD;
+    tr->B = B; /* every stride of the forward and backward follows tr->B and tr->T */
+    tr->T = T;
+    return 0;
+}
+
 void trainer_weights_changed(Trainer *tr) {
     model_refresh_panels(&tr->model);
     if (tr->panels) pack_backward_panels(tr, 0);
@@ -399,14 +423,14 @@ void trainer_weights_changed(Trainer *tr) {
 
 /* ---- evaluation ---------------------------------------------------------------------- */
 
-float trainer_eval(Trainer *tr, const Corpus *c, size_t windows) {
+float trainer_eval(Trainer *tr, const Corpus *c, size_t windows, int bos) {
     const int B = tr->B, T = tr->T;
     const size_t all = corpus_val_windows(c, T), nw = windows < all ? windows : all;
     double sum = 0.0;
     for (size_t w0 = 0; w0 < nw; w0 += (size_t)B) {
         const int nb = nw - w0 < (size_t)B ? (int)(nw - w0) : B;
         for (int b = 0; b < B; b++) /* a short last batch repeats its first window */
-            corpus_val_window(c, w0 + (size_t)(b < nb ? b : 0), T, tr->inputs + (size_t)b * T,
+            corpus_val_window(c, w0 + (size_t)(b < nb ? b : 0), T, bos, tr->inputs + (size_t)b * T,
                               tr->targets + (size_t)b * T);
         trainer_forward(tr, tr->inputs, tr->targets);
         for (size_t r = 0; r < (size_t)nb * T; r++) sum += tr->a.losses[r];
@@ -439,19 +463,25 @@ void train_log_free(TrainLog *log) {
     memset(log, 0, sizeof *log);
 }
 
-/* Forward, backward and clip on the batch of step s; the update only when the loss and
- * the gradient are finite. */
+/* Forward, backward and clip on the batch of step s (at its phase's length, then the
+ * full context again); the update only when the loss and the gradient are finite. */
 static int train_step(Trainer *tr, const Corpus *c, const TrainOptions *o, int s, TrainLogRow *row) {
-    corpus_batch(c, o->seed, s, tr->B, tr->T, train_repeats(o, s), o->repeat_text, tr->inputs,
-                 tr->targets);
+    const CorpusMix mix = train_mix(o, s, tr->model.cfg.N);
+    if (trainer_set_batch(tr, mix.B, mix.T)) return TRAIN_BAD;
+    corpus_batch(c, o->seed, s, &mix, tr->inputs, tr->targets, NULL);
     row->step = s + 1;
     row->train_loss = trainer_forward(tr, tr->inputs, tr->targets);
-    row->val_loss = NAN;
-    if (!isfinite(row->train_loss)) return TRAIN_NONFINITE;
-    trainer_backward(tr);
-    const double norm = trainer_grad_norm(tr);
-    row->grad_norm = (float)norm;
-    if (!isfinite(norm)) return TRAIN_NONFINITE;
+    row->val_loss = row->grad_norm = row->induction = row->prev_token = row->sink = NAN;
+    int rc = isfinite(row->train_loss) ? 0 : TRAIN_NONFINITE;
+    double norm = 0.0;
+    if (!rc) {
+        trainer_backward(tr);
+        norm = trainer_grad_norm(tr);
+        row->grad_norm = (float)norm;
+        if (!isfinite(norm)) rc = TRAIN_NONFINITE;
+    }
+    trainer_set_batch(tr, tr->B0, tr->model.cfg.N);
+    if (rc) return rc;
     if (o->clip > 0.0f && norm > o->clip) scale_grads(tr, (float)(o->clip / norm));
     row->lr = train_lr(o, s);
     trainer_update(tr, o, row->lr, s + 1);
@@ -475,15 +505,25 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
         TrainLogRow row;
         const double ts = now_seconds();
         int rc = train_step(tr, c, o, s, &row);
+        if (rc == TRAIN_BAD) {
+            const CorpusMix m = train_mix(o, s, tr->model.cfg.N);
+            snprintf(err, errsize, "step %d: %d sequences of %d tokens do not fit the buffers for %d of %d",
+                     s + 1, m.B, m.T, tr->B0, tr->model.cfg.N);
+            return TRAIN_BAD;
+        }
         if (rc == TRAIN_NONFINITE) {
             *bad_step = s + 1;
             /* the parameters are still those of step s: a good checkpoint */
             if (ctl->checkpoint && save(tr, o, log, ctl, err, errsize)) return TRAIN_IO;
             return TRAIN_NONFINITE;
         }
-        row.tokens_per_s = (float)((double)tr->B * tr->T / (now_seconds() - ts));
+        const CorpusMix mix = train_mix(o, s, tr->model.cfg.N);
+        row.tokens_per_s = (float)((double)mix.B * mix.T / (now_seconds() - ts));
         if ((o->eval_every > 0 && (s + 1) % o->eval_every == 0) || s + 1 == o->steps)
-            row.val_loss = trainer_eval(tr, c, all);
+            row.val_loss = trainer_eval(tr, c, all, o->bos);
+        if (o->heads_every > 0 && ((s + 1) % o->heads_every == 0 || s + 1 == o->steps))
+            trainer_head_scores(tr, c, o, train_mix(o, s, tr->model.cfg.N).T, &row.induction,
+                                &row.prev_token, &row.sink);
         row.seconds = before + (now_seconds() - t0);
         if (log_append(log, &row)) return TRAIN_NOMEM;
         if (ctl->progress) ctl->progress(ctl->user, &row, o->steps);

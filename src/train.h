@@ -34,20 +34,29 @@ typedef struct {
     float beta1, beta2, eps;
     float clip;         /* global gradient norm clipped to this; 0: no clipping */
     uint64_t seed;      /* initial weights and batches */
-    float repeat_share; /* share of each batch's sequences whose second half repeats the first */
-    int repeat_text;    /* their first half: 0 random printable bytes, 1 training text (corpus.h) */
     float init_std;     /* initial N(0, init_std) of matrices and embeddings (GPT-2: 0.02) */
-    int repeat_first;   /* steps at the start in which every sequence repeats (a copying
-                         * curriculum: induction heads form first, the text is learnt after) */
     int eval_every;     /* validation loss every this many steps, and after the last */
     uint64_t corpus_size, corpus_hash; /* the corpus (Corpus.size, .hash): a checkpoint keeps
                                         * them, and --resume refuses another corpus */
+    int bos;            /* start byte in front of every sequence (position 0), or -1: none */
+    /* the batches after the short phase (corpus.h, CorpusMix) */
+    float repeat_share; /* share of each batch's sequences that repeat a segment */
+    float span_share;   /* share of those whose segment is a span of the text */
+    int period_min, period_max; /* each repeat's period, uniform in [min, max] */
+    /* the short phase first: a copying curriculum at a short context */
+    int short_steps;    /* its steps (0: none) */
+    int short_ctx;      /* its tokens per sequence (positions 0 .. short_ctx − 1) */
+    int short_B;        /* its sequences per batch: short_B·short_ctx <= B·N (the buffers) */
+    float short_repeat_share, short_span_share; /* its mix; periods up to short_ctx/2 */
+    int heads_every;    /* head scores (trainer_head_scores) every this many steps; 0: never */
 } TrainOptions;
 
 TrainOptions train_options_default(void);
-/* Sequences of the batch of step s (0-based) that repeat their first half: all B while
- * s < repeat_first, then round(repeat_share · B). */
-int train_repeats(const TrainOptions *o, int s);
+/* The batch of step s (0-based) for a model of context N: while s < short_steps,
+ * short_B sequences of short_ctx tokens with the short phase's shares and periods in
+ * [period_min, min(period_max, short_ctx/2)]; then B sequences of N tokens with the main
+ * shares. A share of the sequences is round(share · sequences). */
+CorpusMix train_mix(const TrainOptions *o, int s, int N);
 /* The learning rate of step s (0-based): linear warm-up lr·(s+1)/warmup, then cosine
  * from lr down to lr·lr_final at the last step. */
 float train_lr(const TrainOptions *o, int s);
@@ -88,7 +97,8 @@ typedef struct {
 
 typedef struct {
     Model model;      /* config, parameters (model.w.blob) and the forward's panels */
-    int B, T;
+    int B, T;         /* the batch of the next forward (trainer_set_batch) */
+    int B0;           /* sequences the buffers hold at T = N */
     float *grads;     /* (num_params) as the blob: grads + (p − blob) is p's gradient */
     float *m, *v;     /* AdamW moments, the same layout */
     TrainActs a;
@@ -137,6 +147,7 @@ typedef struct {
     float lr, grad_norm; /* the rate used, the norm before clipping */
     float tokens_per_s;  /* B·T over the step's time, evaluation left out (measured) */
     double seconds;    /* wall clock since the run started, resumed runs included (measured) */
+    float induction, prev_token, sink; /* trainer_head_scores' best heads; NaN when not measured */
 } TrainLogRow;
 
 typedef struct {
@@ -146,8 +157,29 @@ typedef struct {
 
 void train_log_free(TrainLog *log);
 
-/* Mean loss (nats) over the first `windows` validation windows (all: corpus_val_windows). */
-float trainer_eval(Trainer *tr, const Corpus *c, size_t windows);
+/* Mean loss (nats) over the first `windows` validation windows (all: corpus_val_windows),
+ * with the start byte bos (or -1) in front as in training. */
+float trainer_eval(Trainer *tr, const Corpus *c, size_t windows, int bos);
+
+/* The batch of the next forward: B sequences of T tokens (positions 0 .. T−1), in the
+ * buffers made for B0 sequences of N: 2 <= T <= N, B >= 1, B·T <= B0·N and
+ * B·T² <= B0·N² (the attention weights). 0 or TRAIN_BAD. Training sets it per step and
+ * restores B0 × N. */
+int trainer_set_batch(Trainer *tr, int B, int T);
+
+/* The best heads of the trainer's model, measured on its own attention weights with
+ * sequences of T tokens (2 <= T <= N: the context the step trains at) and o->bos in
+ * front, from a forward pass of B sequences each:
+ *   induction   on periodic random bytes (periods in [period_min, min(period_max, T/2)]): the best
+ *               mean weight, over heads of layers >= 1, from each token i >= s + p on
+ *               i − p + 1 (the byte after its previous occurrence)
+ *   prev_token  on validation text: the best over heads of the smaller of the mean
+ *               weights on key i − 1 over the first and the second half of positions
+ *               (a head that keeps to the byte before at every distance)
+ *   sink        on validation text: the best mean weight on position 0
+ * NaN when T does not fit. Deterministic; clobbers the trainer's batch buffers. */
+void trainer_head_scores(Trainer *tr, const Corpus *c, const TrainOptions *o, int T,
+                         float *induction, float *prev_token, float *sink);
 
 /* How train_loop reports and when it stops. */
 typedef struct {
@@ -200,17 +232,22 @@ typedef struct {
     int len;
 } TrainSample;
 
-/* s[i].text for each of n prompts (set s[i].prompt): 0, TRAIN_NOMEM, or TRAIN_BAD when a
- * prompt is empty or the prompt and the continuation do not fit the context. */
-int train_samples(Trainer *tr, TrainSample *s, int n, int steps);
+/* s[i].text for each of n prompts (set s[i].prompt), with the start byte bos (or -1)
+ * before each prompt: 0, TRAIN_NOMEM, or TRAIN_BAD when a prompt is empty or the start
+ * byte, the prompt and the continuation do not fit the context. */
+int train_samples(Trainer *tr, TrainSample *s, int n, int steps, int bos);
 void train_samples_free(TrainSample *s, int n);
 
 /* Into the output folder o, begun (outdir.h: the files go to its temporary folder,
  * which the caller commits or aborts): config.json and model.safetensors (hf_export),
- * train_log.csv (step,train_loss,val_loss,lr,grad_norm: nats, deterministic),
+ * train_log.csv (step,train_loss,val_loss,lr,grad_norm,induction,prev_token,sink: nats
+ * and head scores, deterministic; a value not measured at a step is empty),
  * train_timing.csv (step,seconds,tokens_per_s: measured), eval.csv
  * (model,context_bytes,bits_per_byte,smoothing) and samples.txt. TRAIN_IO or
  * TRAIN_NOMEM with a message naming the folder as the user did. */
+/* A model whose config has a start token (cfg.bos >= 0: trained with --bos) says so in
+ * config.json: "add_bos_token": true, "bos_token_id" and "eos_token_id" bos (readers put
+ * it in front of every prompt). */
 int train_write(const Trainer *tr, const TrainLog *log, const TrainEval *ev, const TrainSample *s,
                 int ns, const OutDir *o, char *err, size_t errsize);
 

@@ -18,26 +18,29 @@
  * Layout, host byte order (little-endian on x86-64):
  *   char magic[8]  "KVSCKPT" + version 2
  *   int32 L, NH, C, N, V, B;  uint64 seed;  int32 steps_done, log_rows;  uint64 params
- *   the run: int32 steps, warmup, repeat_text, repeat_first;
- *            float lr, lr_final, weight_decay, clip, init_std, repeat_share;
+ *   the run: int32 steps, warmup, bos, period_min, period_max, short_steps, short_ctx,
+ *                  short_B;
+ *            float lr, lr_final, weight_decay, clip, init_std, repeat_share, span_share,
+ *                  short_repeat_share, short_span_share;
  *            uint64 corpus_size, corpus_hash
  *   float params[params], adam_m[params], adam_v[params]
  *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
- *                double seconds }
+ *                double seconds; float induction, prev_token, sink }
  * The size is checked against these counts before anything is read. Version 1 had no
  * run block: it is refused with its version named. */
 
 static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 2};
-enum { CKPT_RUN = 4 * 4 + 6 * 4 + 2 * 8, CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
-       CKPT_ROW = 4 + 5 * 4 + 8 };
+enum { CKPT_RUN = 8 * 4 + 9 * 4 + 2 * 8, CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
+       CKPT_ROW = 4 + 5 * 4 + 8 + 3 * 4 };
 
 typedef struct {
     int32_t L, NH, C, N, V, B;
     uint64_t seed;
     int32_t steps, rows;
     uint64_t params;
-    int32_t total, warmup, repeat_text, repeat_first; /* the run's options */
-    float lr, lr_final, weight_decay, clip, init_std, repeat_share;
+    int32_t total, warmup, bos, period_min, period_max, short_steps, short_ctx, short_B; /* the run */
+    float lr, lr_final, weight_decay, clip, init_std, repeat_share, span_share, short_repeat_share,
+        short_span_share;
     uint64_t corpus_size, corpus_hash;
 } CkptHead;
 
@@ -49,20 +52,25 @@ static int head_io(FILE *f, CkptHead *h, int (*rw)(FILE *, void *, size_t)) {
     return rw(f, &h->L, 4) || rw(f, &h->NH, 4) || rw(f, &h->C, 4) || rw(f, &h->N, 4) ||
            rw(f, &h->V, 4) || rw(f, &h->B, 4) || rw(f, &h->seed, 8) || rw(f, &h->steps, 4) ||
            rw(f, &h->rows, 4) || rw(f, &h->params, 8) || rw(f, &h->total, 4) ||
-           rw(f, &h->warmup, 4) || rw(f, &h->repeat_text, 4) || rw(f, &h->repeat_first, 4) ||
-           rw(f, &h->lr, 4) || rw(f, &h->lr_final, 4) || rw(f, &h->weight_decay, 4) ||
-           rw(f, &h->clip, 4) || rw(f, &h->init_std, 4) || rw(f, &h->repeat_share, 4) ||
+           rw(f, &h->warmup, 4) || rw(f, &h->bos, 4) || rw(f, &h->period_min, 4) ||
+           rw(f, &h->period_max, 4) || rw(f, &h->short_steps, 4) || rw(f, &h->short_ctx, 4) ||
+           rw(f, &h->short_B, 4) || rw(f, &h->lr, 4) || rw(f, &h->lr_final, 4) ||
+           rw(f, &h->weight_decay, 4) || rw(f, &h->clip, 4) || rw(f, &h->init_std, 4) ||
+           rw(f, &h->repeat_share, 4) || rw(f, &h->span_share, 4) ||
+           rw(f, &h->short_repeat_share, 4) || rw(f, &h->short_span_share, 4) ||
            rw(f, &h->corpus_size, 8) || rw(f, &h->corpus_hash, 8);
 }
 static int put_rw(FILE *f, void *p, size_t n) { return put(f, p, n); }
 
 static CkptHead make_head(const Trainer *tr, const TrainOptions *o, const TrainLog *log) {
     const Config *c = &tr->model.cfg;
-    const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B, o->seed,
+    const CkptHead h = {c->L, c->NH, c->C, c->N, c->V, tr->B0, o->seed,
                         log->n ? log->rows[log->n - 1].step : 0, log->n,
-                        (uint64_t)tr->model.w.num_params, o->steps, o->warmup, o->repeat_text,
-                        o->repeat_first, o->lr, o->lr_final, o->weight_decay, o->clip, o->init_std,
-                        o->repeat_share, o->corpus_size, o->corpus_hash};
+                        (uint64_t)tr->model.w.num_params, o->steps, o->warmup, o->bos,
+                        o->period_min, o->period_max, o->short_steps, o->short_ctx, o->short_B,
+                        o->lr, o->lr_final, o->weight_decay, o->clip, o->init_std,
+                        o->repeat_share, o->span_share, o->short_repeat_share, o->short_span_share,
+                        o->corpus_size, o->corpus_hash};
     return h;
 }
 
@@ -75,7 +83,8 @@ static int write_ckpt(FILE *f, const Trainer *tr, CkptHead *h, const TrainLog *l
         const int32_t step = r->step;
         bad = put(f, &step, 4) || put(f, &r->train_loss, 4) || put(f, &r->val_loss, 4) ||
               put(f, &r->lr, 4) || put(f, &r->grad_norm, 4) || put(f, &r->tokens_per_s, 4) ||
-              put(f, &r->seconds, 8);
+              put(f, &r->seconds, 8) || put(f, &r->induction, 4) || put(f, &r->prev_token, 4) ||
+              put(f, &r->sink, 4);
     }
     return bad;
 }
@@ -110,10 +119,11 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
     }
     const struct { const char *name; long have, want; } f[] = {
         {"layers", h->L, c->L}, {"heads", h->NH, c->NH}, {"dim", h->C, c->C},
-        {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B},
-        {"steps", h->total, o->steps}, {"warmup", h->warmup, o->warmup},
-        {"repeat-first", h->repeat_first, o->repeat_first},
-        {"repeat-text", h->repeat_text, o->repeat_text},
+        {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B0},
+        {"steps", h->total, o->steps}, {"warmup", h->warmup, o->warmup}, {"bos", h->bos, o->bos},
+        {"period-min", h->period_min, o->period_min}, {"period-max", h->period_max, o->period_max},
+        {"short-steps", h->short_steps, o->short_steps}, {"short-ctx", h->short_ctx, o->short_ctx},
+        {"short-batch", h->short_B, o->short_B},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].have != f[i].want) {
@@ -124,6 +134,9 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
         {"lr", h->lr, o->lr}, {"lr-final", h->lr_final, o->lr_final},
         {"weight-decay", h->weight_decay, o->weight_decay}, {"clip", h->clip, o->clip},
         {"init-std", h->init_std, o->init_std}, {"repeat-share", h->repeat_share, o->repeat_share},
+        {"repeat-text", h->span_share, o->span_share},
+        {"short-repeat-share", h->short_repeat_share, o->short_repeat_share},
+        {"short-repeat-text", h->short_span_share, o->short_span_share},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (memcmp(&r[i].have, &r[i].want, sizeof(float)) != 0) { /* the same bits, or another run */
@@ -150,7 +163,8 @@ static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log
         int32_t step;
         if (get(f, &step, 4) || get(f, &r.train_loss, 4) || get(f, &r.val_loss, 4) ||
             get(f, &r.lr, 4) || get(f, &r.grad_norm, 4) || get(f, &r.tokens_per_s, 4) ||
-            get(f, &r.seconds, 8))
+            get(f, &r.seconds, 8) || get(f, &r.induction, 4) || get(f, &r.prev_token, 4) ||
+            get(f, &r.sink, 4))
             return -1;
         r.step = step;
         if (log->n == log->cap) {
@@ -208,11 +222,12 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
 
 /* ---- samples --------------------------------------------------------------------------- */
 
-int train_samples(Trainer *tr, TrainSample *s, int n, int steps) {
+int train_samples(Trainer *tr, TrainSample *s, int n, int steps, int bos) {
     Generator g;
+    const int s0 = bos >= 0 ? 1 : 0; /* the start byte, then the prompt */
     for (int i = 0; i < n; i++) s[i].text = NULL;
     for (int i = 0; i < n; i++) {
-        const int T = (int)strlen(s[i].prompt);
+        const int len = (int)strlen(s[i].prompt), T = s0 + len;
         int *ids = malloc((size_t)(T > 0 ? T : 1) * sizeof *ids);
         char *text = malloc((size_t)steps + 1);
         if (!ids || !text || generator_init(&g, &tr->model, GEN_CACHE)) {
@@ -220,8 +235,9 @@ int train_samples(Trainer *tr, TrainSample *s, int n, int steps) {
             free(text);
             return TRAIN_NOMEM;
         }
-        for (int t = 0; t < T; t++) ids[t] = (unsigned char)s[i].prompt[t];
-        int rc = T < 1 || T + steps > tr->model.cfg.N || generator_prefill(&g, ids, T, NULL);
+        if (s0) ids[0] = bos;
+        for (int t = 0; t < len; t++) ids[s0 + t] = (unsigned char)s[i].prompt[t];
+        int rc = len < 1 || T + steps > tr->model.cfg.N || generator_prefill(&g, ids, T, NULL);
         int k = 0;
         for (; !rc && k < steps; k++) {
             const int tok = generator_argmax(&g);
@@ -260,16 +276,24 @@ static int close_in(FILE *f, const OutDir *o, const char *name, char *err, size_
     return TRAIN_IO;
 }
 
+/* A log value as written: empty when it was not measured (NaN). */
+static const char *cell(float x, char *buf, size_t size) {
+    if (isnan(x)) buf[0] = '\0';
+    else snprintf(buf, size, "%.9g", (double)x);
+    return buf;
+}
+
 static int write_log(const TrainLog *log, const OutDir *o, char *err, size_t errsize) {
     FILE *f = outdir_fopen(o, "train_log.csv", err, errsize);
     if (!f) return TRAIN_IO;
-    fprintf(f, "step,train_loss,val_loss,lr,grad_norm\n");
+    fprintf(f, "step,train_loss,val_loss,lr,grad_norm,induction,prev_token,sink\n");
     for (int i = 0; i < log->n; i++) {
         const TrainLogRow *r = &log->rows[i];
-        char val[32] = "";
-        if (!isnan(r->val_loss)) snprintf(val, sizeof val, "%.9g", (double)r->val_loss);
-        fprintf(f, "%d,%.9g,%s,%.9g,%.9g\n", r->step, (double)r->train_loss, val, (double)r->lr,
-                (double)r->grad_norm);
+        char val[32], ind[32], prev[32], sink[32];
+        fprintf(f, "%d,%.9g,%s,%.9g,%.9g,%s,%s,%s\n", r->step, (double)r->train_loss,
+                cell(r->val_loss, val, sizeof val), (double)r->lr, (double)r->grad_norm,
+                cell(r->induction, ind, sizeof ind), cell(r->prev_token, prev, sizeof prev),
+                cell(r->sink, sink, sizeof sink));
     }
     return close_in(f, o, "train_log.csv", err, errsize);
 }

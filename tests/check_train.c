@@ -285,17 +285,30 @@ START_TEST(test_init_std) {
 }
 END_TEST
 
-/* The copying curriculum: every sequence of a batch repeats while the step is below
- * repeat_first, then round(repeat_share · B) of them. */
-START_TEST(test_repeat_first) {
+/* The mix by step: the short phase (its length, its shares, periods up to half of it),
+ * then the full context with the main shares; a share of B is rounded. */
+START_TEST(test_mix_by_step) {
     TrainOptions o = train_options_default();
-    o.B = 16, o.repeat_share = 0.125f, o.repeat_first = 300;
-    ck_assert_int_eq(train_repeats(&o, 0), 16);
-    ck_assert_int_eq(train_repeats(&o, 299), 16);
-    ck_assert_int_eq(train_repeats(&o, 300), 2);
-    ck_assert_int_eq(train_repeats(&o, 4499), 2);
-    o.repeat_first = 0, o.repeat_share = 0.34f, o.B = 3; /* no curriculum: the share alone */
-    ck_assert_int_eq(train_repeats(&o, 0), 1);
+    o.B = 16, o.short_steps = 300, o.short_ctx = 64, o.short_B = 32, o.short_repeat_share = 1.0f;
+    o.short_span_share = 0.25f, o.repeat_share = 0.6f, o.span_share = 0.5f;
+    o.period_min = 8, o.period_max = 100, o.bos = 255;
+    CorpusMix m = train_mix(&o, 0, 256);
+    ck_assert_int_eq(m.B, 32);
+    ck_assert_int_eq(m.T, 64);
+    ck_assert_int_eq(m.nrep, 32);
+    ck_assert_int_eq(m.nspan, 8);
+    ck_assert_int_eq(m.period_min, 8);
+    ck_assert_int_eq(m.period_max, 32); /* min(100, 64/2) */
+    ck_assert_int_eq(m.bos, 255);
+    ck_assert_int_eq(train_mix(&o, 299, 256).T, 64);
+    m = train_mix(&o, 300, 256);
+    ck_assert_int_eq(m.B, 16);
+    ck_assert_int_eq(m.T, 256);
+    ck_assert_int_eq(m.nrep, 10); /* round(0.6 · 16) = round(9.6) */
+    ck_assert_int_eq(m.nspan, 5);
+    ck_assert_int_eq(m.period_max, 100);
+    o.short_steps = 0, o.repeat_share = 0.34f, o.B = 3; /* no short phase: the share alone */
+    ck_assert_int_eq(train_mix(&o, 0, 256).nrep, 1);
 }
 END_TEST
 
@@ -338,6 +351,8 @@ static void train_steps(Trainer *tr, const Corpus *c, TrainOptions *o, TrainLog 
 static TrainOptions small_options(void) {
     TrainOptions o = train_options_default();
     o.B = 3, o.warmup = 2, o.eval_every = 0, o.repeat_share = 0.34f, o.seed = 41;
+    o.period_min = 2, o.period_max = 16, o.short_steps = 2, o.short_ctx = 16, o.short_B = 6;
+    o.heads_every = 2;
     return o;
 }
 
@@ -348,36 +363,140 @@ static int occurs(const unsigned char *buf, size_t len, const char *s, size_t n)
     return 0;
 }
 
-/* A batch: plain sequences are training text; the last nrep repeat their first half,
- * random printable bytes (or text with repeat_text); the targets are the inputs shifted. */
+/* 1 if x[0..n-1] (byte values) occur in the training split. */
+static int is_text(const Corpus *c, const int *x, int n) {
+    char s[512];
+    for (int i = 0; i < n; i++) s[i] = (char)x[i];
+    return occurs(c->train, c->ntrain, s, (size_t)n);
+}
+
+/* A batch: position 0 is the start byte; plain sequences are training text; the last
+ * nrep repeat a segment with their own period in [min, max], random printable bytes or
+ * (the last nspan) a span of the text; the targets are the inputs shifted. */
 START_TEST(test_batch_layout) {
     char dir[64];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     Corpus c = load_corpus(dir);
-    enum { B = 5, T = 40, H = T / 2 };
-    int in[B * T], tg[B * T], in2[B * T], tg2[B * T];
-    for (int text = 0; text < 2; text++) {
-        corpus_batch(&c, 7, 3, B, T, 2, text, in, tg);
-        corpus_batch(&c, 7, 3, B, T, 2, text, in2, tg2);
+    enum { B = 8, T = 64 };
+    int in[B * T], tg[B * T], in2[B * T], tg2[B * T], per[B], per2[B];
+    for (int bos = -1; bos <= 255; bos += 256) {
+        const CorpusMix mix = {.B = B, .T = T, .bos = bos, .nrep = 5, .nspan = 2, .period_min = 3,
+                               .period_max = 20};
+        const int s0 = bos >= 0;
+        corpus_batch(&c, 7, 3, &mix, in, tg, per);
+        corpus_batch(&c, 7, 3, &mix, in2, tg2, per2);
         ck_assert_int_eq(memcmp(in, in2, sizeof in), 0); /* the seed and the step decide it */
+        ck_assert_int_eq(memcmp(tg, tg2, sizeof tg), 0);
+        int distinct = 0;
         for (int b = 0; b < B; b++) {
-            const int *x = in + b * T, *y = tg + b * T;
+            const int *x = in + b * T, *y = tg + b * T, p = per[b];
+            if (bos >= 0) ck_assert_int_eq(x[0], bos);
             for (int i = 0; i + 1 < T; i++) ck_assert_int_eq(y[i], x[i + 1]);
-            if (b < B - 2 || text) { /* text: somewhere in the training split */
-                char s[T + 1];
-                for (int i = 0; i < (b < B - 2 ? T : H); i++) s[i] = (char)x[i];
-                s[b < B - 2 ? T : H] = '\0';
-                ck_assert_msg(occurs(c.train, c.ntrain, s, strlen(s)), "sequence %d is not text", b);
+            if (b < B - 5) { /* plain text */
+                ck_assert_int_eq(p, 0);
+                ck_assert_msg(is_text(&c, x + s0, T - s0), "sequence %d is not text", b);
+                continue;
             }
-            if (b >= B - 2) {
-                for (int i = H; i < T; i++) ck_assert_int_eq(x[i], x[i - H]);
-                ck_assert_int_eq(y[T - 1], x[H]);
-                for (int i = 0; i < H && !text; i++) ck_assert(x[i] >= CORPUS_RANDOM_LO && x[i] <= CORPUS_RANDOM_HI);
-            }
+            ck_assert_msg(p >= 3 && p <= 20, "sequence %d: period %d outside 3..20", b, p);
+            distinct += b > B - 5 && p != per[b - 1];
+            for (int i = s0 + p; i < T; i++) ck_assert_int_eq(x[i], x[i - p]);
+            ck_assert_int_eq(y[T - 1], x[T - p]); /* the target past the end continues it */
+            /* the period is the segment's length, not a shorter one */
+            int shorter = 1;
+            for (int i = s0 + p - 1; i < T && shorter; i++) shorter = x[i] == x[i - p + 1];
+            ck_assert_msg(!shorter, "sequence %d repeats at %d, shorter than its period %d", b, p - 1, p);
+            if (b >= B - 2) ck_assert_msg(is_text(&c, x + s0, p), "sequence %d: segment not text", b);
+            else
+                for (int i = s0; i < s0 + p; i++)
+                    ck_assert(x[i] >= CORPUS_RANDOM_LO && x[i] <= CORPUS_RANDOM_HI);
+        }
+        ck_assert_msg(distinct > 0, "every repeat has the same period %d", per[B - 1]);
+    }
+    const CorpusMix mix = {.B = B, .T = T, .bos = -1, .nrep = 5, .nspan = 2, .period_min = 3,
+                           .period_max = 20};
+    corpus_batch(&c, 7, 4, &mix, in2, tg2, NULL);
+    ck_assert_int_ne(memcmp(in, in2, sizeof in), 0);
+    /* validation windows: the same targets with and without the start byte */
+    corpus_val_window(&c, 2, T, -1, in, tg);
+    corpus_val_window(&c, 2, T, 255, in2, tg2);
+    ck_assert_int_eq(memcmp(tg, tg2, sizeof(int) * T), 0);
+    ck_assert_int_eq(in[0], c.val[2 * T]);
+    ck_assert_int_eq(in2[0], 255);
+    ck_assert_int_eq(memcmp(in + 1, in2 + 1, sizeof(int) * (T - 1)), 0);
+    ck_assert_int_eq(tg[T - 1], c.val[3 * T]);
+    ck_assert_uint_eq(corpus_count_byte(&c, 255), 0);
+    ck_assert_uint_gt(corpus_count_byte(&c, 'e'), 1000);
+    corpus_free(&c);
+    remove_tree(dir);
+}
+END_TEST
+
+/* A batch of B2 sequences of T0 < N tokens in a trainer made for B of N gives the loss
+ * and gradient of the same weights in a model of context T0 with batch B2 (wpe's first
+ * T0 rows; its later rows get none). */
+START_TEST(test_short_ctx_same_as_small_model) {
+    enum { N = 40, T0 = 24, B = 3, B2 = 5 }; /* B2·T0 = B·N */
+    Config big = tiny_config(2, 2, 32, N, 256), small = tiny_config(2, 2, 32, T0, 256);
+    Trainer a, b;
+    ck_assert_int_eq(trainer_init(&a, &big, B, 5), 0);
+    ck_assert_int_eq(trainer_init(&b, &small, B2, 5), 0);
+    shake_weights(&a, 9);
+    for (int i = 0; i < a.nspecs; i++) { /* b's weights: a's, wpe cut to T0 rows */
+        const size_t n = strcmp(a.specs[i].name, "wpe.weight") == 0 ? (size_t)T0 * 32 : a.specs[i].numel;
+        memcpy(b.model.w.blob + b.specs[i].offset, a.model.w.blob + a.specs[i].offset, n * sizeof(float));
+    }
+    trainer_weights_changed(&b);
+    int in[B2 * T0], tg[B2 * T0];
+    random_tokens(in, B2 * T0, 3, 256);
+    random_tokens(tg, B2 * T0, 4, 256);
+    ck_assert_int_eq(trainer_set_batch(&a, B, N + 1), TRAIN_BAD);
+    ck_assert_int_eq(trainer_set_batch(&a, B2 + 1, T0), TRAIN_BAD); /* 144 tokens > 120 */
+    ck_assert_int_eq(trainer_set_batch(&a, B2, T0), 0);
+    const float la = trainer_forward(&a, in, tg), lb = trainer_forward(&b, in, tg);
+    trainer_backward(&a);
+    trainer_backward(&b);
+    ck_assert_msg(fabsf(la - lb) <= 1e-6f * fabsf(lb), "loss %.9g vs %.9g", (double)la, (double)lb);
+    double worst = 0.0;
+    for (int i = 0; i < a.nspecs; i++) {
+        const float *ga = a.grads + a.specs[i].offset, *gb = b.grads + b.specs[i].offset;
+        for (size_t j = 0; j < a.specs[i].numel; j++) {
+            const float want = j < b.specs[i].numel ? gb[j] : 0.0f; /* wpe rows T0.. : none */
+            worst = fmax(worst, fabs((double)ga[j] - want) / (1e-6 + fabs((double)want)));
         }
     }
-    corpus_batch(&c, 7, 4, B, T, 2, 0, in2, tg2);
-    ck_assert_int_ne(memcmp(in, in2, sizeof in), 0);
+    ck_assert_msg(worst <= 1e-5, "worst relative gradient difference %g", worst);
+    trainer_free(&a), trainer_free(&b);
+}
+END_TEST
+
+/* With c_attn zero every head attends evenly (1/(i+1) on each of i+1 keys), so each
+ * score has a closed form: a check of which weights trainer_head_scores reads. */
+START_TEST(test_head_scores_uniform) {
+    char dir[64];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    Corpus c = load_corpus(dir);
+    enum { N = 40, P = 7 };
+    Config cfg = tiny_config(2, 2, 32, N, 256);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 3, 5), 0);
+    for (int i = 0; i < tr.nspecs; i++)
+        if (strstr(tr.specs[i].name, "attn.c_attn"))
+            memset(tr.model.w.blob + tr.specs[i].offset, 0, tr.specs[i].numel * sizeof(float));
+    trainer_weights_changed(&tr);
+    TrainOptions o = small_options();
+    o.bos = 255, o.period_min = o.period_max = P;
+    float ind, prev, sink;
+    trainer_head_scores(&tr, &c, &o, N, &ind, &prev, &sink);
+    double want_ind = 0, lo = 0, hi = 0, want_sink = 0;
+    for (int i = 1 + P; i < N; i++) want_ind += 1.0 / (i + 1) / (N - 1 - P);
+    for (int i = 2; i < N / 2; i++) lo += 1.0 / (i + 1) / (N / 2 - 2);
+    for (int i = N / 2; i < N; i++) hi += 1.0 / (i + 1) / (N - N / 2);
+    for (int i = 1; i < N; i++) want_sink += 1.0 / (i + 1) / (N - 1);
+    ck_assert_double_eq_tol(ind, want_ind, 1e-5);
+    ck_assert_double_eq_tol(prev, fmin(lo, hi), 1e-5);
+    ck_assert_double_eq_tol(sink, want_sink, 1e-5);
+    ck_assert_int_eq(tr.T, N);
+    trainer_free(&tr);
     corpus_free(&c);
     remove_tree(dir);
 }
@@ -476,7 +595,9 @@ static void tiny_args(const char **args, const char *corpus, const char *out, co
     const char *a[] = {"train", "--corpus", corpus, "--out", out, "--layers", "2", "--heads", "2",
                        "--dim", "32", "--ctx", "32", "--batch", "4", "--steps", steps, "--warmup",
                        "2", "--eval-every", "3", "--samples", "8", "--seed", "3", "--repeat-share",
-                       "0.25", "--quiet", NULL};
+                       "0.25", "--period-min", "2", "--period-max", "16", "--short-steps", "3",
+                       "--short-ctx", "16", "--short-batch", "8", "--heads-every", "2", "--quiet",
+                       NULL};
     memcpy(args, a, sizeof a);
 }
 
@@ -492,7 +613,7 @@ START_TEST(test_cli_outputs) {
     write_corpus(corpus, 200000);
     for (int k = 0; k < 2; k++) {
         snprintf(out[k], sizeof out[k], "%s/m%d", dir, k);
-        const char *args[40];
+        const char *args[64];
         tiny_args(args, corpus, out[k], "6");
         int n = 0;
         while (args[n]) n++;
@@ -511,11 +632,19 @@ START_TEST(test_cli_outputs) {
     snprintf(p, sizeof p, "%s/train_log.csv", out[0]);
     char *log = read_file(p, NULL);
     ck_assert_ptr_nonnull(log);
-    ck_assert_msg(strncmp(log, "step,train_loss,val_loss,lr,grad_norm\n1,", 40) == 0, "log: %.60s", log);
+    static const char head[] = "step,train_loss,val_loss,lr,grad_norm,induction,prev_token,sink\n1,";
+    ck_assert_msg(strncmp(log, head, strlen(head)) == 0, "log: %.80s", log);
     int rows = 0;
     for (char *c = log; *c; c++) rows += *c == '\n';
     ck_assert_int_eq(rows, 7);
     free(log);
+    /* the start byte, as Hugging Face names it */
+    snprintf(p, sizeof p, "%s/config.json", out[0]);
+    char *cj = read_file(p, NULL);
+    ck_assert_ptr_nonnull(cj);
+    ck_assert_msg(strstr(cj, "\"add_bos_token\": true") && strstr(cj, "\"bos_token_id\": 255") &&
+                  strstr(cj, "\"eos_token_id\": 255"), "config.json: %s", cj);
+    free(cj);
     snprintf(p, sizeof p, "%s/m0.ckpt", dir);
     ck_assert_msg(!exists(p), "a finished run leaves its checkpoint behind");
     /* the folder is a model kvscope runs */
@@ -565,7 +694,7 @@ START_TEST(test_cli_sigint_resume) {
     snprintf(b, sizeof b, "%s/b", dir);
     snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
     /* evaluating at every step, so that the run is slow enough to interrupt */
-    const char *args[40];
+    const char *args[64];
     tiny_args(args, corpus, a, "30");
     int n = 0;
     while (args[n]) n++;
@@ -598,7 +727,7 @@ START_TEST(test_cli_sigterm) {
     write_corpus(corpus, 200000);
     snprintf(out, sizeof out, "%s/t", dir);
     snprintf(ckpt, sizeof ckpt, "%s/t.ckpt", dir);
-    const char *args[40];
+    const char *args[64];
     tiny_args(args, corpus, out, "30");
     int n = 0;
     while (args[n]) n++;
@@ -619,7 +748,7 @@ START_TEST(test_cli_grads_out) {
     snprintf(g, sizeof g, "%s/grads", dir);
     const char *args[] = {"train", "--corpus", corpus, "--grads-out", g, "--layers", "2", "--heads",
                           "2", "--dim", "32", "--ctx", "32", "--batch", "4", "--seed", "3",
-                          "--repeat-first", "0", "--repeat-share", "0", "--quiet", NULL};
+                          "--short-steps", "0", "--repeat-share", "0", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
     /* the same batch (no repeated sequences: the defaults' curriculum is off) and backward
      * in this process */
@@ -629,7 +758,8 @@ START_TEST(test_cli_grads_out) {
     Trainer tr;
     /* the command's initial spread (its default, float as it stores it) */
     ck_assert_int_eq(trainer_init_std(&tr, &cfg, 4, 3, train_options_default().init_std), 0);
-    corpus_batch(&c, 3, 0, 4, 32, 0, 0, tr.inputs, tr.targets);
+    const CorpusMix mix = {.B = 4, .T = 32, .bos = 255, .period_min = 1, .period_max = 1};
+    corpus_batch(&c, 3, 0, &mix, tr.inputs, tr.targets, NULL);
     const float loss = trainer_forward(&tr, tr.inputs, tr.targets);
     trainer_backward(&tr);
     SafeTensors st;
@@ -675,6 +805,13 @@ static const struct { const char *corpus, *opt, *val, *expect; } bad_cases[] = {
     {"ok", "--lr", "1e30", "not finite at step"},
     {"ok", "--checkpoint", "OUT/c.ckpt", "--out would replace --checkpoint's"},
     {"ok", "--warmup", "12", "--warmup must be below --steps: 12"},
+    {"ok", "--period-max", "17", "--period-max must be at most --ctx/2 (16): 17"},
+    {"ok", "--short-ctx", "33", "--short-ctx must be at most --ctx (32): 33"},
+    {"ok", "--short-batch", "9", "--short-batch x --short-ctx must be at most --batch x --ctx (128): 144"},
+    {"ok", "--period-min", "9", "--period-min must be at most --short-ctx/2 (8): 9"},
+    {"ok", "--period-min", "17", "--period-min must be at most --period-max (16): 17"},
+    {"ok", "--bos", "256", "--bos must be a byte 0..255 or none: 256"},
+    {"ok", "--bos", "101", "--bos: the corpus contains byte 101 "},
 };
 
 START_TEST(test_cli_bad_input) {
@@ -687,7 +824,7 @@ START_TEST(test_cli_bad_input) {
     if (strcmp(bad_cases[_i].corpus, "ok") == 0) write_corpus(corpus, 200000);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(errp, sizeof errp, "%s/stderr", dir);
-    const char *args[40];
+    const char *args[64];
     tiny_args(args, corpus, out, "12");
     int n = 0;
     while (args[n]) n++;
@@ -727,7 +864,7 @@ START_TEST(test_cli_resume_other_shape) {
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(ckpt, sizeof ckpt, "%s/out.ckpt", dir);
     snprintf(errp, sizeof errp, "%s/stderr", dir);
-    const char *args[40];
+    const char *args[64];
     tiny_args(args, corpus, out, "12");
     int n = 0;
     while (args[n]) n++;
@@ -764,8 +901,10 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_decay_2d_only);
     tcase_add_test(t, test_init_std);
-    tcase_add_test(t, test_repeat_first);
+    tcase_add_test(t, test_mix_by_step);
     tcase_add_test(t, test_batch_layout);
+    tcase_add_test(t, test_short_ctx_same_as_small_model);
+    tcase_add_test(t, test_head_scores_uniform);
     tcase_add_test(t, test_threads_same_bytes);
     tcase_add_test(t, test_resume_same_bytes);
     suite_add_tcase(s, t);

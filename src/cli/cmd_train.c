@@ -28,12 +28,27 @@ typedef struct {
     const char *corpus, *out, *checkpoint, *grads_out, *scripts;
     Config cfg;      /* L, NH, C, N; V = 256 byte tokens */
     TrainOptions o;  /* the whole numbers; its rates come from the doubles below */
-    double lr, lr_final, weight_decay, clip, repeat_share, init_std;
+    double lr, lr_final, weight_decay, clip, init_std;
+    double repeat_share, span_share, short_repeat_share, short_span_share;
     int checkpoint_every, resume, threads, sample_bytes, quiet, force;
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
     OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
     int saved;            /* checkpoints this run wrote */
 } TrainArgs;
+
+/* --bos: a byte 0..255, or none (-1). */
+static int parse_bos(const Option *o, const char *v, void *base) {
+    TrainArgs *a = base;
+    long long b;
+    if (strcmp(v, "none") == 0) {
+        a->o.bos = -1;
+        return 0;
+    }
+    if (opts_whole(v, -1, 255, &b)) return cli_fail("--bos must be a byte 0..255 or none", v);
+    (void)o;
+    a->o.bos = (int)b;
+    return 0;
+}
 
 #define TRAIN_INT(nm, a, m, lo, hi, h) OPT_INT(nm, a, TrainArgs, m, lo, hi, h)
 #define TRAIN_DOUBLE(nm, a, m, lo, hi, h) OPT_DOUBLE(nm, a, TrainArgs, m, lo, hi, h)
@@ -87,12 +102,36 @@ static const Option TRAIN_OPTIONS[] = {
      .help = "initial weights N(0, SD), c_proj N(0, SD/sqrt(2L)); GPT-2 uses 0.02"},
     TRAIN_INT("--eval-every", "E", o.eval_every, 0, 10000000,
               "validation loss every E steps, and after the last; 0: after the last only"),
-    OPT_GROUP("copying (sequences whose second half repeats the first: induction heads)"),
-    TRAIN_DOUBLE("--repeat-share", "F", repeat_share, 0, 1, "share of each batch's sequences that repeat"),
-    OPT_FLAG("--repeat-text", TrainArgs, o.repeat_text,
-             "their first half from the training text, not random printable bytes"),
-    TRAIN_INT("--repeat-first", "K", o.repeat_first, 0, 10000000,
-              "every sequence repeats in the first K steps (a copying curriculum)"),
+    OPT_GROUP("training data: text, repeats x[i] = x[i-p] (induction heads), a start byte"),
+    {.kind = OPT_KIND_CALLBACK, .name = "--bos", .arg = "B|none", .callback = parse_bos,
+     .dflt = "255",
+     .help = "start byte at position 0 of every sequence, sample and validation window, "
+             "named in config.json (bos_token_id, add_bos_token); refused when the corpus "
+             "contains it; none (or -1): no start byte"},
+    TRAIN_DOUBLE("--repeat-share", "F", repeat_share, 0, 1,
+                 "after the short phase: share of each batch's sequences that repeat a "
+                 "segment of p bytes to the end (the rest is plain text)"),
+    TRAIN_DOUBLE("--repeat-text", "F", span_share, 0, 1,
+                 "share of those repeats whose segment is a span of the training text (the "
+                 "others: random printable bytes)"),
+    TRAIN_INT("--period-min", "P", o.period_min, 1, 2048, "shortest period p of a repeat"),
+    OPT_INT_AUTO("--period-max", "P", TrainArgs, o.period_max, 1, 2048, "--ctx/2",
+                 "longest period p, at most --ctx/2; p is drawn per sequence, uniform"),
+    TRAIN_INT("--short-steps", "K", o.short_steps, 0, 10000000,
+              "the first K steps run at --short-ctx with the short mix (a copying phase)"),
+    TRAIN_INT("--short-ctx", "T0", o.short_ctx, 2, 4096,
+              "tokens per sequence in the short phase (positions 0..T0-1), at most --ctx; "
+              "periods up to T0/2"),
+    TRAIN_INT("--short-batch", "B0", o.short_B, 1, 65536,
+              "sequences per step in the short phase; B0 x T0 at most --batch x --ctx (the "
+              "same buffers): the same tokens per step as the full context at B0 = B x N / T0"),
+    TRAIN_DOUBLE("--short-repeat-share", "F", short_repeat_share, 0, 1,
+                 "the short phase's share of repeats"),
+    TRAIN_DOUBLE("--short-repeat-text", "F", short_span_share, 0, 1,
+                 "the short phase's share of repeats that are text spans"),
+    TRAIN_INT("--heads-every", "N", o.heads_every, 0, 10000000,
+              "every N steps, the best induction, previous-token and sink scores into "
+              "train_log.csv and the progress line; 0: never"),
     OPT_END,
 };
 
@@ -117,10 +156,39 @@ static void train_args_default(TrainArgs *a) {
     a->cfg.L = 4, a->cfg.NH = 6, a->cfg.C = 192, a->cfg.N = 256; /* the shipped model's shape */
     a->o = train_options_default();
     a->lr = a->o.lr, a->lr_final = a->o.lr_final, a->weight_decay = a->o.weight_decay;
-    a->clip = a->o.clip, a->repeat_share = a->o.repeat_share, a->init_std = a->o.init_std;
+    a->clip = a->o.clip, a->init_std = a->o.init_std;
+    a->o.period_max = 0; /* half the context, once the context is known (check_args) */
+    a->repeat_share = a->o.repeat_share, a->span_share = a->o.span_share;
+    a->short_repeat_share = a->o.short_repeat_share, a->short_span_share = a->o.short_span_share;
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
     a->scripts = "plots";
+}
+
+/* Fail with "<what> (<limit>): <value>". */
+static int fail_int(const char *what, int limit, int value) {
+    char w[160], v[32];
+    snprintf(w, sizeof w, "%s (%d)", what, limit);
+    snprintf(v, sizeof v, "%d", value);
+    return cli_fail(w, v);
+}
+
+/* The periods and the short phase must fit the context. 0, or 2 after the error line. */
+static int check_mix(const TrainArgs *a) {
+    const TrainOptions *o = &a->o;
+    const int N = a->cfg.N, repeats = o->repeat_share > 0 || (o->short_steps && o->short_repeat_share > 0);
+    if (o->short_steps && o->short_ctx > N) return fail_int("--short-ctx must be at most --ctx", N, o->short_ctx);
+    if (o->short_steps && (long long)o->short_B * o->short_ctx > (long long)o->B * N)
+        return fail_int("--short-batch x --short-ctx must be at most --batch x --ctx", o->B * N,
+                        o->short_B * o->short_ctx);
+    if (!repeats) return 0;
+    if (o->period_min > o->period_max)
+        return fail_int("--period-min must be at most --period-max", o->period_max, o->period_min);
+    if (o->repeat_share > 0 && o->period_max > N / 2)
+        return fail_int("--period-max must be at most --ctx/2", N / 2, o->period_max);
+    if (o->short_steps && o->short_repeat_share > 0 && o->period_min > o->short_ctx / 2)
+        return fail_int("--period-min must be at most --short-ctx/2", o->short_ctx / 2, o->period_min);
+    return 0;
 }
 
 /* The checks that need no file, and the rates into a->o. 0, or 2 after the error line. */
@@ -144,8 +212,13 @@ static int check_args(TrainArgs *a) {
     if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
     a->o.lr = (float)a->lr, a->o.lr_final = (float)a->lr_final;
     a->o.weight_decay = (float)a->weight_decay, a->o.clip = (float)a->clip;
-    a->o.repeat_share = (float)a->repeat_share, a->o.init_std = (float)a->init_std;
-    return 0;
+    a->o.init_std = (float)a->init_std;
+    a->cfg.bos = a->o.bos; /* the model's config names its start token (config.json) */
+    a->o.repeat_share = (float)a->repeat_share, a->o.span_share = (float)a->span_share;
+    a->o.short_repeat_share = (float)a->short_repeat_share;
+    a->o.short_span_share = (float)a->short_span_share;
+    if (!a->o.period_max) a->o.period_max = a->cfg.N / 2 > 0 ? a->cfg.N / 2 : 1;
+    return check_mix(a);
 }
 
 /* The default checkpoint: the output folder's path + ".ckpt", spelled without trailing
@@ -224,7 +297,7 @@ static int check_outputs(TrainArgs *a, OutDir *od) {
 
 /* The corpus must give one batch and one validation window. 0, or 2. */
 static int check_corpus(const TrainArgs *a, const Corpus *c) {
-    char what[160], v[4400];
+    char what[200], v[4400];
     const size_t T = (size_t)a->cfg.N, need = (size_t)a->o.B * (T + 1);
     if (c->ntrain <= T) {
         snprintf(what, sizeof what, "--ctx longer than the training split of %.60s (%zu bytes)",
@@ -236,6 +309,13 @@ static int check_corpus(const TrainArgs *a, const Corpus *c) {
         snprintf(what, sizeof what, "corpus shorter than one batch (--batch %d × (--ctx + 1) = %zu "
                  "bytes)", a->o.B, need);
         snprintf(v, sizeof v, "%s: %zu training bytes", a->corpus, c->ntrain);
+        return cli_fail(what, v);
+    }
+    const size_t nbos = a->o.bos >= 0 ? corpus_count_byte(c, a->o.bos) : 0;
+    if (nbos) {
+        snprintf(what, sizeof what, "--bos: the corpus contains byte %d %zu times (a start byte must "
+                 "be one it never contains; or --bos none)", a->o.bos, nbos);
+        snprintf(v, sizeof v, "%d", a->o.bos);
         return cli_fail(what, v);
     }
     if (corpus_val_windows(c, a->cfg.N) < 1) {
@@ -266,7 +346,8 @@ static void progress(void *user, const TrainLogRow *r, int steps) {
         p->first_seconds = r->seconds;
     }
     const int done = r->step - p->first_step;
-    if (p->quiet || !(r->step % 10 == 0 || r->step == steps || !isnan(r->val_loss) || done == 1))
+    if (p->quiet || !(r->step % 10 == 0 || r->step == steps || !isnan(r->val_loss) ||
+                      !isnan(r->induction) || done == 1))
         return;
     const double per = done > 1 ? (r->seconds - p->first_seconds) / (done - 1) : 0.0;
     const long eta = (long)(per * (steps - r->step) + 0.5);
@@ -274,9 +355,13 @@ static void progress(void *user, const TrainLogRow *r, int steps) {
     if (!isnan(r->val_loss))
         snprintf(val, sizeof val, "  val %.4f (%.3f bits/byte)", (double)r->val_loss,
                  r->val_loss / M_LN2);
-    printf("step %6d/%d  loss %.4f%s  lr %.2e  |g| %.3f  %.0f tok/s  ETA %ld:%02ld\n", r->step, steps,
-           (double)r->train_loss, val, (double)r->lr, (double)r->grad_norm, (double)r->tokens_per_s,
-           eta / 60, eta % 60);
+    char heads[80] = "";
+    if (!isnan(r->induction))
+        snprintf(heads, sizeof heads, "  induction %.2f prev %.2f sink %.2f", (double)r->induction,
+                 (double)r->prev_token, (double)r->sink);
+    printf("step %6d/%d  loss %.4f%s  lr %.2e  |g| %.3f  %.0f tok/s%s  ETA %ld:%02ld\n", r->step,
+           steps, (double)r->train_loss, val, (double)r->lr, (double)r->grad_norm,
+           (double)r->tokens_per_s, heads, eta / 60, eta % 60);
     fflush(stdout);
 }
 
@@ -330,8 +415,9 @@ static int run_grads(const TrainArgs *a, const Corpus *c, Trainer *tr, const Tra
                      OutDir *od) {
     char err[8400];
     const int step = log->n ? log->rows[log->n - 1].step : 0;
-    corpus_batch(c, a->o.seed, step, tr->B, tr->T, train_repeats(&a->o, step), a->o.repeat_text,
-                 tr->inputs, tr->targets);
+    const CorpusMix mix = train_mix(&a->o, step, tr->model.cfg.N);
+    trainer_set_batch(tr, mix.B, mix.T); /* check_mix: it fits */
+    corpus_batch(c, a->o.seed, step, &mix, tr->inputs, tr->targets, NULL);
     const float loss = trainer_forward(tr, tr->inputs, tr->targets);
     trainer_backward(tr);
     int rc = cli_outdir_begin(od);
@@ -379,7 +465,7 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
     char err[8400];
     const size_t windows = corpus_val_windows(c, tr->T);
     float val = log->rows[log->n - 1].val_loss;
-    if (isnan(val)) val = trainer_eval(tr, c, windows); /* resumed at the last step */
+    if (isnan(val)) val = trainer_eval(tr, c, windows, a->o.bos); /* resumed at the last step */
     TrainEval ev = {.model = val / M_LN2, .targets = windows * (size_t)tr->T};
     for (int k = 0; k < 3; k++)
         if (corpus_ngram_bits(c, k, tr->T, &ev.ngram[k], &ev.alpha[k]))
@@ -387,8 +473,8 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
     TrainSample s[NSAMPLES];
     for (int i = 0; i < NSAMPLES; i++) s[i].prompt = SAMPLE_PROMPTS[i];
     int steps = a->sample_bytes;
-    if (steps > tr->T - 16) steps = tr->T - 16 > 0 ? tr->T - 16 : 0;
-    int rc = train_samples(tr, s, NSAMPLES, steps);
+    if (steps > tr->T - 17) steps = tr->T - 17 > 0 ? tr->T - 17 : 0;
+    int rc = train_samples(tr, s, NSAMPLES, steps, a->o.bos);
     if (rc == TRAIN_NOMEM) {
         train_samples_free(s, NSAMPLES);
         return cli_fail("out of memory", "samples");
