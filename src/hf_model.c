@@ -185,6 +185,8 @@ static int check_finite(const float *x, const TensorSpec *sp, const char *path, 
     return 0;
 }
 
+/* Match the file's tensors to the config's (names, one copy each, shapes) and read them into
+ * blob; with blob NULL, only match. 0, HF_BAD with err, or HF_NOMEM. */
 static int load_tensors(const SafeTensors *st, const Config *cfg, float *blob, const char *path,
                         char *err, size_t errsize) {
     int ns = model_tensor_specs(cfg, NULL);
@@ -237,12 +239,13 @@ static int load_tensors(const SafeTensors *st, const Config *cfg, float *blob, c
             rc = HF_BAD;
             break;
         }
+        if (!blob) continue; /* names and shapes only */
         /* Always a copy: the blob's layout (model_tensor_specs) is not the file's,
          * which interleaves mask buffers and may hold F16/BF16. */
         if (st_read_f32(st, t, blob + specs[j].offset, err, errsize)) rc = HF_BAD;
         else rc = check_finite(blob + specs[j].offset, &specs[j], path, err, errsize);
     }
-    if (!rc && lm_head) {
+    if (!rc && lm_head && blob) {
         /* a separate lm_head is fine only if it is wte itself: kvscope ties them */
         size_t VC = specs[0].numel;
         int same = lm_head->ndim == 2 && lm_head->shape[0] == specs[0].shape[0] &&
@@ -264,17 +267,18 @@ done:
     return rc;
 }
 
-/* A config whose tensors need more values than the file holds does not match it: refuse
- * it as that (naming both sizes) before asking for its memory. 0 or HF_BAD. */
-static int config_fits_file(const SafeTensors *st, size_t n, const char *dir, char *err,
-                            size_t errsize) {
+/* A tensor the config names that the file lacks or holds in another shape (err, from
+ * the names-and-shapes pass): when the config's tensors need more values than the file
+ * holds, say first that the config does not match its file, with both sizes. */
+static void name_sizes(const SafeTensors *st, size_t n, const char *dir, char *err, size_t errsize) {
     size_t have = 0;
     for (size_t i = 0; i < st->n; i++) have += st->t[i].numel;
-    if (have >= n) return 0;
+    if (have >= n) return;
+    char what[1024];
+    snprintf(what, sizeof what, "%s", err);
     snprintf(err, errsize, "%s: config.json does not match model.safetensors: the config's tensors "
-             "need %zu values (%.3g GB as float32), the file holds %zu (%zu bytes of data)", dir, n,
-             (double)n * 4.0 / 1e9, have, st->data_size);
-    return HF_BAD;
+             "need %zu values (%.3g GB as float32), the file holds %zu; first difference: %s", dir,
+             n, (double)n * 4.0 / 1e9, have, what);
 }
 
 int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, size_t errsize) {
@@ -288,7 +292,10 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
     int rc = st_open(&st, path, err, errsize);
     if (rc) return rc == ST_NOMEM ? HF_NOMEM : HF_BAD;
     size_t n = model_num_params(cfg);
-    if ((rc = config_fits_file(&st, n, dir, err, errsize))) {
+    /* names and shapes before the memory: a config that does not match its file is named
+     * as that, not as "out of memory" for a size the file never had */
+    if ((rc = load_tensors(&st, cfg, NULL, path, err, errsize))) {
+        if (rc == HF_BAD) name_sizes(&st, n, dir, err, errsize);
         st_close(&st);
         return rc;
     }
