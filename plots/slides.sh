@@ -79,7 +79,8 @@ while IFS="$(printf '\t')" read -r lesson file title cap; do
     } > "$page"
     pages="$pages $page"
 done < "$tmp/figures.tsv"
+# a fixed date (cairo reads SOURCE_DATE_EPOCH): the same figures give the same bytes
 # shellcheck disable=SC2086
-rsvg-convert -f pdf -o "$tmp/deck.pdf" $pages
+SOURCE_DATE_EPOCH=0 rsvg-convert -f pdf -o "$tmp/deck.pdf" $pages
 mv "$tmp/deck.pdf" "$out"
 echo "slides: wrote $out ($i pages)"
