@@ -27,13 +27,25 @@ name = exists('model') ? model : 'the model'
 B = 8
 block(p) = floor((p - 1) / B) * B + 1 + (B - 1) / 2.0
 
+# the y range from the block means drawn (a single token's loss can be 10 bits or more),
+# with room above them for the legend
+set table $blocks
+plot in using (block(column('position'))):'full_bits' smooth unique, \
+     in using (block(column('position'))):'sinks_bits' smooth unique, \
+     in using (block(column('position'))):'evict_bits' smooth unique
+unset table
+set datafile separator whitespace  # the table is gnuplot's own, columns apart by spaces
+stats $blocks using 2 nooutput
+set datafile separator ','
+YMAX = 1.5 * STATS_max
+
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     set title sprintf("Loss at each position of a text, %s: full cache vs a %d-token window", name, W) noenhanced
     set xlabel 'position in the text (tokens)'
     set ylabel 'loss (bits per token), mean of 8 positions'
     set key top left
-    set yrange [0:*]
+    set yrange [0:YMAX]
     set xrange [0:P + 1]
     set arrow 1 from W, graph 0 to W, graph 1 nohead linestyle 8
     set label 1 sprintf(' window W = %d', W) at W, graph 0.04 left textcolor rgb '#666666'
