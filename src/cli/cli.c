@@ -11,6 +11,7 @@
 
 #include "bpe.h"
 #include "generate.h"
+#include "gnuplot.h"
 #include "hf_model.h"
 #include "outdir.h"
 
@@ -313,4 +314,19 @@ int cli_outfile_spares_model(const char *out, const char *out_option, const char
             return rc;
     }
     return 0;
+}
+
+int cli_chart(const OutDir *dir, const char *script, const char *vars, const char *name) {
+    char msg[512], line[9200], out[4400], missing[4500];
+    const int rc = gnuplot_run(script, vars, msg, sizeof msg);
+    snprintf(out, sizeof out, "%s/%s", dir->tmp, name);
+    if (rc == 0 && gnuplot_wrote(out, missing, sizeof missing)) return 0;
+    if (rc == 0)
+        snprintf(line, sizeof line, "%s: gnuplot wrote no %s (does the script draw a chart?): %s",
+                 dir->option, missing, script);
+    else
+        snprintf(line, sizeof line, "%s: gnuplot failed on %s (status %d): %s", dir->option, script,
+                 rc, msg[0] ? msg : "no message");
+    cli_outdir_error(dir, line);
+    return 2;
 }

@@ -84,6 +84,10 @@ int cli_outdir_begin(OutDir *od);
 int cli_outdir_end(OutDir *od, int status, int close_failed);
 /* "kvscope: <msg>" with od's temporary folder named as the user named od. */
 void cli_outdir_error(const OutDir *od, const char *msg);
+/* Run the chart script with vars (gnuplot_run) to draw NAME.png and NAME.svg into the
+ * begun folder dir. 0 when both were written; else the error line (the script failed, or
+ * ran and drew nothing: an empty script does) and 2. */
+int cli_chart(const OutDir *dir, const char *script, const char *vars, const char *name);
 
 /* ---- steps of the engine ------------------------------------------------------ */
 

@@ -109,25 +109,14 @@ static int check_window(LossArgs *a, const Loaded *ld) {
 
 /* loss.png/.svg into the begun folder dir from the CSV in csv_dir. 0, or 2. */
 static int draw(const LossArgs *a, const OutDir *dir, const char *csv_dir) {
-    char script[4300], vars[13000], msg[512];
+    char script[4300], vars[13000];
     if (!gnuplot_quotable(csv_dir) || !gnuplot_quotable(dir->tmp))
         return cli_fail("--out and --plots must resolve to paths without a quote", a->out);
     const char *label = a->model.model_dir ? a->model.model_dir : "the built-in random model";
     snprintf(script, sizeof script, "%s/loss.gp", a->scripts);
     snprintf(vars, sizeof vars, "in='%s/loss.csv'; means='%s/loss_means.csv'; out='%s/loss'; "
              "model='%s'", csv_dir, csv_dir, dir->tmp, gnuplot_quotable(label) ? label : "--model");
-    const int rc = gnuplot_run(script, vars, msg, sizeof msg);
-    char line[9200], out[4400], missing[4500];
-    snprintf(out, sizeof out, "%s/loss", dir->tmp);
-    if (rc == 0 && gnuplot_wrote(out, missing, sizeof missing)) return 0;
-    if (rc == 0) /* the script ran but drew nothing (an empty one does) */
-        snprintf(line, sizeof line, "%s: gnuplot wrote no %s (does the script draw a chart?): %s",
-                 dir->option, missing, script);
-    else
-        snprintf(line, sizeof line, "%s: gnuplot failed on %s (status %d): %s", dir->option, script,
-                 rc, msg[0] ? msg : "no message");
-    cli_outdir_error(dir, line);
-    return 2;
+    return cli_chart(dir, script, vars, "loss");
 }
 
 /* The CSVs, the chart, then the commits: a chart that fails leaves both folders as
