@@ -47,7 +47,9 @@ figure prefill_heads_ind.png "Prefill: the attention weights of every head of la
 # figure says only this).
 awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == L { h = col("head"); p = col("prev_token"); s = col("sink"); e = col("entropy_bits")
-        if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
+        i = col("induction")
+        if (i >= 0.5) w = sprintf("head %d, an induction head (%.2f on the token after the earlier copy, at its weakest copy length; position 0 %.2f)", h, i, s)
+        else if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
         else if (s >= 0.5) w = sprintf("head %d mostly on position 0 (%.2f)", h, s)
         else w = sprintf("head %d spread out (previous byte %.2f, position 0 %.2f, %.1f bits of entropy)", h, p, s, e)
         out = out (out == "" ? "" : "; ") w }
