@@ -32,7 +32,7 @@ MODEL_ARGS = $(if $(MODEL),--model $(MODEL),)
 CSTD    := -std=c11 -D_XOPEN_SOURCE=700
 WARN    := -Wall -Wextra -pedantic
 OPT     := -O2
-# OMP=1 builds with OpenMP threads in the kernels (src/kernels.c; OMP_NUM_THREADS sets how
+# OMP=1 builds with OpenMP threads in the kernels (src/engine/kernels.c; OMP_NUM_THREADS sets how
 # many). Results do not depend on it; `make bench` always builds this way.
 OPENMP  := $(if $(filter 1,$(OMP)),-fopenmp,)
 # WERROR=1 makes warnings errors (CI sets it).
@@ -56,16 +56,21 @@ LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 
 # B (build folder) and BIN can be overridden, e.g. to build twice side by side.
 B        ?= build/$(VARIANT)
-# The library (src/*.c) and the command-line program (src/cli/*.c): only the program
-# prints and exits (check-quiet below); the library is also what the tests link.
+# The library (src/<layer>/*.c) and the command-line program (src/cli/*.c): only the
+# program prints and exits (check-quiet below); the library is also what the tests link.
+# Header names are unique across src/, so every file includes a bare "name.h" and INC
+# lists each folder.
+LIB_DIRS := util engine modelio observe train serve experiments
+INC      := $(LIB_DIRS:%=-Isrc/%) -Isrc/cli
 MAIN_SRC := src/cli/main.c
 CLI_SRC  := $(filter-out $(MAIN_SRC),$(wildcard src/cli/*.c))
-LIB_SRC  := $(wildcard src/*.c)
+LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(B)/obj/%.o) $(B)/obj/explorer_page.o
 CLI_OBJ  := $(CLI_SRC:src/%.c=$(B)/obj/%.o)
 MAIN_OBJ := $(MAIN_SRC:src/%.c=$(B)/obj/%.o)
-# The explorer page's source (src/explorer/), embedded as C strings at build time.
-PAGE_SRC := src/explorer/explorer.html src/explorer/explorer.css src/explorer/explorer.js
+# The explorer page's source (src/observe/explorer/), embedded as C strings at build time.
+PAGE_DIR := src/observe/explorer
+PAGE_SRC := $(PAGE_DIR)/explorer.html $(PAGE_DIR)/explorer.css $(PAGE_DIR)/explorer.js
 LIB      := $(B)/libkvscope.a
 CLI_LIB  := $(B)/libkvscope_cli.a
 TEST_SRC := $(filter-out tests/check_main.c,$(wildcard tests/check_*.c)) $(wildcard tests/test_*.c)
@@ -92,15 +97,15 @@ deps:
 DEPFLAGS = -MMD -MP
 $(B)/obj/%.o: src/%.c | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(INC) -c $< -o $@
 
-$(B)/gen/explorer_page.c: $(PAGE_SRC) src/explorer/embed.sh
+$(B)/gen/explorer_page.c: $(PAGE_SRC) $(PAGE_DIR)/embed.sh
 	@mkdir -p $(dir $@)
-	sh src/explorer/embed.sh $(PAGE_SRC) > $@.tmp && mv $@.tmp $@
+	sh $(PAGE_DIR)/embed.sh $(PAGE_SRC) > $@.tmp && mv $@.tmp $@
 
 $(B)/obj/explorer_page.o: $(B)/gen/explorer_page.c | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(INC) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
@@ -122,7 +127,7 @@ $(B)/tests/suites.h: $(TEST_SRC) | $(NEED_DEPS)
 
 $(B)/tests/%.o: tests/%.c $(B)/tests/suites.h | $(NEED_DEPS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -Isrc -Isrc/cli -I$(B)/tests -DKVSCOPE_BIN='"$(BIN)"' -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $(INC) -I$(B)/tests -DKVSCOPE_BIN='"$(BIN)"' -c $< -o $@
 
 $(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(PKG_LIBS)

@@ -8,7 +8,7 @@
 BENCH_BIN := $(B)/bench_kvscope
 
 $(BENCH_BIN): tests/bench/bench.c $(LIB)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(INC) -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
 
 # The bench measures 1 and 2 threads, so it builds its own OpenMP binary in build/bench.
 .PHONY: bench bench-run

@@ -4,7 +4,7 @@
 BENCH_TRAIN_BIN := $(B)/bench_train
 
 $(BENCH_TRAIN_BIN): tests/bench/bench_train.c $(LIB)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
+	$(CC) $(CFLAGS) $(INC) -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
 
 .PHONY: bench-train-run
 bench-train-run: $(BENCH_TRAIN_BIN) $(BIN)

@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
 FUZZ_TARGETS := safetensors pretokenize bpe config cli
 FUZZ_CFLAGS   = -std=c11 -D_XOPEN_SOURCE=700 -g -O1 -fno-omit-frame-pointer \
-                -fno-sanitize-recover=undefined $(PKG_CFLAGS) -Isrc -Isrc/cli
+                -fno-sanitize-recover=undefined $(PKG_CFLAGS) $(INC)
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_B)/obj/%.o) $(CLI_SRC:src/%.c=$(FUZZ_B)/obj/%.o) \
                 $(FUZZ_B)/obj/explorer_page.o
 FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_B)/fuzz_%)
