@@ -1,4 +1,4 @@
-/* check_figure.c — the heatmap figures (heatfig.h, figure.h, toklabel.h), read back.
+/* check_figure.c — the heatmap figures (matrix_figs.h, figure.h, toklabel.h), read back.
  *
  * Every cell of a figure is a solid rectangle on whole pixels, so a pixel inside a cell
  * has exactly the colour colormap.h gives its value; the figure's Description chunk
@@ -15,7 +15,7 @@
 
 #include "colormap.h"
 #include "figure.h"
-#include "heatfig.h"
+#include "matrix_figs.h"
 #include "outdir.h"
 #include "testutil.h"
 #include "toklabel.h"

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "colormap.h"
-#include "heatmap.h"
+#include "attn_observer.h"
 #include "outdir.h"
 #include "png_out.h"
 #include "testutil.h"

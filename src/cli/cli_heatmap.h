@@ -4,7 +4,7 @@
 #ifndef KVSCOPE_CLI_HEATMAP_H
 #define KVSCOPE_CLI_HEATMAP_H
 
-#include "heatmap.h"
+#include "attn_observer.h"
 #include "model.h"
 #include "options.h"
 #include "outdir.h"

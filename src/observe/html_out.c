@@ -10,7 +10,7 @@
 
 #include "colormap.h"
 #include "explorer_page.h"
-#include "heatmap.h"
+#include "attn_observer.h"
 #include "version.h"
 
 /* Lines of explorer.html replaced by the other files and by the data. */

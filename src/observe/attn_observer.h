@@ -1,9 +1,9 @@
-/* heatmap.h — an observer that draws attention and Q/K/V, step by step.
+/* attn_observer.h — an observer that draws attention and Q/K/V, step by step.
  *
  * Subscribes to hook_q, hook_k, hook_v, cache_k, cache_v, hook_attn_scores,
  * hook_pattern and hook_z; the engine does not know it exists. Two kinds of output:
  *
- * Figures (the default; heatmap_fig.c, drawn by heatfig.h as NAME.png + NAME.svg):
+ * Figures (the default; attn_observer_figs.c, drawn by matrix_figs.h as NAME.png + NAME.svg):
  * for every selected layer l and head h
  *   prefill_attn_L{l}_H{hh}    T×T weights        prefill_scores_L{l}_H{hh}  T×T scores
  *   prefill_qkv_L{l}_H{hh}     Q, Kᵀ, V on one scale
@@ -66,8 +66,8 @@
  * Pixels per cell (--raw) when cfg.cell is 0: attention images  heatmap_auto_cell(T_max),
  * Q/K/V images  heatmap_auto_cell(max(T_max, hs)), where T_max = prompt + steps.
  */
-#ifndef KVSCOPE_HEATMAP_H
-#define KVSCOPE_HEATMAP_H
+#ifndef KVSCOPE_ATTN_OBSERVER_H
+#define KVSCOPE_ATTN_OBSERVER_H
 
 #include <stddef.h>
 
@@ -90,11 +90,11 @@ typedef struct {
     int cell;               /* pixels per matrix entry; 0: automatic */
     int grid;               /* thin white lines between cells */
     int gif;                /* write the decode_stair GIFs */
-    int raw;                /* 1: the pixel heatmaps; 0: the figures (heatfig.h) */
+    int raw;                /* 1: the pixel heatmaps; 0: the figures (matrix_figs.h) */
     int svg;                /* figures: an SVG twin beside every PNG */
 } HeatmapConfig;
 
-/* The figures' GIF: the staircase figures as frames (heatmap_fig.c). */
+/* The figures' GIF: the staircase figures as frames (attn_observer_figs.c). */
 typedef struct {
     GifOut out;
     Rgb pal[256];
@@ -158,7 +158,7 @@ int heatmap_token(Heatmap *h, int pos, const unsigned char *bytes, size_t n);
  * h->err says why (then the caller must not commit the folder). */
 int heatmap_close(Heatmap *h);
 
-/* Shared by heatmap.c and heatmap_fig.c only. */
+/* Shared by attn_observer.c and attn_observer_figs.c only. */
 int heatmap_fail(Heatmap *h, const char *fmt, ...);
 int heatmap_keep_rows(Heatmap *h, HeadPlot *p, const HookEvent *ev, int hd);
 int heatmap_fig_event(Heatmap *h, const HookEvent *ev);

@@ -1,4 +1,4 @@
-/* heatfig.h — the heatmap figures of `kvscope run --heatmaps`, for slides: each a
+/* matrix_figs.h — the heatmap figures of `kvscope run --heatmaps`, for slides: each a
  * title (phase, step, layer, head, what the value is), the token texts on its axes
  * (toklabel.h), a colour bar with its range, ≥ 800 px on its short side; drawn once
  * by figure.h into a PNG and its SVG twin.
@@ -19,8 +19,8 @@
  *           output z) or prefill (Q, K, V T×hs; scores and weights T×T; Z T×hs)
  *   heads   every head's T×T weights as small multiples with one colour bar
  */
-#ifndef KVSCOPE_HEATFIG_H
-#define KVSCOPE_HEATFIG_H
+#ifndef KVSCOPE_MATRIX_FIGS_H
+#define KVSCOPE_MATRIX_FIGS_H
 
 #include <stddef.h>
 

@@ -1,11 +1,11 @@
-/* heatmap_fig.c — the observer's figures for slides (heatfig.h): what `kvscope run
- * --heatmaps` writes unless --raw asks for pixel heatmaps. See heatmap.h for the files. */
+/* attn_observer_figs.c — the observer's figures for slides (matrix_figs.h): what `kvscope run
+ * --heatmaps` writes unless --raw asks for pixel heatmaps. See attn_observer.h for the files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "heatfig.h"
-#include "heatmap.h"
+#include "attn_observer.h"
+#include "matrix_figs.h"
 #include "outdir.h"
 
 enum { FB_Q, FB_K, FB_V, FB_S, FB_W };

@@ -1,5 +1,6 @@
-/* heatmap.c — the PNG/GIF observer. See heatmap.h for what is drawn and how. */
-#include "heatmap.h"
+/* attn_observer.c — the attention observer: hook events in, pixel heatmaps (--raw) and
+ * their GIF out. See attn_observer.h for what is drawn and how. */
+#include "attn_observer.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ enum { GIF_BG = GIF_LEVELS, GIF_MASKED, GIF_DECODE, GIF_NEWEST, GIF_GRID, GIF_NC
 #define GIF_DELAY_STEP 50
 #define GIF_DELAY_HOLD 200    /* the last frame stays a little longer before the loop */
 
-/* Evicted cells (see heatmap.h): white, hatched with black diagonal lines 2 px wide
+/* Evicted cells (see attn_observer.h): white, hatched with black diagonal lines 2 px wide
  * every 8 px. Both colours are already in the GIF palette (background, decode
  * marker), so the palette of a run without eviction is unchanged. */
 #define COLOR_EVICTED COLOR_BACKGROUND

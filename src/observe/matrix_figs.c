@@ -1,6 +1,6 @@
-/* heatfig.c — layouts of the heatmap figures. See heatfig.h.
+/* matrix_figs.c — layouts of the annotated matrix figures. See matrix_figs.h.
  * Sizes are pixels of a 1600 × 900 canvas (the qkv figure adapts its width). */
-#include "heatfig.h"
+#include "matrix_figs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
