@@ -56,7 +56,7 @@ LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 
 # B (build folder) and BIN can be overridden, e.g. to build twice side by side.
 B        ?= build/$(VARIANT)
-# The library (src/<layer>/*.c) and the command-line program (src/cli/*.c): only the
+# The library (src/<layer>/*.c, layers in src/README.md) and the program (src/cli/*.c): only the
 # program prints and exits (check-quiet below); the library is also what the tests link.
 # Header names are unique across src/, so every file includes a bare "name.h" and INC
 # lists each folder.
@@ -134,13 +134,19 @@ $(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/tests/*.d)
 
-check: check-quiet $(BIN) $(TEST_BIN)
+check: check-quiet check-layers $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
 # The library never prints or exits (tests/quiet.sh proves it can tell).
 .PHONY: check-quiet
 check-quiet:
 	@sh tests/quiet.sh
+
+# Includes follow the layers of src/README.md: no engine file includes a figure, training,
+# serving or cli header, no figure file a training one (tests/layers.sh proves it can tell).
+.PHONY: check-layers
+check-layers:
+	@sh tests/layers.sh
 
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)
