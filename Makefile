@@ -134,7 +134,7 @@ $(TEST_BIN): $(TEST_OBJ) $(CLI_LIB) $(LIB)
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/tests/*.d)
 
-check: check-quiet check-layers $(BIN) $(TEST_BIN)
+check: check-quiet check-layers check-reading $(BIN) $(TEST_BIN)
 	$(TEST_BIN)
 
 # The library never prints or exits (tests/quiet.sh proves it can tell).
@@ -147,6 +147,11 @@ check-quiet:
 .PHONY: check-layers
 check-layers:
 	@sh tests/layers.sh
+
+# README's "Read the engine" names functions that exist, ≤ 250 lines of code together.
+.PHONY: check-reading
+check-reading:
+	@sh tests/reading.sh
 
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)

@@ -1,6 +1,6 @@
 /* kernels.h — the engine's fast kernels: the same results as ops.h, bit for bit.
  *
- * ops.c holds the plain kernels the lessons quote. The engine calls these instead;
+ * ops.c holds the plain kernels, written to be read. The engine calls these instead;
  * each one computes every output element with exactly the operations of its plain
  * twin, in the same order (the same fused multiply-adds where ops.c calls fmaf, the
  * same multiplies and adds elsewhere, the same libm calls), so its results are the

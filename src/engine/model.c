@@ -434,7 +434,8 @@ static int fire(const At *at, HookPoint pt, int layer, const float *data, int nd
     return rc;
 }
 
-/* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves. */
+/* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves.
+ * Plain: matmul_forward (ops.c); fast: matmul_run on panel_avx2 / panel_avx512 (kernels.c). */
 static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
                          const uint16_t *p16, const float *bias, int n, int C, int OC) {
     const double t0 = clock_start(m);
@@ -456,6 +457,7 @@ static int block_qkv(const At *at, int l, int n, FlopCount *f) {
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
+    /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 (kernels.c) */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
     if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
     block_matmul(m, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C, 3 * C);
@@ -476,22 +478,22 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
                  b->attn_proj_b, n, C, C);
     if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    residual_forward(s->x, s->x, s->proj, nC);
+    residual_forward(s->x, s->x, s->proj, nC); /* ops.c; no fast twin: one add a value */
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
-    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
+    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual; ln_2 runs as ln_1 does */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
     if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
     block_matmul(m, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
     if ((rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
+    kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* plain: gelu_forward; fast: gelu_avx2 */
     if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
     block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
                  4 * C, C);
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    residual_forward(s->x, s->x, s->proj, nC);
+    residual_forward(s->x, s->x, s->proj, nC); /* ops.c; no fast twin: one add a value */
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +
@@ -502,8 +504,10 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
 /* ln_f and the tied lm_head for one row x (C), into logits (V). */
 static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
+    /* ln_f on one row: the plain layernorm_forward (ops.c) */
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
     const double t0 = clock_start(m);
+    /* plain: matmul_transposed_forward (ops.c); fast: matmul_run on wte's panels (kernels.c) */
     if (m->w.dtype == KERN_FP32)
         kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
                                        cfg->V);
@@ -539,7 +543,8 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
         (rc = fire(at, HOOK_CACHE_K, l, kc, 3, Tt, NH, hs)) ||
         (rc = fire(at, HOOK_CACHE_V, l, vc, 3, Tt, NH, hs)))
         return rc;
-    /* the heart of it: n new queries against all Tt cached keys and values */
+    /* the heart of it: n new queries against all Tt cached keys and values. Plain:
+     * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1 */
     const double t0 = clock_start(m);
     kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     clock_add(m, m->times ? &m->times->attention : NULL, t0);
@@ -567,6 +572,8 @@ static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *
     return rc;
 }
 
+/* One forward call of n new tokens (n = 1: a decode step): embeddings, every block
+ * (block_qkv, attention_layer, block_rest), then ln_f and the lm_head for the last token. */
 static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                    const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;

@@ -1,4 +1,5 @@
-/* ops.c — the plain kernels. Written to be read next to the lessons.
+/* ops.c — the plain kernels. Written to be read (README, "Read the engine"); what runs on
+ * an AVX2 CPU is each one's twin in kernels.c, named above it, tested equal with memcmp.
  *
  * Every multiply-add is fmaf(a, b, c) = a·b + c rounded once, as the CPU's fused
  * multiply-add instruction computes it: half the roundings of a·b then + c, and the
@@ -9,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+/* fast twin: layernorm_avx2 (kernels.c, via kern_layernorm_forward) */
 void layernorm_forward(float *out, const float *inp, const float *w, const float *b,
                        int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
@@ -30,6 +32,7 @@ void layernorm_forward(float *out, const float *inp, const float *w, const float
     }
 }
 
+/* fast twin: matmul_run on panel_avx2 / panel_avx512 (kernels.c, via kern_matmul_forward) */
 void matmul_forward(float *out, const float *inp, const float *w, const float *bias,
                     int T, int C, int OC) {
     for (int t = 0; t < T; t++) {
@@ -47,6 +50,7 @@ void matmul_forward(float *out, const float *inp, const float *w, const float *b
     }
 }
 
+/* fast twin: matmul_run on wte's panels (kernels.c, via kern_matmul_transposed_forward) */
 void matmul_transposed_forward(float *out, const float *inp, const float *w,
                                int T, int C, int OC) {
     for (int t = 0; t < T; t++) {
@@ -116,6 +120,7 @@ float ops_tanhf(float x) {
     return copysignf(a < OPS_TANH_SMALL ? small : large, x);
 }
 
+/* fast twin: gelu_avx2 (kernels.c, via kern_gelu_forward) */
 void gelu_forward(float *out, const float *inp, size_t n) {
     const double pi = 3.14159265358979323846; /* math.pi */
     const float k = (float)sqrt(2.0 / pi);
@@ -129,6 +134,7 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
+/* fast twin: softmax_row_avx2 (kernels.c) */
 void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
     float maxv = -INFINITY;
     for (int t = 0; t <= pos; t++)
@@ -146,6 +152,8 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
     for (int t = 0; t <= pos; t++) pa[t] *= inv;
 }
 
+/* fast twin: attention_avx2 (kernels.c, via kern_attention_forward): attention_decode for
+ * one query (a decode step), attention_block / attention_block5 for blocks of 8 (prefill) */
 void attention_forward(float *out, float *scores, float *pattern,
                        const float *q, const float *kc, const float *vc,
                        int n, int p, int NH, int hs) {

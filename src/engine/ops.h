@@ -91,8 +91,9 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 
 /* ---- attention, three ways ---------------------------------------------------------
  * One computation, three implementations, every one tested to give the others' bytes:
- *   attention_forward      below: the plain loop the lessons quote — n new queries at
- *                          positions p..p+n-1 against the contiguous K and V cache;
+ *   attention_forward      below: the plain loop to read (README: "Read the engine"): n
+ *                          new queries at positions p..p+n-1 against the contiguous K and
+ *                          V cache;
  *   kern_attention_forward kernels.h: its fast twin (vectors across keys and heads,
  *                          blocks of queries), what the engine runs; tests/check_kernels.c
  *                          compares the two with memcmp on every vector level;
