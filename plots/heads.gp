@@ -30,7 +30,7 @@ copies = system(sprintf("awk -F, 'NR > 1 && $1 == 0 && $2 == 0 { printf \"%%s \"
 name = exists('model') ? model : 'the model'
 at = exists('split') ? sprintf('%d', split) : 'the split'
 
-# viridis in 9 stops: src/colormap.c's table at 0, 1/8, ..., 1
+# viridis in 9 stops: src/observe/colormap.c's table at 0, 1/8, ..., 1
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                      5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
 cols = 'prev_before prev_after induction sink entropy_bits'

@@ -70,13 +70,13 @@ if (evicted) {
     if (step == 0) { set key }
 }
 if (value eq 'weight') {
-    # viridis in 9 stops: src/colormap.c's table at 0, 1/8, ..., 1
+    # viridis in 9 stops: src/observe/colormap.c's table at 0, 1/8, ..., 1
     set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                          5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
     set cbrange [0:1]
     set cblabel 'weight (0 to 1)'
 } else {
-    # Moreland's cool-warm in 7 stops: src/colormap.c's table at 0, 1/6, ..., 1
+    # Moreland's cool-warm in 7 stops: src/observe/colormap.c's table at 0, 1/6, ..., 1
     set palette defined (0 '#3b4cc0', 1 '#7092f3', 2 '#abc7fd', 3 '#dddddd', 4 '#f7b89d', \
                          5 '#e7755b', 6 '#b40426')
     set cbrange [-range:range]

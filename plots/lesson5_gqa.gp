@@ -5,7 +5,7 @@ reset
 # (fp16) against the tokens held by a whole batch (batch × context), next to an 80 GB
 # GPU's memory; LLaMA-2-7B, the same shape as Llama-3-8B with all 32 heads keeping K
 # and V, for comparison. Arithmetic, not a run: bytes = 2 · L · kv_heads · hs · tokens ·
-# 2 bytes, with the published configs (kvscope kvmem's presets, sources in src/kvmem.h).
+# 2 bytes, with the published configs (kvscope kvmem's presets, sources in src/serve/kvmem.h).
 # Reads kvmem.csv from `kvscope kvmem --out DIR` (columns tokens, llama-2-7b,
 # llama-3-8b, mistral-7b, qwen2-7b: bytes at each length, from which bytes per token).
 # By hand, from the repository root:

@@ -1,5 +1,6 @@
-/* explorer_page.h — the explorer's source files (the .html, .css and .js of src/explorer),
- * embedded into the binary at build time by src/explorer/embed.sh (a make rule), so
+/* explorer_page.h — the explorer's source files (the .html, .css and .js of
+ * src/observe/explorer), embedded into the binary at build time by
+ * src/observe/explorer/embed.sh (a make rule), so
  * `kvscope run --html` needs nothing beside the binary. Each file is its lines, without
  * their newline, NULL-terminated. */
 #ifndef KVSCOPE_EXPLORER_PAGE_H

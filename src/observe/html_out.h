@@ -3,7 +3,7 @@
  *
  * Subscribes to hook_q, hook_k, hook_v, hook_attn_scores, hook_pattern and
  * hook_step_end; the engine does not know it exists. The page is the explorer's
- * source (src/explorer/: HTML, CSS, JavaScript, embedded into the binary at build
+ * source (src/observe/explorer/: HTML, CSS, JavaScript, embedded into the binary at build
  * time, see explorer_page.h) with the run's data as one JSON block in
  * <script type="application/json" id="kvscope-data">. No network, no library: it opens
  * from the file system in any current browser. Same run, same bytes.

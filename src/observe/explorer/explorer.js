@@ -1,4 +1,4 @@
-// kvscope explorer: reads the run's JSON block (schema: src/html_out.h) and draws the
+// kvscope explorer: reads the run's JSON block (schema: src/observe/html_out.h) and draws the
 // staircase, the K/V cache, the bytes and the FLOPs of the chosen step. Plain DOM and
 // canvas; no library, no network. Colours and index rules are colormap.h's.
 'use strict';
