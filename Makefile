@@ -3,6 +3,8 @@
 #   make check       build and run every test: the suites (tests/check_*.c, Check), the
 #                    lessons, the figures and the explorer page in a browser
 #   make test        the unit suites only: no bin/kvscope, no lessons (quick)
+#   make check-layers  every #include follows the layers of src/README.md (tests/layers.sh)
+#   make check-reading README's "Read the engine" names real functions, ≤ 250 lines (tests/reading.sh)
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
