@@ -148,7 +148,7 @@ static void write_groups(FILE *f, const KVValues *r) {
     fprintf(f, "k_group,v_group,positions,max_abs_dlogit,rms_dlogit\n");
     for (int kg = 0; kg < 2; kg++)
         for (int vg = 0; vg < 2; vg++)
-            fprintf(f, "%s,%s,%d,%.6g,%.6g\n", GROUP_NAMES[kg], GROUP_NAMES[vg], r->n,
+            fprintf(f, "%s,%s,%d,%.4g,%.4g\n", GROUP_NAMES[kg], GROUP_NAMES[vg], r->n,
                     r->dlogit_max[kg][vg], r->dlogit_rms[kg][vg]);
 }
 
