@@ -131,4 +131,56 @@ awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" 'BEGIN {
     else printf "Here keeping the start byte does not help: %.3f bits per byte past the window against %.3f for the window that evicts it.\n", k, e }' > "$D/sinks_loss_verdict.md"
 figure sinks_loss.png "The loss at every position of a text four windows long: the full cache, a window of $LW that keeps the start byte, and one of $LW that evicts it"
 
+# 6. What K and V hold, channel by channel, and how int8 should group them: the same text
+# through the fp32 cache, then with K and V read back through int8 grouped per token or per
+# channel, against the fp32 logits (kvscope kvvalues: the numbers; the scripts draw).
+"$KV" kvvalues $MODEL_ARGS --text "$D/genesis.txt" --out "$D/kv" --quiet
+KVS="$D/kv/summary.csv"
+KVL=$(value "$KVS" layers)
+kv "$V" kv_positions "$(value "$KVS" positions)"
+chart lesson6_kv_channels "$P/kv_channels" -e "in='$D/kv/channels.csv'; L=$KVL; hs=$HSZ; npos=$(value "$KVS" positions)"
+chart lesson6_kv_int8 "$P/kv_int8" -e "in='$D/kv/groups.csv'"
+# The outlier table: per layer, the largest channel's max |x| over the median channel's.
+{
+    printf '| layer | K: largest channel ÷ median channel (max \\|x\\|) | its channel | V: largest ÷ median | its channel |\n|---:|---:|---:|---:|---:|\n'
+    l=0
+    while [ $l -lt "$KVL" ]; do
+        printf '| %d | %s× | %s | %s× | %s |\n' $l "$(value "$KVS" outlier_k_l$l)" "$(value "$KVS" top_k_l$l)" \
+            "$(value "$KVS" outlier_v_l$l)" "$(value "$KVS" top_v_l$l)"
+        l=$((l + 1))
+    done
+} > "$D/kv_outliers.md"
+# An outlier channel, in this lesson's words: max |x| at least OUTLIER times the median
+# channel's (a threshold of the lesson, not of a paper).
+OUTLIER=4
+kv "$V" outlier_threshold $OUTLIER
+KMAX=$(awk -F, '$1 ~ /^outlier_k_l/ && $2 > m { m = $2 } END { print m }' "$KVS")
+VMAX=$(awk -F, '$1 ~ /^outlier_v_l/ && $2 > m { m = $2 } END { print m }' "$KVS")
+kv "$V" outlier_k_max "$KMAX"
+kv "$V" outlier_v_max "$VMAX"
+awk -v k="$KMAX" -v v="$VMAX" -v t=$OUTLIER 'BEGIN {
+    if (k < t) printf "No layer of this model has an outlier key channel: the largest reaches %s× the max |x| of the median channel (values: %s×), under the %d× this lesson calls an outlier. The figure shows the distributions all the same: what was measured is every channel of every layer over the text.\n", k, v, t
+    else printf "Keys have outlier channels here: one reaches %s× the max |x| of the median channel (values at most %s×; the lesson calls %d× an outlier).\n", k, v, t }' > "$D/kv_outlier_verdict.md"
+{
+    printf '| K grouped per | V grouped per | max \\|Δlogit\\| | RMS Δlogit |\n|---|---|---:|---:|\n'
+    awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+        { printf "| %s | %s | %s | %s |\n", col("k_group"), col("v_group"), col("max_abs_dlogit"), col("rms_dlogit") }' "$D/kv/groups.csv"
+} > "$D/kv_groups.md"
+# Which grouping errs least, in words the numbers choose.
+awk -F, -v k="$KMAX" -v t=$OUTLIER "$AWKLIB"'FNR == 1 { header(); next } {
+        g = "K per " col("k_group") ", V per " col("v_group"); r = col("rms_dlogit") + 0; m = col("max_abs_dlogit") + 0
+        if (!nr || r < rbest) { rbest = r; rg = g }
+        if (!nr || m < mbest) { mbest = m; mg = g }
+        if (!nr || r > rworst) rworst = r
+        if (col("k_group") == "channel" && col("v_group") == "token") kivi = r
+        nr++ }
+    END {
+        if (rg == "K per channel, V per token" && mg == rg) printf "This model agrees with KIVI: keys per channel and values per token give both the lowest RMS and the lowest max |Δlogit|.\n"
+        else printf "This model does not make KIVI'"'"'s case: the lowest RMS comes from %s (%s), the lowest max |Δlogit| from %s (%s); KIVI'"'"'s grouping gives an RMS of %s, and the four RMS values lie within %.0f %% of each other.%s\n", rg, rbest, mg, mbest, kivi, 100 * (rworst - rbest) / rbest, (k < t ? " On this model, whose channels are alike, the grouping hardly matters at 8 bits." : "")
+    }' "$D/kv/groups.csv" > "$D/kv_groups_verdict.md"
+KV_RMS_WORST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("rms_dlogit") > m { m = col("rms_dlogit") } END { print m }' "$D/kv/groups.csv")
+claim "every int8 grouping keeps the RMS of Δlogit under 0.05" "$KV_RMS_WORST < 0.05"
+figure kv_channels.png "K and V of every layer, channel by channel, over $(value "$KVS" positions) positions of a text: boxes the middle half, whiskers min to max"
+figure kv_int8.png "int8 K and V grouped per token or per channel: max and RMS of Δlogit against fp32, KIVI's choice in orange"
+
 lesson_end 6

@@ -188,6 +188,38 @@ START_TEST(test_loss_start_token) {
 }
 END_TEST
 
+/* The chart's title says what the model is, never the folder it came from. */
+START_TEST(test_loss_title_names_no_path) {
+    char dir[64], m[96], out[96], txt[96], cmd[512];
+    if (system("command -v pdftotext > /dev/null 2>&1") != 0) {
+        TEST_SKIPPED("pdftotext missing (poppler-utils): the title cannot be read back");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(m, sizeof m, "%s/mymodel", dir);
+    snprintf(out, sizeof out, "%s/o", dir);
+    snprintf(txt, sizeof txt, "%s/t.txt", dir);
+    Config cfg = tiny_config(2, 2, 16, 48, 256);
+    cfg.bos = 1;
+    ck_assert_int_eq(make_model_folder(m, &cfg, 3), 0);
+    ck_assert_int_eq(write_text_file(txt, "In the beginning God created the heaven and the earth."), 0);
+    const char *args[] = {"loss", "--model", m, "--text", txt, "--window", "12", "--out", out,
+                          "--quiet", NULL};
+    ck_assert_int_eq(setenv("KVSCOPE_KEEP_PDF", "1", 1), 0);
+    const int rc = run_kvscope(args, NULL, NULL);
+    unsetenv("KVSCOPE_KEEP_PDF");
+    ck_assert_int_eq(rc, 0);
+    snprintf(cmd, sizeof cmd, "pdftotext '%s/loss.pdf' '%s/loss.txt'", out, dir);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+    snprintf(cmd, sizeof cmd, "%s/loss.txt", dir);
+    char *t = read_file(cmd, NULL);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_msg(strstr(t, "the byte-level model") && !strstr(t, "mymodel"), "%s", t);
+    free(t);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_loss_suite(void) {
     Suite *s = suite_create("loss");
     TCase *u = tcase_create("unit");
@@ -202,6 +234,7 @@ Suite *make_loss_suite(void) {
     tcase_set_timeout(b, 60);
     tcase_add_test(b, test_loss_bad_input);
     tcase_add_test(b, test_loss_start_token);
+    tcase_add_test(b, test_loss_title_names_no_path);
     suite_add_tcase(s, b);
     return s;
 }

@@ -316,6 +316,11 @@ int cli_outfile_spares_model(const char *out, const char *out_option, const char
     return 0;
 }
 
+const char *model_args_words(const ModelArgs *a, const Loaded *ld) {
+    if (!a->model_dir) return "the built-in random model";
+    return tokenizer_is_bytes(ld->tok) ? "the byte-level model" : "the GPT-2 model (BPE tokens)";
+}
+
 int cli_chart(const OutDir *dir, const char *script, const char *vars, const char *name) {
     char msg[512], line[9200], out[4400], missing[4500];
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);

@@ -52,6 +52,10 @@ typedef struct {
     int T;        /* prompt length */
 } Loaded;
 
+/* What a chart's title calls the model: "the built-in random model" (no --model), "the
+ * byte-level model" or "the GPT-2 model (BPE tokens)" — what it is, never a path. */
+const char *model_args_words(const ModelArgs *a, const Loaded *ld);
+
 /* Build (or load) the model, its tokenizer, and the prompt's ids; check that
  * `steps` decode steps fit the context. 0, or 2 (bad input, out of memory) with the error printed. */
 int model_args_load(const ModelArgs *a, int steps, Loaded *out);

@@ -12,6 +12,7 @@
 
 typedef struct {
     KVDtype dtype;      /* --kv-dtype, default fp32 */
+    KVQuantGroup sim[2]; /* --int8-sim K,V: simulated int8 read-back of K and V (none: off) */
     int window;         /* --window W: 0 = keep everything */
     int sink;           /* --sink S: first positions kept by the window (default 0) */
     const char *sink_given; /* "--sink" when it was given */
@@ -26,7 +27,8 @@ extern const Option WINDOW_OPTIONS[];
 
 void budget_opts_default(BudgetOpts *o);
 /* Check the combination against the generation mode:
- * 0, or 2 after the error line (sink ≥ window, window without a cache). A prompt of more
+ * 0, or 2 after the error line (sink ≥ window, window without a cache, --int8-sim with a
+ * --kv-dtype other than fp32 or without a cache). A prompt of more
  * than W tokens is allowed: the prefill attends over all of it, and the first decode step
  * cuts the cache to the sinks and the newest W - S - 1 positions before it appends. */
 int budget_opts_check(const BudgetOpts *o, GenMode mode);

@@ -108,14 +108,14 @@ static int check_window(LossArgs *a, const Loaded *ld) {
 }
 
 /* loss.png/.svg into the begun folder dir from the CSV in csv_dir. 0, or 2. */
-static int draw(const LossArgs *a, const OutDir *dir, const char *csv_dir) {
+static int draw(const LossArgs *a, const Loaded *ld, const OutDir *dir, const char *csv_dir) {
     char script[4300], vars[13000];
     if (!gnuplot_quotable(csv_dir) || !gnuplot_quotable(dir->tmp))
         return cli_fail("--out and --plots must resolve to paths without a quote", a->out);
-    const char *label = a->model.model_dir ? a->model.model_dir : "the built-in random model";
+    const char *label = model_args_words(&a->model, ld); /* what it is, not where */
     snprintf(script, sizeof script, "%s/loss.gp", a->scripts);
     snprintf(vars, sizeof vars, "in='%s/loss.csv'; means='%s/loss_means.csv'; out='%s/loss'; "
-             "model='%s'", csv_dir, csv_dir, dir->tmp, gnuplot_quotable(label) ? label : "--model");
+             "model='%s'", csv_dir, csv_dir, dir->tmp, label);
     return cli_chart(dir, script, vars, "loss");
 }
 
@@ -131,7 +131,7 @@ static int write_outputs(const LossArgs *a, const Loaded *ld, const LossReport *
         return rc;
     }
     if (loss_write(r, ld->prompt, od, err, sizeof err)) rc = cli_error(err);
-    if (rc == 0) rc = draw(a, sep ? op : od, od->tmp);
+    if (rc == 0) rc = draw(a, ld, sep ? op : od, od->tmp);
     if (sep) rc = cli_outdir_end(op, rc, 0);
     return cli_outdir_end(od, rc, 0);
 }

@@ -16,5 +16,6 @@ int cmd_format(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_loss(int argc, char **argv);
+int cmd_kvvalues(int argc, char **argv);
 
 #endif

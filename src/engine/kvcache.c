@@ -22,6 +22,21 @@ int kvcache_dtype_parse(const char *s, KVDtype *dt) {
     return -1;
 }
 
+static const char *const group_names[KVQ_COUNT] = {"none", "token", "channel"};
+
+const char *kvcache_quant_group_name(KVQuantGroup g) {
+    return (unsigned)g < KVQ_COUNT ? group_names[g] : "?";
+}
+
+int kvcache_quant_group_parse(const char *s, KVQuantGroup *g) {
+    for (int i = 0; i < KVQ_COUNT; i++)
+        if (strcmp(s, group_names[i]) == 0) {
+            *g = (KVQuantGroup)i;
+            return 0;
+        }
+    return -1;
+}
+
 size_t kvcache_row_bytes(KVDtype dt, int NH, int hs) {
     size_t C = (size_t)NH * hs;
     switch (dt) {
@@ -83,7 +98,22 @@ int kvcache_set_dtype(KVCache *c, KVDtype dt) {
     release_storage(c);
     c->dtype = dt;
     c->row_bytes = kvcache_row_bytes(dt, c->NH, c->hs);
+    c->sim_k = c->sim_v = KVQ_NONE;
     return 0;
+}
+
+int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v) {
+    if (c->len != 0 || c->dtype != KVDT_FP32 || (unsigned)k >= KVQ_COUNT || (unsigned)v >= KVQ_COUNT)
+        return -1;
+    release_storage(c); /* the next reservation adds the scratch buffers */
+    c->sim_k = k;
+    c->sim_v = v;
+    return 0;
+}
+
+/* Does kvcache_layer read through the scratch buffers? */
+static int reads_scratch(const KVCache *c) {
+    return c->dtype != KVDT_FP32 || c->sim_k != KVQ_NONE || c->sim_v != KVQ_NONE;
 }
 
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes) { c->max_bytes = max_bytes; }
@@ -146,7 +176,7 @@ int kvcache_reserve(KVCache *c, int n) {
             return -1;
         }
     }
-    if (c->dtype != KVDT_FP32 && (grow((void **)&c->scratch_k, rows * C * sizeof(float)) ||
+    if (reads_scratch(c) && (grow((void **)&c->scratch_k, rows * C * sizeof(float)) ||
                                 grow((void **)&c->scratch_v, rows * C * sizeof(float))))
         return -1;
     if (grow((void **)&c->pos, rows * sizeof *c->pos)) return -1;
@@ -199,10 +229,17 @@ void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, 
     c->pos[slot] = pos;
 }
 
+/* T rows of fp32 storage x read back through group g: x itself when g is none. */
+static const float *simulate(const KVCache *c, KVQuantGroup g, const float *x, float *y, int T) {
+    if (g == KVQ_TOKEN) int8_roundtrip_tokens(y, x, T, c->NH, c->hs);
+    else if (g == KVQ_CHANNEL) int8_roundtrip_channels(y, x, T, c->NH * c->hs);
+    return g == KVQ_NONE ? x : y;
+}
+
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
-    if (c->dtype == KVDT_FP32) { /* zero-copy: attention reads the storage itself */
-        *k = c->k[l];
-        *v = c->v[l];
+    if (c->dtype == KVDT_FP32) { /* zero-copy unless simulating: attention reads the storage */
+        *k = simulate(c, c->sim_k, c->k[l], c->scratch_k, T);
+        *v = simulate(c, c->sim_v, c->v[l], c->scratch_v, T);
         return;
     }
     size_t C = (size_t)c->NH * c->hs;

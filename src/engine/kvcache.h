@@ -20,6 +20,16 @@
  * stored in kq[l]/vq[l]; kvcache_store converts a new row, and kvcache_layer dequantizes
  * a layer's rows into a float scratch buffer for attention (a working buffer of one
  * layer, not counted as cache bytes).
+ *
+ * A simulated int8 read-back (kvcache_set_int8_sim), for measuring how int8 groups
+ * matter: the cache stores fp32 (and counts fp32 bytes), and kvcache_layer returns K and
+ * V quantized to int8 and read back, each by its own grouping:
+ *   token    one scale per token and head: exactly what the int8 type stores and reads;
+ *   channel  one scale per channel over the slots the read covers (every position held
+ *            at that step, the newest one included) — the grouping KIVI uses for keys.
+ * A real per-channel cache cannot know a channel's scale before the positions it covers
+ * have arrived (KIVI quantizes blocks of tokens and keeps the newest in fp16); this
+ * measures the rounding alone, with the whole cache re-quantized at every step.
  */
 #ifndef KVSCOPE_KVCACHE_H
 #define KVSCOPE_KVCACHE_H
@@ -27,6 +37,9 @@
 #include <stddef.h>
 
 typedef enum { KVDT_FP32, KVDT_FP16, KVDT_BF16, KVDT_INT8, KVDT_Q8_0, KVDT_COUNT } KVDtype;
+
+/* How the simulated int8 read-back groups the values of K (or V). */
+typedef enum { KVQ_NONE, KVQ_TOKEN, KVQ_CHANNEL, KVQ_COUNT } KVQuantGroup;
 
 typedef struct {
     int L, NH, hs;   /* layers, heads, head size */
@@ -38,10 +51,12 @@ typedef struct {
     KVDtype dtype;   /* storage type, KVDT_FP32 unless kvcache_set_dtype changed it */
     size_t row_bytes;  /* bytes of one token's K (or V) row in one layer */
     size_t max_bytes;  /* 0, or a cap on reserved bytes (kvcache_set_max_bytes) */
+    KVQuantGroup sim_k, sim_v; /* simulated int8 read-back of K, of V (KVQ_NONE: off) */
     float **k;       /* (L) pointers, each (capacity, NH*hs); fp32 only, else NULL rows */
     float **v;       /* (L) pointers, each (capacity, NH*hs); fp32 only */
     unsigned char **kq, **vq; /* (L) pointers, each (capacity, row_bytes); other types */
-    float *scratch_k, *scratch_v; /* (capacity, NH*hs) one layer read back; other types */
+    float *scratch_k, *scratch_v; /* (capacity, NH*hs) one layer read back; other types
+                                   * and the simulated int8 read-back */
     int *pos;        /* (capacity) absolute position held by each slot */
 } KVCache;
 
@@ -52,6 +67,10 @@ void kvcache_free(KVCache *c);
 /* Change the storage type of an empty cache (len == 0); releases the reservation.
  * 0, or -1 if the cache holds tokens or dt is not a type. */
 int kvcache_set_dtype(KVCache *c, KVDtype dt);
+/* Simulate an int8 cache on an empty fp32 cache: K read back grouped by k, V by v
+ * (KVQ_NONE leaves that side exact). Releases the reservation. 0, or -1 if the cache
+ * holds tokens, is not fp32, or a group is not one. kvcache_set_dtype turns it off. */
+int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v);
 /* Cap the reserved bytes (0 = no cap). Reservations never exceed it. */
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes);
 /* Forget every token but keep the reservation. */
@@ -83,6 +102,10 @@ size_t kvcache_row_bytes(KVDtype dt, int NH, int hs);
 size_t kvcache_bytes_per_token(const KVCache *c); /* 2 · L · row_bytes */
 size_t kvcache_bytes_used(const KVCache *c);
 size_t kvcache_bytes_reserved(const KVCache *c);
+
+/* "none", "token", "channel"; kvcache_quant_group_parse returns -1 if unknown. */
+const char *kvcache_quant_group_name(KVQuantGroup g);
+int kvcache_quant_group_parse(const char *s, KVQuantGroup *g);
 
 /* "fp32", "fp16", "bf16", "int8", "q8_0"; kvcache_dtype_parse returns -1 if unknown. */
 const char *kvcache_dtype_name(KVDtype dt);

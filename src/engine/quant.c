@@ -17,13 +17,15 @@ static float absmax(const float *x, int n) {
 }
 
 /* q = round(x / d) in -127..127; d == 0 means the group is all zeros. */
+static signed char quantize_one(float x, float d) {
+    float r = d > 0.0f ? roundf(x / d) : 0.0f;
+    if (r > 127.0f) r = 127.0f;  /* only reachable through a rounding of x/d */
+    if (r < -127.0f) r = -127.0f;
+    return (signed char)r;
+}
+
 static void quantize_group(signed char *q, const float *x, int n, float d) {
-    for (int i = 0; i < n; i++) {
-        float r = d > 0.0f ? roundf(x[i] / d) : 0.0f;
-        if (r > 127.0f) r = 127.0f;  /* only reachable through a rounding of x/d */
-        if (r < -127.0f) r = -127.0f;
-        q[i] = (signed char)r;
-    }
+    for (int i = 0; i < n; i++) q[i] = quantize_one(x[i], d);
 }
 
 void int8_quantize_row(unsigned char *dst, const float *x, int NH, int hs) {
@@ -46,6 +48,27 @@ void int8_dequantize_row(float *y, const unsigned char *src, int NH, int hs) {
     for (int h = 0; h < NH; h++) {
         float d = int8_row_scale(src, h);
         for (int i = 0; i < hs; i++) y[(size_t)h * hs + i] = (float)q[(size_t)h * hs + i] * d;
+    }
+}
+
+/* The same float operations as quantize then dequantize: the same bits. */
+void int8_roundtrip_tokens(float *y, const float *x, int T, int NH, int hs) {
+    for (size_t g = 0; g < (size_t)T * NH; g++) {
+        const float *xg = x + g * hs;
+        float d = absmax(xg, hs) / 127.0f;
+        for (int i = 0; i < hs; i++) y[g * hs + i] = (float)quantize_one(xg[i], d) * d;
+    }
+}
+
+void int8_roundtrip_channels(float *y, const float *x, int T, int C) {
+    for (int c = 0; c < C; c++) {
+        float a = 0.0f;
+        for (int t = 0; t < T; t++) a = fmaxf(a, fabsf(x[(size_t)t * C + c]));
+        float d = a / 127.0f;
+        for (int t = 0; t < T; t++) {
+            const size_t i = (size_t)t * C + c;
+            y[i] = (float)quantize_one(x[i], d) * d;
+        }
     }
 }
 

@@ -11,6 +11,8 @@
  *         partial block is padded with zeros). The scale is the smallest fp16 ≥ max|x|/127,
  *         and q is computed with that stored scale, so the half-step bound holds for
  *         what is actually read back.
+ *   per channel (simulated, below) one scale per channel over a matrix's rows: what
+ *         KIVI (2024) uses for keys, measured here without storing it.
  * Non-finite inputs are not supported (K and V of a finite model are finite).
  * Pure functions: no allocation, no state. */
 #ifndef KVSCOPE_QUANT_H
@@ -31,6 +33,14 @@ void int8_quantize_row(unsigned char *dst, const float *x, int NH, int hs);
 void int8_dequantize_row(float *y, const unsigned char *src, int NH, int hs);
 /* The scale head h of a quantized row uses (for tests and lessons). */
 float int8_row_scale(const unsigned char *src, int h);
+
+/* Quantize and read back at once, for a matrix x (T rows of C = NH·hs) into y (same shape):
+ *   per token    one scale per row and head, the int8 cache's groups: y is what
+ *                int8_quantize_row then int8_dequantize_row give, bit for bit;
+ *   per channel  one scale per column c, max over the T rows of |x[t][c]| / 127.
+ * The half-step bound holds per group. y may not alias x. */
+void int8_roundtrip_tokens(float *y, const float *x, int T, int NH, int hs);
+void int8_roundtrip_channels(float *y, const float *x, int T, int C);
 
 /* Quantize C floats x into dst (q8_0_row_bytes) block by block. */
 void q8_0_quantize_row(unsigned char *dst, const float *x, int C);
