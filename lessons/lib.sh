@@ -9,12 +9,15 @@
 #   lesson_begin N BIN [ARGS]  check BIN, empty data/lessonN and plots/lessonN; sets KV, D,
 #                        P and MODEL_ARGS (ARGS, passed to every kvscope run and verify)
 #   lesson_end N         write the numbers marked for people (kvscope format) in
-#                        data/lessonN's files, then render lessons/lessonN.md
+#                        data/lessonN's files, then render lessons/lessonN.md and its
+#                        Chinese twin lessons/zh/lessonN.md (from lessons/zh/lessonN.md.in:
+#                        the same generated files, a second rendering)
 #   kv FILE KEY VALUE    append "KEY,VALUE" to FILE (created with a header when missing)
 #   value FILE KEY       print KEY's value in a key,value FILE (fails if it has none)
 #   chart SCRIPT OUT ARGS...   run plots/SCRIPT.gp writing OUT.png and OUT.svg
-#   figure FILE CAPTION  list plots/lessonN/FILE (a .png) with its caption for the
-#                        gallery (data/lessonN/figures.tsv), if it was made
+#   figure FILE CAPTION [ZH]  list plots/lessonN/FILE (a .png) with its caption for the
+#                        gallery (data/lessonN/figures.tsv) and its Chinese caption ZH
+#                        (data/lessonN/figures.zh.tsv), if it was made
 #   pick_heads DIR       run kvscope heads into DIR and set the heads a lesson shows:
 #                        IND_L IND_H IND_SCORE (the highest induction score) and
 #                        PREV_L PREV_H PREV_SCORE (the highest previous-token score)
@@ -73,7 +76,12 @@ lesson_end() {
     files=$(ls "data/lesson$1"/*.md "data/lesson$1"/*.csv 2> /dev/null || true)
     [ -z "$files" ] || "$KV" format $files
     sh lessons/render.sh "lessons/lesson$1.md.in" "lessons/lesson$1.md"
-    echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md"
+    if [ -f "lessons/zh/lesson$1.md.in" ]; then
+        sh lessons/render.sh "lessons/zh/lesson$1.md.in" "lessons/zh/lesson$1.md"
+        echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md lessons/zh/lesson$1.md"
+    else
+        echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md"
+    fi
 }
 
 kv() {
@@ -105,7 +113,9 @@ function kib(n) { return "{{kib " sprintf("%.0f", n) "}}" }
 '
 
 figure() {
-    if [ -f "$P/$1" ]; then printf '%s\t%s\n' "$1" "$2" >> "$D/figures.tsv"; fi
+    [ -f "$P/$1" ] || return 0
+    printf '%s\t%s\n' "$1" "$2" >> "$D/figures.tsv"
+    if [ $# -ge 3 ]; then printf '%s\t%s\n' "$1" "$3" >> "$D/figures.zh.tsv"; fi
 }
 
 chart() {
