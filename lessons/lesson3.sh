@@ -159,6 +159,6 @@ FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same
 FIRST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("max_abs_diff") > 0 { print col("step"); exit }' "$D/article_bug.csv")
 chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PHRASE_START …'; first=${FIRST:-0}"
 figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: the correct cache stays at exactly 0, the article's jumps from step 2 on" \
-    "原文的缓存（只留最新的 K/V）与正确的缓存对比（标题：只留最新 K/V 的缓存，logits 从第 ${FIRST:-0} 步起漂移）：横轴是解码步（0 = 预填充），纵轴是与全部重算相比 logits 的最大差 max |Δlogit|。正确的缓存（蓝）始终恰好为 0，原文的缓存（橙）从第 ${FIRST:-0} 步起跳高；圆圈标出贪心选出的下一个词元不同的那几步"
+    "原文的缓存（只留最新的 K/V）与正确的缓存对比（标题：只留最新 K/V 的缓存，logits 从第 ${FIRST:-0} 步起漂移）：横轴是解码步（0 = 预填充），纵轴是与全部重算相比 logits 的最大绝对差（max abs Δlogit）。正确的缓存（蓝）始终恰好为 0，原文的缓存（橙）从第 ${FIRST:-0} 步起跳高；圆圈标出贪心选出的下一个词元不同的那几步"
 
 lesson_end 3
