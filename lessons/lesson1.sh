@@ -66,7 +66,7 @@ BEGIN {
     d["hook_mlp_out"] = "the MLP’s c_proj: back to C"
     d["hook_resid_post"] = "residual + MLP output: the block’s output (the next block’s input)"
     d["hook_logits"] = "ln_f, then lm_head (the embedding matrix reused): one score per vocabulary entry, last position only"
-    z["hook_resid_pre"] = "进入本块的残差流：词元嵌入 + 位置嵌入"
+    z["hook_resid_pre"] = "进入本块的残差流（residual stream）：词元嵌入 + 位置嵌入"
     z["ln1.hook_normalized"] = "ln_1：每行先归一化（均值 0、方差 1），再缩放、平移"
     z["attn.hook_q"] = "查询：c_attn 的第 0..C-1 列，切成 NH 个头，每头 hs 个数"
     z["attn.hook_k"] = "新词元的键：c_attn 的第 C..2C-1 列"
