@@ -124,12 +124,7 @@ bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
              col("step") == 0 { t++; if (col("token_id") != b[t]) bad = 1 }
              END { print (t == n && !bad) ? (start ? 2 : 1) : 0 }' - "$D/run/tokens.csv")
 model_words > "$D/model.md"
-# the same words in Chinese, their links relative to lessons/zh/
-case "$MODEL_ARGS" in
-"") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-"--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
-*) echo "\`$MODEL_ARGS\` 指定的权重" ;;
-esac > "$D/model.zh.md"
+model_words_zh > "$D/model.zh.md"
 kv "$V" model_args "$MODEL_ARGS"
 case "$MODEL_ARGS" in
 "")

@@ -12,11 +12,7 @@ V="$D/values.csv"
 kv "$V" prompt "$PROMPT"
 kv "$V" model_args "$MODEL_ARGS"
 model_words > "$D/model.md"
-case "$MODEL_ARGS" in
-"") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-"--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
-*) echo "\`$MODEL_ARGS\` 指定的权重" ;;
-esac > "$D/model.zh.md"
+model_words_zh > "$D/model.zh.md"
 # The heads shown: the model's best induction and previous-token heads (kvscope heads).
 pick_heads "$D/heads"
 rm -f "$D/heads/tokens.csv"

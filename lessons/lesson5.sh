@@ -7,14 +7,6 @@
 . lessons/lib.sh
 lesson_begin 5 "$@"
 model_words > "$D/model.md"
-# model_words in Chinese, for the twin (lessons/zh/, hence ../../README.md)
-model_words_zh() {
-    case "$MODEL_ARGS" in
-    "") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-    "--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
-    *) echo "\`$MODEL_ARGS\` 指定的权重" ;;
-    esac
-}
 model_words_zh > "$D/model.zh.md"
 V="$D/values.csv"
 PROMPT="人工智能是"

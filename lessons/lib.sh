@@ -25,6 +25,7 @@
 #   generated DIR        the bytes a run generated (its DIR/tokens.csv, decode steps)
 #   copied TEXT WANT     how many bytes TEXT reproduces of WANT from its start
 #   model_words          one sentence: which model MODEL_ARGS names
+#   model_words_zh       the same sentence in Chinese, its links relative to lessons/zh/
 #   claim WHAT COND      stop the lesson (exit 1, naming WHAT) unless the awk condition
 #                        COND holds: every sentence the prose says of the numbers (which
 #                        head, copies or not, sinks help or not) is a claim, so that
@@ -159,5 +160,13 @@ model_words() {
     "") echo "the built-in model (random weights with GPT-2 small's widths)" ;;
     "--model data/model") echo "kvscope's trained model (\`data/model/\`: a small byte-level GPT-2 trained on the King James Bible, see the [README](../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads))" ;;
     *) echo "the weights given with \`$MODEL_ARGS\`" ;;
+    esac
+}
+
+model_words_zh() {
+    case "$MODEL_ARGS" in
+    "") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
+    "--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
+    *) echo "\`$MODEL_ARGS\` 指定的权重" ;;
     esac
 }
