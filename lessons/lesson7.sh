@@ -16,11 +16,7 @@ V="$D/values.csv"
 kv "$V" steps "$STEPS"
 kv "$V" model_args "$MODEL_ARGS"
 model_words > "$D/model.md"
-case "$MODEL_ARGS" in
-"") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-"--model data/model") echo "本项目训练好的模型（trained model；kvscope 的 \`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
-*) echo "由 \`$MODEL_ARGS\` 指定的权重" ;;
-esac > "$D/model.zh.md"
+model_words_zh > "$D/model.zh.md"
 
 # One batch, three ways: padded + mask, padded without mask (the article), paged.
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/mask" --quiet > "$D/mask_console.txt"

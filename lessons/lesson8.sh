@@ -16,11 +16,7 @@ kv "$V" model_args "$MODEL_ARGS"
 kv "$V" sink $S
 kv "$V" keep $KEEP
 model_words > "$D/model.md"
-case "$MODEL_ARGS" in
-"") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-"--model data/model") echo "本项目训练好的模型（trained model；kvscope 的 \`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
-*) echo "由 \`$MODEL_ARGS\` 指定的权重" ;;
-esac > "$D/model.zh.md"
+model_words_zh > "$D/model.zh.md"
 # How the shipped model was trained to copy (lessons/model.mk), said only for that model.
 if [ "$MODEL_ARGS" = "--model data/model" ]; then
     share=$(sed -n 's/.*--repeat-share \([0-9.]*\).*/\1/p' lessons/model.mk)
