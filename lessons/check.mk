@@ -1,5 +1,9 @@
 # make check-lessons — regenerate every lesson in a scratch copy of the repository and
-# fail if a committed lesson, table or figure differs from what the code generates now.
-.PHONY: check-lessons
+# fail if a committed lesson, table or figure differs from what the code generates now;
+# then check that every lesson's Chinese twin (lessons/zh/) shows all its English one does.
+.PHONY: check-lessons check-twins
 check-lessons: $(BIN)
 	@sh lessons/check.sh $(BIN) $(B)
+	@sh lessons/twins.sh
+check-twins:
+	@sh lessons/twins.sh

@@ -3,8 +3,8 @@
 #   sh lessons/check.sh BIN BUILD_DIR      (what `make check-lessons` runs)
 # Copies the repository (without build/, bin/, .git/) to a scratch folder, runs
 # `make lessons` there with the same binary, and compares every generated file with the
-# one in the repository: data/lesson*/, plots/lesson*/, lessons/lesson*.md and
-# plots/README.md. Any difference, missing or extra file fails, naming the file and the
+# one in the repository: data/lesson*/, plots/lesson*/, lessons/lesson*.md, their
+# Chinese twins lessons/zh/lesson*.md, and the galleries plots/README.md and README.zh.md. Any difference, missing or extra file fails, naming the file and the
 # command that brings it up to date. The repository itself is not touched.
 set -eu
 BIN=$1
@@ -34,7 +34,7 @@ for d in data/lesson* plots/lesson* "$tmp"/data/lesson* "$tmp"/plots/lesson*; do
         status=1
     fi
 done
-for f in $({ (cd "$tmp" && ls lessons/lesson*.md plots/README.md); ls lessons/lesson*.md plots/README.md; } 2>/dev/null | sort -u); do
+for f in $({ (cd "$tmp" && ls lessons/lesson*.md lessons/zh/lesson*.md plots/README*.md); ls lessons/lesson*.md lessons/zh/lesson*.md plots/README*.md; } 2>/dev/null | sort -u); do
     if ! cmp -s "$f" "$tmp/$f"; then
         echo "Files $f and (regenerated) $f differ" >&2
         status=1

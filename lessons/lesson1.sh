@@ -2,7 +2,8 @@
 # lesson1.sh — data and figures of lesson 1 (one GPT-2 layer, the shape of every tensor).
 #   sh lessons/lesson1.sh BIN [--model DIR]      (what `make lesson1` runs)
 # Writes data/lesson1/ (run/, tokens.md, shapes.md, values.csv), plots/lesson1/,
-# and lessons/lesson1.md.
+# lessons/lesson1.md and lessons/zh/lesson1.md (every sentence and table written here
+# has a Chinese twin, *.zh.md, from the same values).
 . lessons/lib.sh
 lesson_begin 1 "$@"
 
@@ -11,16 +12,17 @@ PROMPT="人工智能是"
 mv "$P/hm/prefill_qkv_L0_H00.png" "$P/hm/prefill_qkv_L0_H00.svg" "$P/"
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
-figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT: look at the shapes — Q and V have one row per token, Kᵀ one column per token"
+figure prefill_qkv_L0_H00.png "Q, Kᵀ and V of head 0 for the $T0 prompt tokens of $PROMPT: look at the shapes — Q and V have one row per token, Kᵀ one column per token" \
+    "第 0 个注意力头（head）的 Q、Kᵀ 和 V，来自提示词“$PROMPT”的 $T0 个词元（token）的预填充（prefill）：左 Q、中 Kᵀ（K 的转置）、右 V，红正蓝负。看形状：Q 和 V 每个词元一行，Kᵀ 每个词元一列"
 
 # The prompt's tokens: the built-in model reads UTF-8 bytes, so each character is
 # several tokens. A byte >= 0xC0 (or < 0x80) starts a character.
 awk -F, "$AWKLIB"'
-function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i]); row[first] = ch; ch = ""; n = 0 } }
+function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i]); row[first] = ch; rowzh[first] = ch; ch = ""; n = 0 } }
 FNR == 1 { header(); next }
 col("step") == 0 {
     id = col("token_id") + 0; pos[++T] = col("pos"); tok[T] = id; txt[T] = col("text")
-    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; next }
+    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; rowzh[T] = "（起始字节）"; next }
     if (id < 128 || id >= 192) { flush(); first = T }
     b[++n] = id
 }
@@ -29,7 +31,10 @@ END {
     print "| position | token id | byte | character it starts |"
     print "|---|---|---|---|"
     for (t = 1; t <= T; t++) printf "| %d | %d | `%s` | %s |\n", pos[t], tok[t], txt[t], (t in row) ? row[t] : ""
-}' "$D/run/tokens.csv" > "$D/tokens.md"
+    print "| 位置 | 词元 id | 字节 | 以它开头的字符 |" > zh
+    print "|---|---|---|---|" > zh
+    for (t = 1; t <= T; t++) printf "| %d | %d | `%s` | %s |\n", pos[t], tok[t], txt[t], (t in rowzh) ? rowzh[t] : "" > zh
+}' zh="$D/tokens.zh.md" "$D/run/tokens.csv" > "$D/tokens.md"
 
 # Every hook point of the block, prefill and first decode step side by side.
 awk -F, "$AWKLIB"'
@@ -52,6 +57,24 @@ BEGIN {
     d["hook_mlp_out"] = "the MLP’s c_proj: back to C"
     d["hook_resid_post"] = "residual + MLP output: the block’s output (the next block’s input)"
     d["hook_logits"] = "ln_f, then lm_head (the embedding matrix reused): one score per vocabulary entry, last position only"
+    z["hook_resid_pre"] = "进入本块的残差流（residual stream）：词元嵌入 + 位置嵌入"
+    z["ln1.hook_normalized"] = "ln_1：每行先归一化（均值 0、方差 1），再缩放、平移"
+    z["attn.hook_q"] = "查询：c_attn 的第 0..C-1 列，切成 NH 个头，每头 hs 个数"
+    z["attn.hook_k"] = "新词元的键：c_attn 的第 C..2C-1 列"
+    z["attn.hook_v"] = "新词元的值：c_attn 的第 2C..3C-1 列"
+    z["attn.cache_k"] = "追加新键之后的 K 缓存：到目前为止的每个词元"
+    z["attn.cache_v"] = "V 缓存，同上，存的是值"
+    z["attn.hook_attn_scores"] = "分数 q·kᵀ/√hs：每个头一个（新词元）×（全部词元）矩阵，未来被遮住"
+    z["attn.hook_pattern"] = "注意力权重：每行分数做 softmax（每行之和为 1）"
+    z["attn.hook_z"] = "每个头对缓存中的值所做的加权和"
+    z["hook_attn_out"] = "c_proj：各头拼回 C 个数并混合"
+    z["hook_resid_mid"] = "残差流 + 注意力输出"
+    z["ln2.hook_normalized"] = "ln_2"
+    z["mlp.hook_pre"] = "c_fc：加宽到 4C"
+    z["mlp.hook_post"] = "再做 GELU"
+    z["hook_mlp_out"] = "MLP 的 c_proj：变回 C"
+    z["hook_resid_post"] = "残差 + MLP 输出：本块的输出（下一块的输入）"
+    z["hook_logits"] = "ln_f，再经 lm_head（复用嵌入矩阵）：词表中每一项一个分数，只算最后一个位置"
 }
 FNR == 1 { header(); next }
 # the first block and what follows the last one; every block has the same shapes
@@ -65,7 +88,13 @@ END {
         k = order[i]; short = k; sub(/^blocks\.[0-9]+\./, "", short)
         printf "| `%s` | %s | %s | %s |\n", k, pre[k], dec[k], (short in d) ? d[short] : ""
     }
-}' "$D/run/shapes.csv" > "$D/shapes.md"
+    print "| 钩子点 | 预填充（整个提示词） | 解码第 1 步（一个新词元） | 存的是什么 |" > zh
+    print "|---|---|---|---|" > zh
+    for (i = 1; i <= n; i++) {
+        k = order[i]; short = k; sub(/^blocks\.[0-9]+\./, "", short)
+        printf "| `%s` | %s | %s | %s |\n", k, pre[k], dec[k], (short in z) ? z[short] : "" > zh
+    }
+}' zh="$D/shapes.zh.md" "$D/run/shapes.csv" > "$D/shapes.md"
 
 # The dimension letters and the widths of the model, as kvscope states them.
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
@@ -95,26 +124,37 @@ bytes_ok=$(printf '%s' "$PROMPT" | od -An -tu1 | tr -s ' ' '\n' | grep -v '^$' |
              col("step") == 0 { t++; if (col("token_id") != b[t]) bad = 1 }
              END { print (t == n && !bad) ? (start ? 2 : 1) : 0 }' - "$D/run/tokens.csv")
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 kv "$V" model_args "$MODEL_ARGS"
 case "$MODEL_ARGS" in
 "")
     echo "kvscope's built-in model is one GPT-2 layer with the sizes of GPT-2 small:" > "$D/model_intro.md"
+    echo "kvscope 的内置模型（built-in model）是一层 GPT-2，宽度与 GPT-2 small 相同：" > "$D/model_intro.zh.md"
     {
         echo "Its weights are random (drawn from a fixed seed), so the text it generates means"
         echo "nothing. That is fine: the shapes, the byte counts and the operation counts are exactly"
         echo "those of one layer of a trained GPT-2 small, and they are what these lessons are about."
-    } > "$D/model_note.md" ;;
+    } > "$D/model_note.md"
+    {
+        echo "它的权重是随机的（由固定的种子生成），所以它生成的文字没有意义。这不要紧：形状、字节数和运算次数与训练好的 GPT-2 small 的一层完全相同，而这些课讲的正是这些。"
+    } > "$D/model_note.zh.md" ;;
 "--model data/model")
     echo "kvscope's trained model is a small GPT-2 that kvscope trained itself, on the King James Bible:" > "$D/model_intro.md"
+    echo "kvscope 训练好的模型（trained model）是 kvscope 自己在英王钦定本《圣经》（King James Bible）上训练的一个小型 GPT-2：" > "$D/model_intro.zh.md"
     {
         echo "It has GPT-2's structure with smaller widths (GPT-2 small has C = 768, NH = 12 heads of"
         echo "hs = 64 and L = 12 layers), and it reads English, so its attention shows what it has learned"
         echo "to look at (lessons 2, 3 and 8). Every shape below follows the same rules at any width;"
         echo "lessons 4 and 5, about GPT-2 small's costs, run kvscope's built-in model with GPT-2 small's widths."
-    } > "$D/model_note.md" ;;
+    } > "$D/model_note.md"
+    {
+        echo "它的结构就是 GPT-2，只是更窄（GPT-2 small 是 C = 768，NH = 12 个头、每头 hs = 64，L = 12 层）。它读得懂英文，所以它的注意力能显示它学会了看哪里（第 2、3 和 8 课）。下面的每个形状在任何宽度下都遵循同样的规则；第 4 和第 5 课讲的是 GPT-2 small 的开销，用的是宽度与 GPT-2 small 相同的内置模型。"
+    } > "$D/model_note.zh.md" ;;
 *)
     echo "This run uses the weights given with \`$MODEL_ARGS\` (a Hugging Face GPT-2 folder):" > "$D/model_intro.md"
-    echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md" ;;
+    echo "这次运行使用 \`$MODEL_ARGS\` 指定的权重（一个 Hugging Face GPT-2 文件夹）：" > "$D/model_intro.zh.md"
+    echo "With trained weights (a real GPT-2) the generated text means something; the shapes and counts follow the same rules either way." > "$D/model_note.md"
+    echo "用训练好的权重（真正的 GPT-2），生成的文字才有意义；不论哪种权重，形状和计数都遵循同样的规则。" > "$D/model_note.zh.md" ;;
 esac
 if [ "$bytes_ok" != 0 ]; then
     {
@@ -134,6 +174,21 @@ if [ "$bytes_ok" != 0 ]; then
         echo "(A real GPT-2 tokenizer merges frequent byte sequences into single tokens, so it would"
         echo "need fewer tokens for this text; the counting rules of the cache do not change.)"
     } > "$D/prompt.md"
+    {
+        if [ "$bytes_ok" = 2 ]; then
+            printf '这个模型先读一个起始字节（start byte，BOS：`⟨s⟩`，任何 UTF-8 文本都不含的一个字节值），再读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，加上起始字节，**T = %s 个词元**：\n' \
+                "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
+        else
+            printf '这个模型读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，**T = %s 个词元**：\n' \
+                "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
+        fi
+        echo
+        cat "$D/tokens.zh.md"
+        echo
+        echo "（真正的 GPT-2 分词器（tokenizer）会把常见的字节序列合并成一个词元，所以这段文字用的词元会更少；但缓存的计数规则不变。）"
+    } > "$D/prompt.zh.md"
 else
     {
         printf "This model's tokenizer turns its %s characters into **T = %s tokens**:\n" "$(value "$V" chars)" "$T"
@@ -143,6 +198,14 @@ else
         awk -F, "$AWKLIB"'FNR == 1 { header(); next }
             col("step") == 0 { printf "| %d | %d | `%s` |\n", col("pos"), col("token_id"), col("text") }' "$D/run/tokens.csv"
     } > "$D/prompt.md"
+    {
+        printf "这个模型的分词器（tokenizer）把这 %s 个字符切成 **T = %s 个词元**：\n" "$(value "$V" chars)" "$T"
+        echo
+        echo "| 位置 | 词元 id | 文本 |"
+        echo "|---|---|---|"
+        awk -F, "$AWKLIB"'FNR == 1 { header(); next }
+            col("step") == 0 { printf "| %d | %d | `%s` |\n", col("pos"), col("token_id"), col("text") }' "$D/run/tokens.csv"
+    } > "$D/prompt.zh.md"
 fi
 
 lesson_end 1

@@ -1,7 +1,9 @@
 #!/bin/sh
 # lesson2.sh — data and figures of lesson 2 (prefill: the whole prompt at once).
 #   sh lessons/lesson2.sh BIN [--model DIR]      (what `make lesson2` runs)
-# Writes data/lesson2/ (run/, sweep/, *.md, values.csv), plots/lesson2/, lessons/lesson2.md.
+# Writes data/lesson2/ (run/, sweep/, *.md, values.csv), plots/lesson2/, lessons/lesson2.md
+# and lessons/zh/lesson2.md (every sentence and table written here has a Chinese twin,
+# *.zh.md, from the same values).
 . lessons/lib.sh
 lesson_begin 2 "$@"
 
@@ -10,6 +12,7 @@ V="$D/values.csv"
 kv "$V" prompt "$PROMPT"
 kv "$V" model_args "$MODEL_ARGS"
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 # The heads shown: the model's best induction and previous-token heads (kvscope heads).
 pick_heads "$D/heads"
 rm -f "$D/heads/tokens.csv"
@@ -18,9 +21,11 @@ PN=$(head_name $PREV_L $PREV_H)
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
 # The head with the best induction score, named for what it is: an induction head (layer
 # >= 1, at least 0.5 at every copy length) or not.
-awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE 'BEGIN {
+awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v zh="$D/ind_words.zh.md" 'BEGIN {
     if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score %.2f at every copy length),\n", L, H, sc
     else printf "the head with the best **induction score** (layer %d, head %d, %.2f: no head of this model is an induction head, lesson 8),\n", L, H, sc
+    if (L >= 1 && sc >= 0.5) printf "一个**归纳头（induction head）**（第 %d 层第 %d 个头，在每个复制长度上归纳分数都至少 %.2f），", L, H, sc > zh
+    else printf "归纳分数最高的那个头（第 %d 层第 %d 个头，%.2f：这个模型没有一个头算得上归纳头（induction head），见第 8 课），", L, H, sc > zh
 }' > "$D/ind_words.md"
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
@@ -38,11 +43,17 @@ done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 IW="the head with the best induction score (layer $IND_L, head $IND_H)"
-figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal"
-figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before"
-figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight"
-figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once"
-figure prefill_heads_ind.png "Prefill: the attention weights of every head of layer $IND_L on one colour scale — each head looks at the prompt in its own way"
+ZW="归纳分数最高的头（第 $IND_L 层第 $IND_H 个头）"
+figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal" \
+    "预填充（prefill），$ZW：重复句子的 ${T0}×${T0} 注意力权重（标题 Prefill, layer $IND_L, head $IND_H: attention weights）。纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元，色标 weight 为 0 到 1，灰色是被因果掩码遮住的未来。一个靠匹配来复制的头，会在第二遍的那些行里、对角线左边一个副本长度处画出一条亮线"
+figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before" \
+    "预填充，前一词元头（previous-token head，第 $PREV_L 层第 $PREV_H 个头）的注意力权重：纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元；每行的大部分权重落在对角线紧左边，也就是前一个词元上"
+figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight" \
+    "预填充，$ZW：softmax 之前的分数 q·k/√hs（标题里的 scores；蓝为负，红为正，纵轴 query、横轴 key）——一行中最高的分数拿走这一行的大部分权重"
+figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once" \
+    "预填充，$ZW，全部取自真实数值（标题：全部 ${T0} 个提示词词元一次算完）：上排是 ${T0} 个词元的 Q、K、V（queries、keys、values），下排是遮住未来后的分数 scores、它们的 softmax 权重 weights 和输出 Z = weights·V——Q 的每一行同时与 K 的每一行相遇"
+figure prefill_heads_ind.png "Prefill: the attention weights of every head of layer $IND_L on one colour scale — each head looks at the prompt in its own way" \
+    "预填充：第 $IND_L 层全部注意力头（head 0、head 1……）的注意力权重，共用一个色标（weight，0 到 1）——每个头都以自己的方式看这段提示词"
 # What each head of that layer does, from kvscope heads' scores (the caption below the
 # figure says only this).
 awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
@@ -52,8 +63,12 @@ awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
         else if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
         else if (s >= 0.5) w = sprintf("head %d mostly on position 0 (%.2f)", h, s)
         else w = sprintf("head %d spread out (previous byte %.2f, position 0 %.2f, %.1f bits of entropy)", h, p, s, e)
-        out = out (out == "" ? "" : "; ") w }
-    END { print out "." }' "$D/heads/heads.csv" > "$D/layer_heads.md"
+        if (i >= 0.5) z = sprintf("head %d 是归纳头（在最不利的复制长度上，仍有 %.2f 的权重落在前一个副本中紧接其后的词元上；位置 0 占 %.2f）", h, i, s)
+        else if (p >= 0.5) z = sprintf("head %d 主要看前一个字节（%.2f）", h, p)
+        else if (s >= 0.5) z = sprintf("head %d 主要看位置 0（%.2f）", h, s)
+        else z = sprintf("head %d 比较分散（前一个字节占 %.2f，位置 0 占 %.2f，熵 %.1f 比特）", h, p, s, e)
+        out = out (out == "" ? "" : "; ") w; outz = outz (outz == "" ? "" : "；") z }
+    END { print out "."; print outz "。" > zh }' zh="$D/layer_heads.zh.md" "$D/heads/heads.csv" > "$D/layer_heads.md"
 
 # One row of the induction head: the last prompt token's query (the end of the second
 # copy's first words), its keys ranked by weight. It sees keys 0..QP.
@@ -72,9 +87,14 @@ END {
     for (r = 1; r <= 6 && r <= n; r++) { i = o[r]; printf "| %d | `%s` | %.4f | %.4f |\n", k[i], ch[k[i]], s[i], w[i] }
     printf "| the other %d keys | | | %.4f |\n", n - 6, sum - top(6)
     printf "| sum | | | %.4f |\n", sum
+    print "| 键的位置 | 它的字节 | 分数 q·k/√hs | 权重（softmax） |" > zh
+    print "|---:|---|---:|---:|" > zh
+    for (r = 1; r <= 6 && r <= n; r++) { i = o[r]; printf "| %d | `%s` | %.4f | %.4f |\n", k[i], ch[k[i]], s[i], w[i] > zh }
+    printf "| 其余 %d 个键 | | | %.4f |\n", n - 6, sum - top(6) > zh
+    printf "| 合计 | | | %.4f |\n", sum > zh
 }
 function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]; return t }' \
-    "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
+    zh="$D/scores_row.zh.md" "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
 kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; printf "%s", c == 32 ? "␣" : sprintf("%c", c) }' "$D/run/tokens.csv")"
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
 kv "$V" qp_next_pos "$(( $(printf '%s' "$PHRASE_START" | wc -c) + T0 - $(printf '%s' "$PROMPT" | wc -c) ))"
@@ -140,15 +160,25 @@ col("phase") == "prefill" {
     name["flops_mlp"] = "MLP: c_fc and c_proj"
     name["flops_lm_head"] = "lm_head (last position only)"
     name["flops_elementwise"] = "layer norms, softmax, GELU, residual adds"
+    zn["flops_qkv"] = "c_attn：Q、K、V 投影"
+    zn["flops_attn"] = "注意力：q·kᵀ 与 权重·V（因果）"
+    zn["flops_attn_proj"] = "注意力的 c_proj"
+    zn["flops_mlp"] = "MLP：c_fc 与 c_proj"
+    zn["flops_lm_head"] = "lm_head（只算最后一个位置）"
+    zn["flops_elementwise"] = "层归一化、softmax、GELU、残差相加"
     tot = 0; for (i = 1; i <= 6; i++) tot += col(op[i])
     print "| operation | FLOPs | share |"
     print "|---|---:|---:|"
     for (i = 1; i <= 6; i++) { f = col(op[i]); printf "| %s | %s | %.2f %% |\n", name[op[i]], digits(f), 100 * f / tot }
     printf "| **total** | **%s** | 100 %% |\n", digits(tot)
+    print "| 运算 | 浮点运算次数 | 占比 |" > zh
+    print "|---|---:|---:|" > zh
+    for (i = 1; i <= 6; i++) { f = col(op[i]); printf "| %s | %s | %.2f %% |\n", zn[op[i]], digits(f), 100 * f / tot > zh }
+    printf "| **合计** | **%s** | 100 %% |\n", digits(tot) > zh
     print "flops_total," digits(tot) >> V
     printf "attn_share,%.2f\n", 100 * col("flops_attn") / tot >> V
     printf "mlp_share,%.1f\n", 100 * col("flops_mlp") / tot >> V
-}' "$D/run/flops.csv" > "$D/flops_split.md"
+}' zh="$D/flops_split.zh.md" "$D/run/flops.csv" > "$D/flops_split.md"
 
 # Why attention grows as T²: prefill prompts of T = 8 .. 256 tokens (ids 0..T-1).
 mkdir -p "$D/sweep"
@@ -166,13 +196,17 @@ done
 awk -F, "$AWKLIB"'
 FNR == 1 { header()
           print "| prompt tokens T | attention FLOPs | × previous row | projections + MLP FLOPs | × previous row | attention share |"
-          print "|---:|---:|---:|---:|---:|---:|"; next }
+          print "|---:|---:|---:|---:|---:|---:|"
+          print "| 提示词词元数 T | 注意力 FLOPs | 与上一行之比 | 投影 + MLP 的 FLOPs | 与上一行之比 | 注意力占比 |" > zh
+          print "|---:|---:|---:|---:|---:|---:|" > zh; next }
 { a = col("flops_attn"); r = col("flops_rest")
-  printf "| %d | %s | %s | %s | %s | %.1f %% |\n", col("T"), digits(a), (pa ? sprintf("%.2f", a / pa) : ""),
-         digits(r), (pr ? sprintf("%.2f", r / pr) : ""), 100 * a / (a + r); pa = a; pr = r }
-' "$D/sweep/prefill_flops.csv" > "$D/prefill_sweep.md"
+  row = sprintf("| %d | %s | %s | %s | %s | %.1f %% |", col("T"), digits(a), (pa ? sprintf("%.2f", a / pa) : ""),
+         digits(r), (pr ? sprintf("%.2f", r / pr) : ""), 100 * a / (a + r)); pa = a; pr = r
+  print row; print row > zh }
+' zh="$D/prefill_sweep.zh.md" "$D/sweep/prefill_flops.csv" > "$D/prefill_sweep.md"
 
 chart lesson2_prefill_flops "$P/prefill_flops" -e "in='$D/sweep/prefill_flops.csv'"
-figure prefill_flops.png "FLOPs of a prefill vs prompt length: the attention line is steeper (×4 per doubling) than the projections and MLP (×2), yet stays below them here"
+figure prefill_flops.png "FLOPs of a prefill vs prompt length: the attention line is steeper (×4 per doubling) than the projections and MLP (×2), yet stays below them here" \
+    "一次预填充的浮点运算次数（FLOPs，纵轴）与提示词长度 T（横轴，词元数）的关系（标题：一层的预填充，注意力按 T² 增长，投影和 MLP 按 T 增长）：注意力那条线（attention: q·kᵀ and weights·V）更陡（T 翻倍，×4），投影和 MLP 那条线（c_attn + c_proj + MLP）较平（×2），但在这里注意力仍在它下面"
 
 lesson_end 2

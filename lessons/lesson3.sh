@@ -2,7 +2,8 @@
 # lesson3.sh — data and figures of lesson 3 (decode: one token at a time, the cache
 # grows by one row; the proof that it changes nothing; the article's bug).
 #   sh lessons/lesson3.sh BIN [--model DIR]      (what `make lesson3` runs)
-# Writes data/lesson3/, plots/lesson3/, lessons/lesson3.md.
+# Writes data/lesson3/, plots/lesson3/, lessons/lesson3.md and lessons/zh/lesson3.md (every
+# sentence and table written here has a Chinese twin, *.zh.md, from the same values).
 . lessons/lib.sh
 lesson_begin 3 "$@"
 
@@ -17,6 +18,7 @@ kv "$V" vsteps $VSTEPS
 kv "$V" gsteps $GSTEPS
 kv "$V" model_args "$MODEL_ARGS"
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 
 # The head the figures show: the model's best induction head (kvscope heads), the one
 # whose query reaches back to the token after the prompt's first copy.
@@ -29,13 +31,15 @@ kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
 WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
+ZWHO="归纳分数最高的头（第 $IND_L 层第 $IND_H 个头）"
 
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" --quiet
 # Stable names (the head is the model's choice): decode_s001_step_ind.png, ...
 for f in "$P"/hm/decode_*; do b=$(basename "$f"); mv "$f" "$P/$(echo "$b" | sed "s/_$HN\./_ind./")"; done
 rm -rf "$P/hm"
-figure decode_stair_ind.gif "Animation: the staircase of $WHO growing one row per decode step — the canvas stays put, only the new row appears"
+figure decode_stair_ind.gif "Animation: the staircase of $WHO growing one row per decode step — the canvas stays put, only the new row appears" \
+    "动画：${ZWHO}的阶梯，每个解码（decode）步长出一行（每帧标题写着第几步）。纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元；画布不动，只有新的一行出现"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 # the model's widths and the bytes a token's K and V take, as kvscope states them
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
@@ -47,8 +51,10 @@ kv "$V" T0_plus1 $((T0 + 1))
 i=1
 while [ $i -le $STEPS ]; do
     s=$(printf %03d $i)
-    figure decode_s${s}_step_ind.png "Decode step $i, $WHO: one query row (1×$HS) against the $((i + T0)) cached keys — the orange rows of K and V are the new token's, appended this step"
-    figure decode_s${s}_stair_ind.png "Decode step $i, $WHO: the staircase so far — the orange frame is the only row this step computed"
+    figure decode_s${s}_step_ind.png "Decode step $i, $WHO: one query row (1×$HS) against the $((i + T0)) cached keys — the orange rows of K and V are the new token's, appended this step" \
+        "解码第 $i 步，$ZWHO（标题：一个查询对整个缓存）：新词元的一行查询 q（1×$HS，上方）与缓存中的 $((i + T0)) 个键（左边的 K cache，纵轴是缓存中的词元，最早的在上）逐一比较；中间两列是每个键的分数 score（q·k/√hs）和 softmax 后的权重 weight；右边是 V cache，下方的 z 是各个值按权重的加和。K 和 V 中橙色的一行是新词元的，在这一步追加"
+    figure decode_s${s}_stair_ind.png "Decode step $i, $WHO: the staircase so far — the orange frame is the only row this step computed" \
+        "解码第 $i 步，$ZWHO：到目前为止的阶梯（纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元，色标 weight 为 0 到 1）；橙色虚线以下是解码步的行（rows of decode steps），橙色框是这一步唯一算出的一行"
     i=$((i + 1))
 done
 # The last decode step's row of that head: its heaviest key, and the key one copy back
@@ -86,9 +92,11 @@ kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"
 kv "$V" copied_bug "$(copied "$bug" "$COPY_WANT")"
 kv "$V" phrase_start "$PHRASE_START"
 # One sentence on the full cache's line, chosen by the count (the issue's bar: 90 %).
-awk -v a="$(value "$V" copied_full)" -v n="$(value "$V" copy_len)" 'BEGIN {
+awk -v a="$(value "$V" copied_full)" -v n="$(value "$V" copy_len)" -v zh="$D/copy_verdict.zh.md" 'BEGIN {
     if (a >= 0.9 * n) print "The full cache copies the sentence: the cache is what lets it."
     else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy length.\n", a, n
+    if (a >= 0.9 * n) print "完整的缓存抄出了这个句子：正是缓存让它做到的。" > zh
+    else printf "这里完整的缓存也没有抄出这个句子（%d 个字节中的 %d 个）：这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制长度上测量这一点。\n", n, a > zh
 }' > "$D/copy_verdict.md"
 claim "the forgetful cache repeats at most a fifth of the first copy" \
     "$(value "$V" copied_bug) <= 0.2 * $(value "$V" copy_len)"
@@ -105,7 +113,11 @@ END {
     print "| phase | step | Q | K cache (V cache the same) | scores, all heads | KV bytes |"
     print "|---|---:|---|---|---|---:|"
     for (i = 0; i <= last; i++) printf "| %s | %d | %s | %s | %s | %s |\n", ph[i], i, q[i], k[i], s[i], digits(b[i])
-}' "$D/run/shapes.csv" "$D/run/kv_memory.csv" > "$D/steps.md"
+    zp["prefill"] = "预填充"; zp["decode"] = "解码"
+    print "| 阶段 | 步 | Q | K 缓存（V 缓存相同） | 分数，所有头 | KV 字节数 |" > zh
+    print "|---|---:|---|---|---|---:|" > zh
+    for (i = 0; i <= last; i++) printf "| %s | %d | %s | %s | %s | %s |\n", (ph[i] in zp) ? zp[ph[i]] : ph[i], i, q[i], k[i], s[i], digits(b[i]) > zh
+}' zh="$D/steps.zh.md" "$D/run/shapes.csv" "$D/run/kv_memory.csv" > "$D/steps.md"
 awk -F, -v V="$V" -v per="$KV_TOKEN" "$AWKLIB"'
 FNR == 1 { header(); next }
 col("phase") == "prefill" { T0 = col("tokens"); b0 = col("kv_bytes") }
@@ -135,11 +147,14 @@ FNR == 1 { header(); next }
 END { printf "bug_max,%.3g\nbug_max_step,%d\nbug_first,%d\nbug_diff_tokens,%d\nbug_first_diff_token,%s\n",
              m, ms, first, nd, fd == "" ? "none" : fd >> V }' "$D/article_bug.csv"
 awk -F, "$AWKLIB"'
-FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same next token? |"; print "|---:|---:|---|"; next }
-{ printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "yes" : "**no**" }' "$D/article_bug.csv" > "$D/article_bug.md"
+FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same next token? |"; print "|---:|---:|---|"
+           print "| 步 | 最大 abs(Δlogit)，缓存对比重算 | 下一个词元相同？ |" > zh; print "|---:|---:|---|" > zh; next }
+{ printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "yes" : "**no**"
+  printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "是" : "**否**" > zh }' zh="$D/article_bug.zh.md" "$D/article_bug.csv" > "$D/article_bug.md"
 
 FIRST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("max_abs_diff") > 0 { print col("step"); exit }' "$D/article_bug.csv")
 chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PHRASE_START …'; first=${FIRST:-0}"
-figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: the correct cache stays at exactly 0, the article's jumps from step 2 on"
+figure article_bug_drift.png "The article's cache (newest K/V only) vs the correct one: the correct cache stays at exactly 0, the article's jumps from step 2 on" \
+    "原文的缓存（只留最新的 K/V）与正确的缓存对比（标题：只留最新 K/V 的缓存，logits 从第 ${FIRST:-0} 步起漂移）：横轴是解码步（0 = 预填充），纵轴是与全部重算相比 logits 的最大绝对差（max abs Δlogit）。正确的缓存（蓝）始终恰好为 0，原文的缓存（橙）从第 ${FIRST:-0} 步起跳高；圆圈标出贪心选出的下一个词元不同的那几步"
 
 lesson_end 3

@@ -8,7 +8,13 @@
 . lessons/lib.sh
 lesson_begin 4 "$@"
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 V="$D/values.csv"
+# zh_table NAME HEADER [SED]: data/lesson4/NAME.zh.md, the Chinese-headed twin of a table
+# this script built (NAME.md): the same rows under HEADER, their words rewritten by SED
+zh_table() {
+    { printf '%s\n' "$2"; tail -n +2 "$D/$1.md" | sed "${3:-}"; } > "$D/$1.zh.md"
+}
 ids() { awk -v n="$1" 'BEGIN { s = "0"; for (i = 1; i < n; i++) s = s "," (i % 256); print s }'; }
 
 # The dimensions and the closed forms kvscope states for the model (kvscope info), with
@@ -138,6 +144,14 @@ rm -rf "$D/weights.rows" "$D/w_fp32" "$D/w_fp16" "$D/w_bf16"
 kv "$V" kv_share "$(awk -v s="$(value "$I" kv_flops_share)" 'BEGIN { printf "%.4f", s }')"
 rm -f "$D"/info_*.csv
 
+# The Chinese lesson's tables: the same rows, headed (and labelled) in Chinese.
+zh_table articles_table "| T | 文章：无缓存 | 文章：有缓存 | 文章：比值 | 计得的注意力 FLOPs：无缓存 / 有缓存 | 比值 | 计得的整步 FLOPs：无缓存 | 有缓存 | 比值 |"
+zh_table cumulative "| T | 有缓存的累计 FLOPs | 无缓存 | 比值 |"
+zh_table intensity "| 哪一步 | 整步 FLOPs（计得） | 读取的权重字节 | 读取的 K/V 字节 | 每字节 FLOPs |" \
+    's/^| decode step at T = \([0-9]*\) |/| T = \1 时的一个解码步 |/; s/^| prefill of T = \([0-9]*\) tokens |/| 预填充 T = \1 个词元 |/'
+zh_table weights "| 权重 | 一个解码步读取的字节（权重） | 与 fp32 相比的最大 \\|Δlogit\\| | 与 fp32 相同的贪心词元 |" \
+    's/| \([0-9]*\) of \([0-9]*\) |$/| \1 \/ \2 |/'
+
 # The chart of plots/flops.gp: per step and cumulative, counted, at every length.
 awk -F, "$AWKLIB"'
 FNR == 1 { header(); print "T,flops_cache,flops_recompute,cum_flops_cache,cum_formula_recompute,L,C,prompt_tokens"; next }
@@ -145,6 +159,7 @@ FNR == 1 { header(); print "T,flops_cache,flops_recompute,cum_flops_cache,cum_fo
         col("cum_formula_recompute") "," col("L") "," col("C") "," col("prompt_tokens") }' "$CMP" > "$D/flops_sweep.csv"
 rm -rf "$D/compare"
 chart flops "$P/flops" -e "in='$D/flops_sweep.csv'"
-figure flops.png "FLOPs of one decode step (left) and of the whole generation (right), with and without the KV cache: the counted points sit on the closed-form lines, and the gap widens with T"
+figure flops.png "FLOPs of one decode step (left) and of the whole generation (right), with and without the KV cache: the counted points sit on the closed-form lines, and the gap widens with T" \
+    "有无 KV 缓存时的浮点运算次数（FLOPs with and without the KV cache）。左图 one decode step：一个解码步的 FLOPs（L 个块）；右图 cumulative, up to T：生成到 T 为止的累计 FLOPs。横轴 sequence length T 是序列长度（词元数）；without cache 是无缓存（每步重算全部 T 个词元），with KV cache 是有缓存（每步只算 1 个新词元）。计得的点落在闭式公式的线上，两者的差距随 T 增大"
 
 lesson_end 4

@@ -7,6 +7,7 @@
 . lessons/lib.sh
 lesson_begin 5 "$@"
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 V="$D/values.csv"
 PROMPT="人工智能是"
 STEPS=200
@@ -34,6 +35,9 @@ END { if (shown != n) row(n)
       print "T_end," T[n] >> V; print "kv_end," digits(u[n]) >> V; print "kv_end_kib," bytes(u[n]) >> V
       print "reserved_end," digits(r[n]) >> V; print "reserved_end_kib," bytes(r[n]) >> V
       printf "used_share_end,%.1f\n", 100 * u[n] / r[n] >> V }' "$D/run/kv_memory.csv" > "$D/kv_steps.md"
+# the same rows for the Chinese lesson, headed and labelled in Chinese
+{ echo "| 阶段 | 步 | 词元数 T | 已用 KV 字节 | 已预留 KV 字节 | 预留但空着 |"
+  tail -n +2 "$D/kv_steps.md" | sed 's/^| prefill |/| 预填充 |/; s/^| decode |/| 解码 |/'; } > "$D/kv_steps.zh.md"
 
 # The formula, with the built-in model's dimensions (kvscope info) ...
 for k in L NH hs; do kv "$V" $k "$(value "$D/info.csv" $k)"; done
@@ -61,19 +65,23 @@ awk -v V="$V" '/^  at [0-9]+ tokens/ { b = $4; gsub(",", "", b); h = $6 " " $7; 
     "$D/llama_2048.txt" "$D/article_llama.txt" "$D/llama_gqa8.txt" "$D/article_layer_T4.txt" "$D/article_layer_T100.txt"
 
 chart kv_memory "$P/kv_memory" -e "in='$D/run/kv_memory.csv'"
-figure kv_memory.png "KV bytes of the built-in model while it generates: the used bytes lie on the formula's line, the reservation jumps at every doubling"
+figure kv_memory.png "KV bytes of the built-in model while it generates: the used bytes lie on the formula's line, the reservation jumps at every doubling" \
+    "内置模型生成时 KV 缓存占用的字节（KV-cache memory while generating）：横轴是缓存中的词元数（提示词 + 已生成），纵轴是内存（MiB）；KV used 是已用字节，落在公式（formula，每词元 2·L·C·4 字节）的虚线上；KV reserved 是已预留字节，每次翻倍时向上跳一级"
 # The cache as a tensor, with this run's numbers after its last step: tokens held and
 # positions reserved (kv_memory.csv), the model's L, NH, hs; float32, 4 bytes.
 set -- $(awk -F, -v per="$(value "$V" per_token_b)" "$AWKLIB"'FNR == 1 { header(); next }
     { t = col("tokens"); r = col("kv_reserved_bytes") } END { printf "%d %d\n", t, r / per }' "$D/run/kv_memory.csv")
 chart lesson5_cache_tensor "$P/cache_tensor" -e "L=$(value "$V" L); NH=$(value "$V" NH); hs=$(value "$V" hs); T=$1; cap=$2; eb=4"
-figure cache_tensor.png "The cache as a tensor, layer by layer: K and V, a row per head, a column per position; one decode step writes one column (orange) in every head of K and V — the layout every memory formula counts"
+figure cache_tensor.png "The cache as a tensor, layer by layer: K and V, a row per head, a column per position; one decode step writes one column (orange) in every head of K and V — the layout every memory formula counts" \
+    "把缓存画成张量（The KV cache as a tensor）：L 层 × {K, V} × NH 个注意力头 × T 个位置 × hs 个数。每层分 K 和 V，每个头一行（head 0 …），每个位置一列（横轴：缓存中的位置）；蓝色（holds a token）是存着词元的格子，橙色（the last step wrote）是一个解码步在 K 和 V 的每个头里写入的那一列，虚线格（reserved, empty）是预留但空着的位置——每个显存公式数的都是这个布局"
 # the models with all heads keeping K and V; the GQA ones have their own figure (gqa.png)
 chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'; only='gpt2 gpt2-medium gpt2-large gpt2-xl llama-2-7b'"
 # Grouped-query attention: the GQA presets' bytes per token (the same kvmem.csv), drawn
 # against the tokens a batch holds.
 chart lesson5_gqa "$P/gqa" -e "in='$D/kvmem/kvmem.csv'"
-figure gqa.png "Grouped-query attention: several query heads read one K/V head (left), so Llama-3-8B, Mistral-7B and Qwen2-7B keep 4 to 9 times fewer bytes per token than a 7B model with all heads (right; arithmetic from their configs): look where each line crosses the 80 GB line"
-figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads"
+figure gqa.png "Grouped-query attention: several query heads read one K/V head (left), so Llama-3-8B, Mistral-7B and Qwen2-7B keep 4 to 9 times fewer bytes per token than a 7B model with all heads (right; arithmetic from their configs): look where each line crosses the 80 GB line" \
+    "分组查询注意力（Grouped-query attention，GQA）：几个查询头（query head，蓝）共用一个 K/V 头（K/V head，缓存保存的就是它）（左图），所以 Llama-3-8B、Mistral-7B 和 Qwen2-7B 每个词元存的字节比所有头都存 K、V 的 7B 模型少 4 到 9 倍（右图，按各自配置计算；横轴是一批共持有的词元数，即批大小 × 上下文长度，纵轴是 fp16 的 KV 缓存 GiB）：看每条线在哪里越过 80 GB 显卡那条线"
+figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads" \
+    "真实模型的 KV 缓存大小（KV-cache size of real models，fp16，批大小 1）：横轴是缓存中的词元数，纵轴是 KV 缓存（GiB）；LLaMA-2-7B 在 2048 个词元时的大小，对比文章的数字（圆圈：只有一个注意力头的缓存），文章的公式漏掉了注意力头"
 
 lesson_end 5

@@ -2,7 +2,9 @@
 # lesson6.sh — data and figures of lesson 6 (keeping the cache in budget: a memory cap,
 # smaller storage types, a sliding window with sinks).
 #   sh lessons/lesson6.sh BIN      (what `make lesson6` runs)
-# Writes data/lesson6/, plots/lesson6/, lessons/lesson6.md.
+# Writes data/lesson6/, plots/lesson6/, lessons/lesson6.md and lessons/zh/lesson6.md (every
+# sentence written here has a Chinese twin, *.zh.md or a key ending in _zh, chosen by the
+# same condition from the same numbers).
 . lessons/lib.sh
 lesson_begin 6 "$@"
 
@@ -13,6 +15,7 @@ S=4
 V="$D/values.csv"
 kv "$V" model_args "$MODEL_ARGS"
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 # The long run fills the context; the window keeps half of it.
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
 NCTX=$(value "$D/info.csv" N)
@@ -51,14 +54,18 @@ HSZ=$("$KV" info $MODEL_ARGS --prompt "$PROMPT" | awk -F, '$1 == "hs" { print $2
 kv "$V" hs $HSZ
 for run in short long; do
     awk -v a="$(value "$D/$run/summary.csv" max_dlogit_int8)" -v b="$(value "$D/$run/summary.csv" max_dlogit_q8_0)" \
-        -v n="$(value "$D/$run/summary.csv" steps)" 'BEGIN {
+        -v n="$(value "$D/$run/summary.csv" steps)" \
+        -v en="$D/q8_$run.txt" -v zh="$D/q8_$run.zh.txt" 'BEGIN {
         v = (a < b) ? "int8 errs less" : ((a > b) ? "q8_0 errs less" : "the two err alike")
-        printf "over %d steps %s (int8 %s, q8_0 %s)", n, v, a, b }' \
-        > "$D/q8_$run.txt"
+        z = (a < b) ? "int8 误差更小" : ((a > b) ? "q8_0 误差更小" : "两者误差相同")
+        printf "over %d steps %s (int8 %s, q8_0 %s)", n, v, a, b > en
+        printf "在 %d 步上，%s（int8 %s，q8_0 %s）", n, z, a, b > zh }'
 done
 kv "$V" q8_short "$(cat "$D/q8_short.txt")"
 kv "$V" q8_long "$(cat "$D/q8_long.txt")"
-rm -f "$D/q8_short.txt" "$D/q8_long.txt"
+kv "$V" q8_short_zh "$(cat "$D/q8_short.zh.txt")"
+kv "$V" q8_long_zh "$(cat "$D/q8_long.zh.txt")"
+rm -f "$D/q8_short.txt" "$D/q8_long.txt" "$D/q8_short.zh.txt" "$D/q8_long.zh.txt"
 claim "int8's groups (one per token and head) are q8_0's blocks of 32 values" "$HSZ == 32"
 kv "$V" bf16_over_fp16 "$(awk -v a="$(value "$D/short/summary.csv" max_dlogit_fp16)" \
     -v b="$(value "$D/short/summary.csv" max_dlogit_bf16)" 'BEGIN { printf "%.0f", b / a }')"
@@ -66,7 +73,8 @@ kv "$V" bf16_over_fp16 "$(awk -v a="$(value "$D/short/summary.csv" max_dlogit_fp
 chart lesson6_bytes_error "$P/bytes_vs_error" \
     -e "short='$D/short/dtypes.csv'; long='$D/long/dtypes.csv'; nshort='$SHORT steps'; nlong='$LONG steps'"
 chart lesson6_window_growth "$P/window_growth" -e "in='$D/long/window.csv'; nosink='$D/nosink/window.csv'; W=$W; S=$S"
-figure bytes_vs_error.png "Every storage type against fp32: halving the bytes (fp16, bf16) or quartering them (int8, q8_0) costs logit error, and bf16 errs more than fp16 for the same bytes"
+figure bytes_vs_error.png "Every storage type against fp32: halving the bytes (fp16, bf16) or quartering them (int8, q8_0) costs logit error, and bf16 errs more than fp16 for the same bytes" \
+    "每种存储类型与 fp32 缓存对比（标题：KV 缓存越小，logit 误差越大）：左图是每个词元（token）的 K 和 V 在所有层（layer）共占多少字节，右图是与 fp32 相比的最大和平均 |Δlogit|（对数坐标），分别在 $SHORT 步和 $LONG 步上测得。字节减半（fp16、bf16）或减到约四分之一（int8、q8_0）都要付出 logit 误差；字节相同时，bf16 的误差比 fp16 大"
 # 4. A window too small for the repeated phrase, in text: the first copy's distance is the
 # phrase and its space; a window longer than that (plus the sinks) still holds the bytes the
 # copy needs, a shorter one has evicted them.
@@ -98,21 +106,33 @@ kv "$V" rprompt_tokens "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("ste
 rm -rf "$D/g_full" "$D/g_big" "$D/g_small"
 # One sentence on the three lines, chosen by the counts (the issue's bars: 90 % and 20 %).
 awk -v f="$(value "$V" copied_full)" -v b="$(value "$V" copied_big)" -v s="$(value "$V" copied_small)" \
-    -v n="$(value "$V" copy_len)" 'BEGIN {
-    if (b >= 0.9 * n && s <= 0.2 * n) print "The window that still holds the first copy copies it; the window shorter than the distance does not."
-    else if (f < 0.9 * n) printf "This model does not copy the sentence even with the full cache (%d of %d bytes), so no window can show what it takes away; lesson 8 measures copying where only copying helps.\n", f, n
-    else printf "The full cache copies (%d of %d bytes); the window that holds the first copy %d, the shorter one %d.\n", f, n, b, s
-}' > "$D/window_verdict.md"
+    -v n="$(value "$V" copy_len)" -v en="$D/window_verdict.md" -v zh="$D/window_verdict.zh.md" 'BEGIN {
+    if (b >= 0.9 * n && s <= 0.2 * n) {
+        print "The window that still holds the first copy copies it; the window shorter than the distance does not." > en
+        print "仍然装得下第一遍原文的窗口照抄了它；比这段距离短的窗口则抄不出来。" > zh
+    } else if (f < 0.9 * n) {
+        printf "This model does not copy the sentence even with the full cache (%d of %d bytes), so no window can show what it takes away; lesson 8 measures copying where only copying helps.\n", f, n > en
+        printf "这个模型即使用完整缓存也没有照抄这句话（%d 个字节里只抄对 %d 个），所以任何窗口都显示不出它拿走了什么；第 8 课在只有照抄才有用的地方测量照抄。\n", n, f > zh
+    } else {
+        printf "The full cache copies (%d of %d bytes); the window that holds the first copy %d, the shorter one %d.\n", f, n, b, s > en
+        printf "完整缓存照抄了（%d 个字节中的 %d 个）；装得下第一遍原文的窗口抄对 %d 个，较短的窗口抄对 %d 个。\n", n, f, b, s > zh
+    }
+}'
 claim "the window shorter than the distance repeats at most a fifth of the first copy" \
     "$(value "$V" copied_small) <= 0.2 * $(value "$V" copy_len)"
 
 # Sinks or none for the same W tokens, in words the numbers choose.
-awk -v a="$(value "$D/long/summary.csv" window_mean_dlogit)" -v b="$(value "$D/nosink/summary.csv" window_mean_dlogit)" -v s=$S 'BEGIN {
-    if (a < b) printf "with %d sinks kept the mean |Δlogit| is lower than with none (%s against %s)", s, a, b
-    else printf "here keeping %d sinks does not lower the mean |Δlogit| (%s against %s without them)", s, a, b }' > "$D/sink_verdict.txt"
+awk -v a="$(value "$D/long/summary.csv" window_mean_dlogit)" -v b="$(value "$D/nosink/summary.csv" window_mean_dlogit)" -v s=$S \
+    -v en="$D/sink_verdict.txt" -v zh="$D/sink_verdict.zh.txt" 'BEGIN {
+    if (a < b) { printf "with %d sinks kept the mean |Δlogit| is lower than with none (%s against %s)", s, a, b > en
+                 printf "保留 %d 个汇聚位置时，平均 |Δlogit| 比一个都不保留时低（%s 对 %s）", s, a, b > zh }
+    else { printf "here keeping %d sinks does not lower the mean |Δlogit| (%s against %s without them)", s, a, b > en
+           printf "这里保留 %d 个汇聚位置并没有降低平均 |Δlogit|（%s，不保留时为 %s）", s, a, b > zh } }'
 kv "$V" sink_verdict "$(cat "$D/sink_verdict.txt")"
-rm -f "$D/sink_verdict.txt"
-figure window_growth.png "A window of $W tokens: memory stops growing (top), the logits drift from the full cache's (bottom), with $S sinks kept and with none for the same $W tokens"
+kv "$V" sink_verdict_zh "$(cat "$D/sink_verdict.zh.txt")"
+rm -f "$D/sink_verdict.txt" "$D/sink_verdict.zh.txt"
+figure window_growth.png "A window of $W tokens: memory stops growing (top), the logits drift from the full cache's (bottom), with $S sinks kept and with none for the same $W tokens" \
+    "W = $W 个词元（token）的滑动窗口（sliding window）：上图纵轴是 KV 缓存的大小（MiB），窗口的内存到 W 个词元后不再增长；下图纵轴是与完整缓存相比的最大 |Δlogit|，横轴是序列中的词元数：从那以后 logits 开始偏离完整缓存，一条保留 $S 个汇聚位置（attention sink），一条在同样 $W 个词元内一个都不保留"
 
 # 5. Sinks measured StreamingLLM's way: the loss at every position of a text four windows
 # long (Genesis 1:1-10, King James Version, cut to the context) with the full cache, a
@@ -126,10 +146,14 @@ kv "$V" loss_window $LW
 mv "$P/loss/loss.png" "$P/sinks_loss.png"; mv "$P/loss/loss.svg" "$P/sinks_loss.svg"; rm -rf "$P/loss"
 awk -F, -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
     { printf "loss_%s,%.3f\n", col("cache"), col("mean_bits_past_window") >> V }' "$D/loss/loss_means.csv"
-awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" 'BEGIN {
-    if (k < e) printf "The window that keeps the start byte predicts the text better than the one that evicts it: %.3f bits per byte past the window against %.3f.\n", k, e
-    else printf "Here keeping the start byte does not help: %.3f bits per byte past the window against %.3f for the window that evicts it.\n", k, e }' > "$D/sinks_loss_verdict.md"
-figure sinks_loss.png "The loss at every position of a text four windows long: the full cache, a window of $LW that keeps the start byte, and one of $LW that evicts it"
+awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" \
+    -v en="$D/sinks_loss_verdict.md" -v zh="$D/sinks_loss_verdict.zh.md" 'BEGIN {
+    if (k < e) { printf "The window that keeps the start byte predicts the text better than the one that evicts it: %.3f bits per byte past the window against %.3f.\n", k, e > en
+                 printf "保留起始字节的窗口比驱逐它的窗口预测得更准：在超出窗口长度的位置上每字节 %.3f 比特，后者为 %.3f 比特。\n", k, e > zh }
+    else { printf "Here keeping the start byte does not help: %.3f bits per byte past the window against %.3f for the window that evicts it.\n", k, e > en
+           printf "这里保留起始字节并没有帮助：在超出窗口长度的位置上每字节 %.3f 比特，驱逐它的窗口为 %.3f 比特。\n", k, e > zh } }'
+figure sinks_loss.png "The loss at every position of a text four windows long: the full cache, a window of $LW that keeps the start byte, and one of $LW that evicts it" \
+    "一段长达四个窗口的文本上每个位置（position）的损失：横轴是文本中的位置（词元），纵轴是损失（每词元比特数，8 个位置的平均）；三条曲线分别是完整缓存、保留起始字节的 $LW 词元窗口，以及同样大小但驱逐起始字节的窗口"
 
 # 6. What K and V hold, channel by channel, and how int8 should group them: the same text
 # through the fp32 cache, then with K and V read back through int8 grouped per token or per

@@ -3,7 +3,9 @@
 # heads chart, the previous-token and induction heads side by side, matching at every copy
 # length, what a sliding window does to copying).
 #   sh lessons/lesson8.sh BIN [--model DIR]      (what `make lesson8` runs)
-# Writes data/lesson8/ (heads/, *.md, values.csv), plots/lesson8/, lessons/lesson8.md.
+# Writes data/lesson8/ (heads/, *.md, values.csv), plots/lesson8/, lessons/lesson8.md and
+# lessons/zh/lesson8.md (each sentence and table written here has a Chinese twin, *.zh.md,
+# made under the same condition from the same numbers).
 . lessons/lib.sh
 lesson_begin 8 "$@"
 
@@ -14,6 +16,7 @@ kv "$V" model_args "$MODEL_ARGS"
 kv "$V" sink $S
 kv "$V" keep $KEEP
 model_words > "$D/model.md"
+model_words_zh > "$D/model.zh.md"
 # How the shipped model was trained to copy (lessons/model.mk), said only for that model.
 if [ "$MODEL_ARGS" = "--model data/model" ]; then
     share=$(sed -n 's/.*--repeat-share \([0-9.]*\).*/\1/p' lessons/model.mk)
@@ -24,13 +27,16 @@ if [ "$MODEL_ARGS" = "--model data/model" ]; then
     pct=$(awk -v s="$share" 'BEGIN { printf "%.0f", 100 * s }')
     tpct=$(awk -v s="$text" 'BEGIN { printf "%.0f", 100 * s }')
     printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
+    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批处理（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
 else
     echo "(The shipped model's training mixed in sequences that repeat a segment, with a period that varies from sequence to sequence.)" > "$D/curriculum.md"
+    echo "（随附模型的训练数据中混入了重复某段内容的序列，重复周期因序列而异。）" > "$D/curriculum.zh.md"
 fi
 
 # 1. Every head measured at every copy length, the chart drawn by kvscope heads.
 "$KV" heads $MODEL_ARGS --out "$D/heads" --plots "$P" --quiet
-figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy lengths), the weight on position 0 and the entropy, and every head's induction score at each copy length"
+figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy lengths), the weight on position 0 and the entropy, and every head's induction score at each copy length" \
+    "每个注意力头（head）在做什么：每个小图中一格对应一个层（layer，纵轴）和头（横轴）；各小图依次是上下文中点之前和之后的前一词元得分（previous token）、归纳得分（induction，取各复制长度中的最低值）、放在位置 0 上的权重（sink）和注意力行的熵（entropy，比特），最后一图是每个头在每种复制长度下的归纳得分（weight）"
 pick_heads "$D/heads"
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
 awk -F, -v L=$PREV_L -v H=$PREV_H -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
@@ -39,7 +45,7 @@ SPLIT=$(( $("$KV" info $MODEL_ARGS --prompt x | awk -F, '$1 == "N" { print $2 }'
 kv "$V" split $SPLIT
 # The three best heads by each score, with every score.
 for by in prev_token induction sink; do
-    awk -F, -v by=$by "$AWKLIB"'FNR == 1 { header(); next }
+    awk -F, -v by=$by -v zh="$D/top_$by.zh.md" "$AWKLIB"'FNR == 1 { header(); next }
         { n++; l[n] = col("layer"); h[n] = col("head"); pb[n] = col("prev_before"); pa[n] = col("prev_after")
           i[n] = col("induction"); s[n] = col("sink"); e[n] = col("entropy_bits"); k[n] = col(by) + 0 }
         END {
@@ -47,12 +53,15 @@ for by in prev_token induction sink; do
             for (a = 2; a <= n; a++) for (b = a; b > 1 && k[o[b]] > k[o[b - 1]]; b--) { t = o[b]; o[b] = o[b - 1]; o[b - 1] = t }
             print "| layer | head | previous token, before / after the middle | induction (lowest over the lengths) | sink (position 0) | entropy (bits) |"
             print "|---:|---:|---:|---:|---:|---:|"
-            for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x] }
+            print "| 层 | 头 | 前一词元，中点之前 / 之后 | 归纳（各长度中最低） | 汇聚（位置 0） | 熵（比特） |" > zh
+            print "|---:|---:|---:|---:|---:|---:|" > zh
+            for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x]
+                printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x] > zh }
         }' "$D/heads/heads.csv" > "$D/top_$by.md"
 done
 
 # 2. Matching at every copy length: the best head, the chosen head and the loss on each copy.
-awk -F, -v L=$IND_L -v H=$IND_H -v V="$V" "$AWKLIB"'
+awk -F, -v L=$IND_L -v H=$IND_H -v V="$V" -v zh="$D/lengths.zh.md" "$AWKLIB"'
 FNR == 1 { header(); f++; next }
 f == 1 { if (col("layer") == L && col("head") == H) mine[col("copy_len")] = col("induction"); next }
 { R = col("copy_len"); n++; len[n] = R; bl[n] = col("best_layer"); bh[n] = col("best_head"); bi[n] = col("best_induction")
@@ -60,8 +69,11 @@ f == 1 { if (col("layer") == L && col("head") == H) mine[col("copy_len")] = col(
 END {
     print "| copy length R | best head (layer, head): induction | layer " L ", head " H ": induction | first copy, bits/byte | second copy, bits/byte |"
     print "|---:|---|---:|---:|---:|"
+    print "| 复制长度 R | 最佳头（层, 头）：归纳 | 第 " L " 层第 " H " 个头：归纳 | 第一遍，比特/字节 | 第二遍，比特/字节 |" > zh
+    print "|---:|---|---:|---:|---:|" > zh
     for (a = 1; a <= n; a++) {
         printf "| %d | %d, %d: %.2f | %.2f | %.2f | %.2f |\n", len[a], bl[a], bh[a], bi[a], mine[len[a]], fb[a], sb[a]
+        printf "| %d | %d, %d: %.2f | %.2f | %.2f | %.2f |\n", len[a], bl[a], bh[a], bi[a], mine[len[a]], fb[a], sb[a] > zh
         if (a == 1 || sb[a] > worst) worst = sb[a]
         if (a == 1 || fb[a] < lowfirst) lowfirst = fb[a]
     }
@@ -79,8 +91,10 @@ LS=$PREV_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 mv "$P/hm/prefill_attn_$(head_name $IND_L $IND_H).png" "$P/repeat_attn_ind.png"
 mv "$P/hm/prefill_attn_$(head_name $PREV_L $PREV_H).png" "$P/repeat_attn_prev.png"
 rm -rf "$P/hm" "$D/tmp"
-figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before"
-figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated"
+figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before" \
+    "前一词元头（previous-token head，第 $PREV_L 层第 $PREV_H 个头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
+figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated" \
+    "归纳得分最高的头（第 $IND_L 层第 $IND_H 个头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
 
 # 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted
@@ -120,12 +134,16 @@ rm -f "$D/heads/tokens.csv"
 
 # The verdict on matching, one sentence chosen by the numbers: an induction head (layer
 # >= 1, every copy length >= 0.5, the second copy at most 1 bit per byte) or none.
-awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" 'BEGIN {
-    if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0)
-        printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f
-    else
-        printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f
-}' > "$D/verdict.md"
+awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" \
+    -v en="$D/verdict.md" -v zh="$D/verdict.zh.md" 'BEGIN {
+    if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0) {
+        printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f > en
+        printf "第 %d 层第 %d 个头是归纳头：在每一种复制长度下，它都把至少 %.2f 的权重放在第一遍中对应位置之后的那个词元上；第二遍每字节最多花费 %.2f 比特，而第一遍至少要 %.2f 比特。它位于比前一词元头更靠后的层，正如这个回路所要求的。\n", L, H, sc, w, f > zh
+    } else {
+        printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f > en
+        printf "这个模型没有归纳头：在每一种复制长度下都成立的最高得分是 %.2f（第 %d 层第 %d 个头），第二遍每字节仍要花费多达 %.2f 比特（第一遍至少 %.2f 比特）。模型有回路的前一半——一个前一词元头，却没有后一半：下面的照抄能力就是缺了它之后剩下的。\n", sc, L, H, w, f > zh
+    }
+}'
 
 # What the text says of these numbers: the previous-token head holds on both sides of the
 # middle of the context, and a window shorter than the copy distance copies no better than

@@ -9,12 +9,15 @@
 #   lesson_begin N BIN [ARGS]  check BIN, empty data/lessonN and plots/lessonN; sets KV, D,
 #                        P and MODEL_ARGS (ARGS, passed to every kvscope run and verify)
 #   lesson_end N         write the numbers marked for people (kvscope format) in
-#                        data/lessonN's files, then render lessons/lessonN.md
+#                        data/lessonN's files, then render lessons/lessonN.md and its
+#                        Chinese twin lessons/zh/lessonN.md (from lessons/zh/lessonN.md.in:
+#                        the same generated files, a second rendering)
 #   kv FILE KEY VALUE    append "KEY,VALUE" to FILE (created with a header when missing)
 #   value FILE KEY       print KEY's value in a key,value FILE (fails if it has none)
 #   chart SCRIPT OUT ARGS...   run plots/SCRIPT.gp writing OUT.png and OUT.svg
-#   figure FILE CAPTION  list plots/lessonN/FILE (a .png) with its caption for the
-#                        gallery (data/lessonN/figures.tsv), if it was made
+#   figure FILE CAPTION [ZH]  list plots/lessonN/FILE (a .png) with its caption for the
+#                        gallery (data/lessonN/figures.tsv) and its Chinese caption ZH
+#                        (data/lessonN/figures.zh.tsv), if it was made
 #   pick_heads DIR       run kvscope heads into DIR and set the heads a lesson shows:
 #                        IND_L IND_H IND_SCORE (the highest induction score) and
 #                        PREV_L PREV_H PREV_SCORE (the highest previous-token score)
@@ -22,6 +25,7 @@
 #   generated DIR        the bytes a run generated (its DIR/tokens.csv, decode steps)
 #   copied TEXT WANT     how many bytes TEXT reproduces of WANT from its start
 #   model_words          one sentence: which model MODEL_ARGS names
+#   model_words_zh       the same sentence in Chinese, its links relative to lessons/zh/
 #   claim WHAT COND      stop the lesson (exit 1, naming WHAT) unless the awk condition
 #                        COND holds: every sentence the prose says of the numbers (which
 #                        head, copies or not, sinks help or not) is a claim, so that
@@ -73,7 +77,12 @@ lesson_end() {
     files=$(ls "data/lesson$1"/*.md "data/lesson$1"/*.csv 2> /dev/null || true)
     [ -z "$files" ] || "$KV" format $files
     sh lessons/render.sh "lessons/lesson$1.md.in" "lessons/lesson$1.md"
-    echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md"
+    if [ -f "lessons/zh/lesson$1.md.in" ]; then
+        sh lessons/render.sh "lessons/zh/lesson$1.md.in" "lessons/zh/lesson$1.md"
+        echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md lessons/zh/lesson$1.md"
+    else
+        echo "lesson$1: wrote data/lesson$1/ plots/lesson$1/ lessons/lesson$1.md"
+    fi
 }
 
 kv() {
@@ -105,7 +114,9 @@ function kib(n) { return "{{kib " sprintf("%.0f", n) "}}" }
 '
 
 figure() {
-    if [ -f "$P/$1" ]; then printf '%s\t%s\n' "$1" "$2" >> "$D/figures.tsv"; fi
+    [ -f "$P/$1" ] || return 0
+    printf '%s\t%s\n' "$1" "$2" >> "$D/figures.tsv"
+    if [ $# -ge 3 ]; then printf '%s\t%s\n' "$1" "$3" >> "$D/figures.zh.tsv"; fi
 }
 
 chart() {
@@ -149,5 +160,13 @@ model_words() {
     "") echo "the built-in model (random weights with GPT-2 small's widths)" ;;
     "--model data/model") echo "kvscope's trained model (\`data/model/\`: a small byte-level GPT-2 trained on the King James Bible, see the [README](../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads))" ;;
     *) echo "the weights given with \`$MODEL_ARGS\`" ;;
+    esac
+}
+
+model_words_zh() {
+    case "$MODEL_ARGS" in
+    "") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
+    "--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
+    *) echo "\`$MODEL_ARGS\` 指定的权重" ;;
     esac
 }

@@ -35,6 +35,13 @@ captions() {
     [ -f "$1/roofline.csv" ] || return 0
     printf '%s\t%s\n' roofline.png "A decode step of GPT-2 small's shapes on this machine's roofline: FLOPs per byte grow with the batch size, and below the ridge the step is bound by memory; time to first token and per output token beside it — lesson 4" >> "$1/figures.tsv"
 }
+# The same captions in Chinese, for plots/README.zh.md.
+captions_zh() {
+    printf '%s\t%s\n' decode_time.png "实测的一个解码步耗时，有缓存（with cache）与无缓存（without cache）：两条线的差距就是加速比，远低于浮点运算次数之比（中位数，误差线为最小–最大）— 第 4 课" \
+    kv_memory_rss.png "实测的进程常驻内存（RSS）在 1000 个解码步中跟着缓存的已用字节增长，而不是预留字节 — 第 5 课" > "$1/figures.zh.tsv"
+    [ -f "$1/roofline.csv" ] || return 0
+    printf '%s\t%s\n' roofline.png "GPT-2 small 形状的一个解码步在本机屋顶线（roofline）上的位置：每字节浮点运算次数随批大小 B 增长，屋脊左侧受内存带宽限制；右图为首词元延迟与每词元时间 — 第 4 课" >> "$1/figures.zh.tsv"
+}
 # Lesson 4's section on the roofline ({{optional}}: only a measurement writes it).
 roofline_section() {
     peak=$(value "$1/roof.csv" peak_gflops) bw=$(value "$1/roof.csv" read_gbs)
@@ -56,12 +63,26 @@ roofline_section() {
         echo "The roof: $peak GFLOP/s (the FMA peak, \`bench_kvscope peak\`) and $bw GB/s (reading"
         echo "384 MiB, \`bench_kvscope triad\`), both measured here on one thread, like the steps."
     } > "$1/roofline.md"
+    # the Chinese twin (lessons/zh/lesson4.md): the same figure, numbers and table
+    {
+        echo "![A decode step on this machine's roofline](../../plots/measured/roofline.png)"
+        echo
+        echo "*看这些点在哪里离开斜着的屋顶：在屋脊（FMA 峰值除以读带宽，这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）左侧，解码步受内存限制，批越大，读同样的字节做的功越多；屋脊右侧则受算力限制。右图：整批的首词元延迟随 B 增长，每词元时间增长得少得多。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是屋脊，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
+        echo
+        echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元时间 | 首词元延迟 |"
+        tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'
+        echo
+        echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（读取 384 MiB，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"
+    } > "$1/roofline.zh.md"
 }
 if [ "${2:-}" = charts ]; then
     rm -rf plots/measured.tmp
     charts "$OUT" plots/measured.tmp
     captions "$OUT"
-    if [ -f "$OUT/roofline.csv" ]; then roofline_section "$OUT"; "$KV" format "$OUT/roofline.md"; fi
+    captions_zh "$OUT"
+    if [ -f "$OUT/roofline.csv" ]; then
+        roofline_section "$OUT"; "$KV" format "$OUT/roofline.md" "$OUT/roofline.zh.md"
+    fi
     rm -rf plots/measured
     mv plots/measured.tmp plots/measured
     lesson_end 4
@@ -180,6 +201,7 @@ tables "$W"
 charts "$W" "$W/plots"
 
 captions "$W"
+captions_zh "$W"
 rm -rf plots/measured
 mv "$W/plots" plots/measured
 rm -rf "$OUT"

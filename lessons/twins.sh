@@ -1,0 +1,70 @@
+#!/bin/sh
+# twins.sh — does every lesson have a Chinese twin that shows what the English one shows?
+#   sh lessons/twins.sh            (run by `make check-lessons`, after check.sh)
+# For lessons/lessonN.md and lessons/glossary.md the twin is lessons/zh/<same name>.
+# The twin must have, in the same order: the same headings (by level), the same tables
+# (rows × columns), the same figures (the same files), the same code blocks (byte for
+# byte: commands and console output are not translated), and every number the English
+# page prints (outside code blocks) somewhere in its text. Every figure the gallery
+# captions in data/lessonN/figures.tsv needs a Chinese caption in figures.zh.tsv.
+# A difference fails, naming the file and what is missing.
+set -eu
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvscope-twins.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# skeleton FILE: one line per heading (H level), table (T rows cols), figure (F path)
+# and code line (C text); numbers (N text) go to a second file, sorted and unique.
+skeleton() {
+    LC_ALL=C awk -v nums="$2" '
+    function flush() { if (rows) print "T " rows " " cols; rows = 0 }
+    /^```/ { flush(); code = !code; print "C " $0; next }
+    code { print "C " $0; next }
+    /^\|/ { if (!rows) { n = split($0, a, "|"); cols = n - 2 } rows++; next }
+    { flush() }
+    /^#+ / { match($0, /^#+/); print "H " RLENGTH }
+    {
+        s = $0
+        while (match(s, /!\[[^]]*\]\([^)]*\)/)) {
+            f = substr(s, RSTART, RLENGTH); sub(/^!\[[^]]*\]\(/, "", f); sub(/\)$/, "", f)
+            while (f ~ /^\.\.\//) f = substr(f, 4)
+            print "F " f
+            s = substr(s, RSTART + RLENGTH)
+        }
+    }
+    { t = $0
+      while (match(t, /[0-9]+([.,][0-9]+)*/)) { print substr(t, RSTART, RLENGTH) > nums; t = substr(t, RSTART + RLENGTH) } }
+    END { flush() }' "$1" > "$2.skel"
+    # tables: the numbers of table cells count too
+    LC_ALL=C awk '/^```/ { code = !code; next } !code && /^\|/ { t = $0
+        while (match(t, /[0-9]+([.,][0-9]+)*/)) { print substr(t, RSTART, RLENGTH); t = substr(t, RSTART + RLENGTH) } }' "$1" >> "$2"
+    LC_ALL=C sort -u "$2" -o "$2"
+}
+
+status=0
+fail() { echo "twins: $*" >&2; status=1; }
+for en in lessons/lesson*.md lessons/glossary.md; do
+    [ -f "$en" ] || continue
+    zh=lessons/zh/${en#lessons/}
+    if [ ! -f "$zh" ]; then fail "$en has no Chinese twin $zh"; continue; fi
+    : > "$tmp/en"; : > "$tmp/zh"
+    skeleton "$en" "$tmp/en"; skeleton "$zh" "$tmp/zh"
+    if ! diff "$tmp/en.skel" "$tmp/zh.skel" > "$tmp/diff"; then
+        fail "$zh differs from $en in its headings (H level), tables (T rows columns), figures (F file) or code blocks (C line); < English, > Chinese:"
+        head -n 20 "$tmp/diff" >&2
+    fi
+    missing=$(LC_ALL=C comm -23 "$tmp/en" "$tmp/zh" | tr '\n' ' ')
+    [ -z "$missing" ] || fail "$zh lacks numbers $en prints: $missing"
+done
+for t in data/lesson*/figures.tsv; do
+    [ -f "$t" ] || continue
+    z=${t%.tsv}.zh.tsv
+    cut -f1 "$t" | sort > "$tmp/f.en"
+    if [ -f "$z" ]; then cut -f1 "$z" | sort > "$tmp/f.zh"; else : > "$tmp/f.zh"; fi
+    missing=$(comm -23 "$tmp/f.en" "$tmp/f.zh" | tr '\n' ' ')
+    [ -z "$missing" ] || fail "$z has no Chinese caption for: $missing"
+done
+if [ $status -ne 0 ]; then
+    echo "twins: a Chinese lesson lacks what its English twin shows; edit lessons/zh/*.md.in (or the lesson script's Chinese text) and run: make lessons" >&2
+    exit 1
+fi
+echo "twins: every lesson's Chinese twin has its headings, tables, figures, code and numbers"
