@@ -579,6 +579,7 @@ START_TEST(test_square_long_prompt) {
     free(a);
     token_texts_free(&t);
     remove_tree(dir);
+    fig_release();
 }
 END_TEST
 
