@@ -69,7 +69,7 @@ do for [fmt in FORMATS] {
     set title 'induction at each copy length (bytes), head by head (layer.head)' font ',14'
     set xrange [-0.5:L * NH - 0.5]
     set yrange [0:1]
-    set xtics 1 scale 0.5 font ',10' rotate by 90 right
+    set xtics 1 scale 0.5 font ',11' rotate by 90 right
     set ytics 0.25 font ',12'
     unset xlabel
     set ylabel 'weight' font ',14'

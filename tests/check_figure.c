@@ -15,6 +15,7 @@
 
 #include "colormap.h"
 #include "figure.h"
+#include "attn_observer.h"
 #include "matrix_figs.h"
 #include "outdir.h"
 #include "testutil.h"
@@ -112,8 +113,15 @@ START_TEST(test_square_cells) {
             const unsigned char *q = pix(&p, g[0] + c * g[2] + g[2] / 2, g[1] + r * g[3] + 3);
             if (st[r * 3 + c] == HF_VALUE) ck_assert_rgb_is(q, colormap_viridis(v[r * 3 + c]));
             else if (st[r * 3 + c] == HF_MASKED) ck_assert_rgb_is(q, COLOR_MASKED);
-            else ck_assert_msg((q[0] == 0 || q[0] == 255) && q[0] == q[1] && q[1] == q[2],
-                               "evicted cell is not black or white");
+            else { /* the hatch: 8 pixels along a row cross one period, black and white */
+                int black = 0, white = 0;
+                for (int i = 0; i < 8; i++) {
+                    const unsigned char *e = q + 3 * i;
+                    ck_assert_msg(e[0] == e[1] && e[1] == e[2], "evicted cell is not grey");
+                    black += e[0] == 0, white += e[0] == 255;
+                }
+                ck_assert_msg(black && white, "evicted cell is not hatched black on white");
+            }
         }
     free(p.px);
     /* the SVG: glyphs as outlines (no text element needs a font), and the same bytes
@@ -489,12 +497,99 @@ START_TEST(test_render_optional) {
 }
 END_TEST
 
+/* ---- a long prompt: labels readable, the matrix filling the canvas ---- */
+
+/* The smallest em size in px of the SVG's fonts, measured independently of figure.c:
+ * every cairo font subset holds its .notdef glyph (glyphF-0), whose box is 0.666 em
+ * tall in WenQuanYi Zen Hei (width/height 0.40) and 0.88 em in DejaVu Sans (0.57).
+ * The 1 px SVG unit is the PNG's pixel. */
+static double smallest_font_px(const char *svg) {
+    double least = 1e9;
+    for (const char *p = strstr(svg, "-0\">"); p; p = strstr(p + 1, "-0\">")) {
+        const char *d = strstr(p, " d=\""), *end = strstr(p, "</symbol>");
+        ck_assert_msg(d && end && d < end, "a .notdef symbol without its path");
+        double x0 = 1e9, y0 = 1e9, x1 = -1e9, y1 = -1e9, xy[2];
+        int k = 0;
+        for (const char *q = d + 4; *q != '"';) {
+            if ((*q >= '0' && *q <= '9') || *q == '-' || *q == '.') {
+                char *e;
+                xy[k] = strtod(q, &e);
+                q = e;
+                if (++k == 2) {
+                    x0 = fmin(x0, xy[0]), x1 = fmax(x1, xy[0]), y0 = fmin(y0, xy[1]), y1 = fmax(y1, xy[1]);
+                    k = 0;
+                }
+            } else {
+                q++;
+            }
+        }
+        const double w = fmin(x1 - x0, y1 - y0), h = fmax(x1 - x0, y1 - y0), a = w / h;
+        ck_assert_msg((a > 0.35 && a < 0.45) || (a > 0.52 && a < 0.62), "a font of unknown aspect %g", a);
+        least = fmin(least, a < 0.5 ? h / 0.666 : h / 0.88);
+    }
+    return least;
+}
+
+START_TEST(test_square_long_prompt) {
+    char dir[64], png[128], svg[128], err[512];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    enum { T = 60 };
+    TokenTexts t;
+    set_text(&t, "And Jacob set up a pillar of stone in Bethel. And Jacob set up");
+    float v[T * T];
+    unsigned char st[T * T];
+    float smax = 0;
+    for (int r = 0; r < T; r++)
+        for (int c = 0; c < T; c++) {
+            v[r * T + c] = c <= r ? (float)((r * 7 + c * 3) % 23) * 0.3f - 0.3f : 0.0f;
+            st[r * T + c] = c <= r ? HF_VALUE : HF_MASKED;
+            if (c <= r) smax = fmaxf(smax, fabsf(v[r * T + c]));
+        }
+    /* one score far above the rest, as lesson 2's 6.45 was */
+    v[40 * T + 3] = 6.45f;
+    smax = 6.45f;
+    float *tmp = malloc(sizeof v);
+    ck_assert_ptr_nonnull(tmp);
+    size_t k = 0;
+    for (int r = 0; r < T; r++)
+        for (int c = 0; c <= r; c++) tmp[k++] = v[r * T + c];
+    const float R = heatmap_range(tmp, k);
+    free(tmp);
+    ck_assert_msg(R >= smax && R <= smax * 1.02f, "scale ±%g for a largest score %g", (double)R, (double)smax);
+    HfSquare s = {{&t, 0, 0, 0, T}, {T, T, v, T, 1, st, R}, T, 1, 0, 0, 0, 0};
+    snprintf(png, sizeof png, "%s/sq.png", dir);
+    snprintf(svg, sizeof svg, "%s/sq.svg", dir);
+    ck_assert_int_eq(heatfig_square(&s, png, svg, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    int g[4];
+    grid_of(p.desc, "grid=", g, 4);
+    /* the matrix spans at least 60 % of the width and 70 % of the height */
+    ck_assert_msg(T * g[2] >= HEATFIG_W * 6 / 10 && T * g[3] >= HEATFIG_H * 7 / 10,
+                  "matrix %d×%d px on a %d×%d canvas", T * g[2], T * g[3], HEATFIG_W, HEATFIG_H);
+    /* the outlier has the scale's top colour, not a clipped one beyond it */
+    ck_assert_rgb_is(pix(&p, g[0] + 3 * g[2] + g[2] / 2, g[1] + 40 * g[3] + g[3] / 2),
+                     colormap_diverging(6.45f, R));
+    free(p.px);
+    size_t n = 0;
+    char *a = read_file(svg, &n);
+    ck_assert_ptr_nonnull(a);
+    const double least = smallest_font_px(a);
+    ck_assert_msg(least >= 14.0 - 0.05, "a text of %.2f px, under 14", least);
+    free(a);
+    token_texts_free(&t);
+    remove_tree(dir);
+    fig_release();
+}
+END_TEST
+
 Suite *make_figure_suite(void) {
     Suite *s = suite_create("figure");
     TCase *tc = tcase_create("figure");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_labels_bytes);
     tcase_add_test(tc, test_square_cells);
+    tcase_add_test(tc, test_square_long_prompt);
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_start_label_glyphs);
     tcase_add_test(tc, test_qkv_fills);

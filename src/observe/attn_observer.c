@@ -198,11 +198,6 @@ static int write_image(Heatmap *h, Image *im, const char *name, const char *titl
 
 /* ---- colour ranges ---- */
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
 /* x rounded up to two significant digits (m · 10^e with 10 ≤ m < 100), computed with
  * exact powers of ten so that the range prints as written; 1 for 0 or non-finite. */
 static float nice_ceil(float x) {
@@ -220,13 +215,15 @@ static float nice_ceil(float x) {
     return (float)(up ? m / scale : m * scale);
 }
 
-/* The 99th percentile (nearest rank) of |v|, rounded up by nice_ceil. v is scratch. */
+/* The largest |v|, rounded up by nice_ceil: the scale holds every value it was set
+ * from, so the one a lesson quotes has its own colour, not the end colour of a clip. */
 float heatmap_range(float *v, size_t n) {
-    if (n == 0) return 1.0f;
-    for (size_t i = 0; i < n; i++) v[i] = v[i] < 0.0f ? -v[i] : v[i];
-    qsort(v, n, sizeof *v, cmp_float);
-    size_t k = (99 * n + 99) / 100; /* ceil(0.99 n), 1-based */
-    return nice_ceil(v[k - 1]);
+    float m = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        const float a = v[i] < 0.0f ? -v[i] : v[i];
+        if (a > m) m = a;
+    }
+    return nice_ceil(m);
 }
 
 /* Range of one head's slice of a [n, NH, hs] tensor. */

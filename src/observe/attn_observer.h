@@ -57,10 +57,11 @@
  * Colour scales, fixed for the whole run so frames compare:
  *   weights  [0, 1], viridis;
  *   scores, Q, K, V  symmetric [-R, R], cool–warm, one R per (layer, head, matrix),
- *            set at the prefill and kept for every decode step: R is the 99th
- *            percentile (nearest rank) of |x| over the prefill's entries of that
- *            matrix (scores: the causal entries only), rounded up to two significant
- *            digits (1 if that is 0). Larger values are clipped to the end colours.
+ *            set at the prefill and kept for every decode step: R is the largest
+ *            |x| over the prefill's entries of that matrix (scores: the causal
+ *            entries only), rounded up to two significant digits (1 if that is 0),
+ *            so every prefill value is inside; a decode step's larger values are
+ *            clipped to the end colours.
  * Each PNG states phase, step, layer, head, shape and range in its Description chunk.
  *
  * Pixels per cell (--raw) when cfg.cell is 0: attention images  heatmap_auto_cell(T_max),
@@ -141,9 +142,9 @@ typedef struct {
  * HEATMAP_TARGET_PX / n, clamped to [1, HEATMAP_MAX_CELL]. */
 int heatmap_auto_cell(int n);
 
-/* The symmetric colour range ±R of n values (scores, Q, K, V): the 99th percentile
- * (nearest rank) of |x|, rounded up to two significant digits; 1 for none. v is
- * scratch: it is reordered. The explorer page uses it to draw on the same scale. */
+/* The symmetric colour range ±R of n values (scores, Q, K, V): the largest |x|,
+ * rounded up to two significant digits; 1 for none (or all zero). v is not changed.
+ * The explorer page uses it to draw on the same scale. */
 float heatmap_range(float *v, size_t n);
 
 /* 0, or -1 with a message in h->err (out of memory, bad config). */

@@ -318,7 +318,9 @@ static double runs(Fig *f, const char *s, double size, int draw) {
         buf[n] = '\0';
         s += n;
         if (sup && *s == '}') s++;
-        const double sz = sup ? size * 0.62 : size, rise = sup ? -size * 0.42 : 0.0;
+        double sz = sup ? size * 0.62 : size;
+        if (sup && sz < FIG_MIN_TEXT_PX) sz = size < FIG_MIN_TEXT_PX ? size : FIG_MIN_TEXT_PX;
+        const double rise = sup ? -size * 0.42 : 0.0;
         cairo_set_font_size(f->cr, sz);
         w += show_fallback(f, buf, rise, draw);
     }

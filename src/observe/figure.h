@@ -9,7 +9,9 @@
  * units are pixels too). Both files are written atomically (a temporary name beside
  * the target, renamed on success); the same drawing gives the same bytes.
  *
- * Text markup in fig_text: "^x" or "^{xy}" draws x (xy) as a superscript: "K^T".
+ * Text markup in fig_text: "^x" or "^{xy}" draws x (xy) as a superscript: "K^T", at
+ * 0.62 of the text's size but not under FIG_MIN_TEXT_PX (the smallest text `make
+ * check-figures` accepts at the published size).
  */
 #ifndef KVSCOPE_FIGURE_H
 #define KVSCOPE_FIGURE_H
@@ -23,6 +25,7 @@
 /* for the characters FIG_FONT lacks, such as ⟨ ⟩ of the start token's label ⟨s⟩ */
 #define FIG_FONT_FALLBACK "DejaVu Sans" /* Debian fonts-dejavu-core */
 #define FIG_MAX_PIXELS ((size_t)64 << 20)
+#define FIG_MIN_TEXT_PX 14.0
 
 typedef struct Fig Fig;
 typedef enum { FIG_LEFT, FIG_CENTER, FIG_RIGHT } FigAlign;

@@ -49,43 +49,86 @@ static void cell_number(Fig *f, int x, int y, int w, int h, Rgb bg, const char *
 
 /* ---- token labels ---- */
 
-static double label_px(int cell) { return clampi(cell * 3 / 4, 11, 20); }
+/* Labels are at least LABEL_MIN_PX at the published size (readable on a slide shown
+ * at a third of it). Every row or column is labelled while its cells are tall enough
+ * for that; beyond, every k-th position is (axis_stride), with a tick at each label,
+ * and the figure says which: stride_note. */
+#define LABEL_MIN_PX 14
+#define TICK_PX 4
 
-/* Labels left of rows y0 + i·ch, right-aligned at x; spans get a bracket. Labels that
- * would overlap the previous one are left out. hi: a row whose label is orange. */
+static double label_px(int cell) { return clampi(cell * 3 / 4, LABEL_MIN_PX, 20); }
+
+/* The smallest k of 1, 2, 3, 4, 5, 10, 20, 25, 50, 100, … with k cells of cell px
+ * holding a label of label_px(cell) and a little air. */
+static int axis_stride(int cell) {
+    static const int nice[] = {1, 2, 3, 4, 5, 10, 20, 25, 50};
+    const double need = label_px(cell) * 1.15 + 2;
+    for (int scale = 1;; scale *= 100)
+        for (size_t i = 0; i < sizeof nice / sizeof nice[0]; i++) {
+            const int k = nice[i] * scale;
+            if ((double)k * imax(cell, 1) >= need || k >= 1000000) return k;
+        }
+}
+
+/* " (every 4th token labelled)", or "" for every token. */
+static const char *stride_note(char *b, size_t n, int k) {
+    if (k <= 1) return b[0] = '\0', b;
+    const int t = k % 100;
+    const char *suf = t >= 11 && t <= 13 ? "th" : k % 10 == 1 ? "st" : k % 10 == 2 ? "nd" : k % 10 == 3 ? "rd" : "th";
+    snprintf(b, n, " (every %d%s token labelled)", k, suf);
+    return b;
+}
+
+/* 1 if a label covering positions first .. first+span-1 holds a multiple of k. */
+static int on_stride(const TokLabel *l, int k) {
+    return k <= 1 || (l->first + l->span - 1) / k * k >= l->first;
+}
+
+/* Labels left of rows y0 + i·ch, right-aligned at x, every axis_stride(ch)-th with a
+ * tick between it and the matrix (which starts at x + 6); spans get a bracket. Labels
+ * that would still overlap the previous one are left out. hi: a row whose label is
+ * orange (always labelled). */
 static void row_labels(Fig *f, const TokLabel *l, int m, int x, int y0, int ch, int hi) {
     const double px = label_px(ch);
-    double last = -1e9;
+    const int k = axis_stride(ch);
+    double last = -1e9, yhi = -1e9; /* the orange label wins over its neighbours */
+    for (int i = 0; i < m; i++)
+        if (hi >= l[i].first && hi < l[i].first + l[i].span) yhi = y0 + (l[i].first + l[i].span / 2.0) * ch;
     for (int i = 0; i < m; i++) {
         const double yc = y0 + (l[i].first + l[i].span / 2.0) * ch;
         if (l[i].span > 1 && ch >= 3)
             fig_line(f, x + 2, y0 + l[i].first * ch + 1, x + 2, y0 + (l[i].first + l[i].span) * ch - 1,
                      SOFT, 1.5);
-        if (yc - last < px * 1.05) continue;
         const int h = hi >= l[i].first && hi < l[i].first + l[i].span;
-        fig_text_mid(f, x - 3, yc, l[i].span > 1 ? label_px(imin(ch * l[i].span, 24)) : px,
-                     FIG_RIGHT, h ? ORANGE : INK, l[i].text);
+        const double sz = l[i].span > 1 ? label_px(imin(ch * l[i].span, 24)) : px;
+        if (!h && (!on_stride(&l[i], k) || yc - last < sz * 1.05 || (yc - yhi < sz * 1.05 && yhi - yc < sz * 1.05)))
+            continue;
+        fig_line(f, x + 6 - TICK_PX, yc, x + 6, yc, SOFT, 1);
+        fig_text_mid(f, x - 3, yc, sz, FIG_RIGHT, h ? ORANGE : INK, l[i].text);
         last = yc;
     }
 }
 
-/* Labels under columns x0 + i·cw, from y down: upright where a label fits its span,
- * else turned to read upwards. Labels that would overlap the previous one are left
- * out. Returns the height used. */
+/* Labels under columns x0 + i·cw, from y down, every axis_stride(cw)-th with a tick:
+ * upright where a label fits the width it has, else turned to read upwards. Labels
+ * that would still overlap the previous one are left out. Returns the height used. */
 static int col_labels(Fig *f, const TokLabel *l, int m, int x0, int cw, int y) {
     const double px = label_px(cw);
+    const int k = axis_stride(cw);
     double last_right = -1e9, used = 0;
     for (int i = 0; i < m; i++) {
         const double xc = x0 + (l[i].first + l[i].span / 2.0) * cw;
         if (l[i].span > 1 && cw >= 3)
             fig_line(f, x0 + l[i].first * cw + 1, y + 2, x0 + (l[i].first + l[i].span) * cw - 1, y + 2,
                      SOFT, 1.5);
+        if (!on_stride(&l[i], k)) continue;
         const double su = label_px(imin(cw * l[i].span, 24)), wu = fig_text_width(f, su, l[i].text);
-        const int upright = wu <= l[i].span * cw - 1;
-        const double half = upright ? wu / 2 : px * 0.55, w = upright ? su + 8 : fig_text_width(f, px, l[i].text) + 8;
+        const int upright = wu <= imax(l[i].span, k) * cw - 2;
+        const double half = upright ? wu / 2 : px * 0.55, w = upright ? su + 10 : fig_text_width(f, px, l[i].text) + 10;
         if (xc - half < last_right + 2) continue;
+        fig_line(f, xc, y, xc, y + TICK_PX, SOFT, 1);
         if (upright) fig_text(f, xc, y + 6 + su, su, FIG_CENTER, INK, l[i].text);
-        else fig_text_turned(f, xc, y + 6, px, -90, FIG_RIGHT, INK, l[i].text);
+        else fig_text_turned(f, xc, y + 7, px, -90, FIG_RIGHT, INK, l[i].text);
         if (w > used) used = w;
         last_right = xc + half;
     }
@@ -159,16 +202,23 @@ static const char *what(int scores) {
 
 typedef struct {
     const HfSquare *s;
-    int x0, y0, c;
+    int x0, y0, cw, ch;  /* cells are cw × ch: the square fills the canvas' width too */
     char title[256], sub[256];
 } SquareDraw;
 
+/* The matrix takes the height between the titles and the key labels, and up to twice
+ * that in width (cells at most twice as wide as tall), so that it fills the canvas
+ * instead of its middle third; the colour bar sits right of it. */
+#define SQ_TOP 100
+#define SQ_BOTTOM 86 /* the key labels and the caption */
 static void square_layout(SquareDraw *d) {
     const int n = d->s->m.rows;
-    const int aw = HEATFIG_W - 170 - 210, ah = HEATFIG_H - 100 - 140;
-    d->c = clampi(imin(aw / n, ah / n), 1, 64);
-    d->x0 = 170 + (aw - n * d->c) / 2;
-    d->y0 = 100 + (ah - n * d->c) / 2;
+    const int aw = HEATFIG_W - 170 - (d->s->steps > 0 ? 380 : 240), ah = HEATFIG_H - SQ_TOP - SQ_BOTTOM;
+    d->ch = clampi(ah / n, 1, 64);
+    d->cw = clampi(aw / n, d->ch, imin(2 * d->ch, 64));
+    if (d->cw * n > aw) d->cw = d->ch = clampi(imin(aw, ah) / n, 1, 64);
+    d->x0 = 170 + (aw - n * d->cw) / 2;
+    d->y0 = SQ_TOP + (ah - n * d->ch) / 2;
     const HfSquare *s = d->s;
     if (s->at.step == 0 && s->steps > 0)
         snprintf(d->title, sizeof d->title, "Prefill (step 0 of %d), layer %d, head %d: %s",
@@ -194,36 +244,37 @@ static void square_layout(SquareDraw *d) {
 static int square_draw(Fig *f, void *user) {
     SquareDraw *d = user;
     const HfSquare *s = d->s;
-    const int n = s->m.rows, c = d->c, S = n * c;
+    const int n = s->m.rows, cw = d->cw, c = d->ch, S = n * c, SW = n * cw;
     titles(f, d->title, d->sub);
-    draw_matrix(f, &s->m, d->x0, d->y0, c, c);
+    draw_matrix(f, &s->m, d->x0, d->y0, cw, c);
     TokLabel *l = malloc((size_t)n * sizeof *l);
     if (!l) return -1;
     const int m = toklabel_axis(s->at.tok, NULL, imin(n, s->nrows), l);
     row_labels(f, l, m, d->x0 - 6, d->y0, c, s->new_n ? s->new0 : -1);
     const int ml = toklabel_axis(s->at.tok, NULL, imin(n, s->nrows), l);
-    int used = col_labels(f, l, ml, d->x0, c, d->y0 + S);
-    char cap[160];
-    snprintf(cap, sizeof cap, "key: a token the query may look at%s", spans(l, ml) ? SPAN_NOTE : "");
+    int used = col_labels(f, l, ml, d->x0, cw, d->y0 + S);
+    char cap[200], note[64];
+    snprintf(cap, sizeof cap, "key: a token the query may look at%s%s", spans(l, ml) ? SPAN_NOTE : "",
+             stride_note(note, sizeof note, axis_stride(cw)));
     free(l);
-    fig_text(f, d->x0 + S / 2.0, d->y0 + S + used + 28, CAP_PX, FIG_CENTER, INK, cap);
-    fig_text_turned(f, d->x0 - 110, d->y0 + S / 2.0, CAP_PX, -90, FIG_CENTER, INK,
-                    "query: the token being computed");
+    fig_text(f, d->x0 + SW / 2.0, d->y0 + S + used + 26, CAP_PX, FIG_CENTER, INK, cap);
+    snprintf(cap, sizeof cap, "query: the token being computed%s", stride_note(note, sizeof note, axis_stride(c)));
+    fig_text_turned(f, d->x0 - 110, d->y0 + S / 2.0, CAP_PX, -90, FIG_CENTER, INK, cap);
     if (s->at.step > 0) { /* rows of decode: a bar right of the matrix; the prompt's end */
         for (int r = s->at.T0; r < s->nrows; r++)
-            fig_rect(f, d->x0 + S + 4, d->y0 + r * c, 6, c,
+            fig_rect(f, d->x0 + SW + 4, d->y0 + r * c, 6, c,
                      r >= s->new0 && r < s->new0 + s->new_n ? ORANGE : BLACK);
-        fig_dashed(f, d->x0 - 4, d->y0 + s->at.T0 * c, d->x0 + S + 12, d->y0 + s->at.T0 * c,
+        fig_dashed(f, d->x0 - 4, d->y0 + s->at.T0 * c, d->x0 + SW + 12, d->y0 + s->at.T0 * c,
                    ORANGE, 2, 6);
         if (s->new_n)
-            fig_frame(f, d->x0 - 1, d->y0 + s->new0 * c - 1, (s->new0 + 1) * c + 2,
+            fig_frame(f, d->x0 - 1, d->y0 + s->new0 * c - 1, (s->new0 + 1) * cw + 2,
                       s->new_n * c + 2, ORANGE, 3);
-        fig_text(f, d->x0 + S + 16, d->y0 + s->at.T0 * c + 18, 16, FIG_LEFT, SOFT,
+        fig_text(f, d->x0 + SW + 16, d->y0 + s->at.T0 * c + 18, 16, FIG_LEFT, SOFT,
                  "▌ rows of decode steps");
     }
-    if (s->scores) snprintf(cap, sizeof cap, "score (clipped at ±%g)", (double)s->m.R);
+    if (s->scores) snprintf(cap, sizeof cap, "score (±%g: the prefill's largest |score|)", (double)s->m.R);
     else snprintf(cap, sizeof cap, "weight (0 to 1)");
-    colorbar_v(f, d->x0 + S + (s->steps > 0 ? 200 : 60), d->y0, 26, imax(S, 200), s->m.R, cap);
+    colorbar_v(f, d->x0 + SW + (s->steps > 0 ? 200 : 60), d->y0, 26, imax(S, 200), s->m.R, cap);
     return 0;
 }
 
@@ -236,7 +287,7 @@ static void square_texts(const SquareDraw *d, PngText *t, char *desc, size_t n) 
              s->at.step ? "decode" : "prefill", s->at.step, s->at.layer, s->at.head,
              s->scores ? "scores" : "weights", s->nrows, s->m.cols, s->nrows - 1,
              s->m.R > 0 ? "cool-warm" : "viridis", s->m.R > 0 ? "+/-" : "0..", s->m.R > 0 ? (double)s->m.R : 1.0,
-             s->evicted ? " evicted=white hatched black" : "", d->x0, d->y0, d->c, d->c);
+             s->evicted ? " evicted=white hatched black" : "", d->x0, d->y0, d->cw, d->ch);
     t->title = d->title;
     t->description = desc;
 }
@@ -328,7 +379,7 @@ static int qkv_draw(Fig *f, void *user) {
     channel_ticks_x(f, d->xq, d->yq + T * ut, uc, hs);
     channel_ticks_x(f, d->xv, d->yv + T * ut, uc, hs);
     char cap[96];
-    snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (clipped beyond)", (double)q->R);
+    snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (their largest |value|)", (double)q->R);
     const int wbar = imax(imin(T * d->ut, 440), 300);
     colorbar_h(f, d->xbar - wbar / 2, d->ybar, wbar, 18, q->R, cap);
     return 0;
@@ -418,8 +469,10 @@ static int step_setup(StepDraw *d) {
         step_layout_prefill(d);
         snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: all %d prompt tokens at once",
                  s->at.layer, s->at.head, s->n);
+        char note[64];
         snprintf(d->sub, sizeof d->sub, "every query row against every key row (T×hs against T×hs), "
-                 "the causal mask, the softmax, and the weighted sum of the values");
+                 "the causal mask, the softmax, the weighted sum of the values%s",
+                 stride_note(note, sizeof note, axis_stride(d->ch)));
     }
     return 0;
 }
@@ -445,7 +498,7 @@ static void step_bars(Fig *f, const HfStep *s) {
     char c[96];
     snprintf(c, sizeof c, "q, K, V, z: ±%g (fixed at the prefill)", (double)s->R);
     colorbar_h(f, 130, HEATFIG_H - 62, 380, 16, s->R, c);
-    snprintf(c, sizeof c, "score: ±%g (clipped beyond)", (double)s->Rs);
+    snprintf(c, sizeof c, "score: ±%g (the prefill's largest; clipped beyond)", (double)s->Rs);
     colorbar_h(f, 610, HEATFIG_H - 62, 380, 16, s->Rs, c);
     colorbar_h(f, 1090, HEATFIG_H - 62, 380, 16, 0, "weight: 0 to 1 (each row sums to 1)");
 }
@@ -482,8 +535,10 @@ static int step_draw_decode(Fig *f, const StepDraw *d) {
     const int m = toklabel_axis(s->at.tok, s->slot_pos, t, l);
     row_labels(f, l, m, d->xk - 6, d->yk, ch, t - 1);
     free(l);
+    char cap[96], note[64];
+    snprintf(cap, sizeof cap, "cached tokens (oldest on top)%s", stride_note(note, sizeof note, axis_stride(ch)));
     fig_text_turned(f, d->xk - STEP_LAB + 4, d->yk + s->t_max * ch / 2.0, CAP_PX, -90, FIG_CENTER,
-                    INK, "cached tokens (oldest on top)");
+                    INK, cap);
     return 0;
 }
 

@@ -1,7 +1,11 @@
 /* matrix_figs.h — the heatmap figures of `kvscope run --heatmaps`, for slides: each a
  * title (phase, step, layer, head, what the value is), the token texts on its axes
  * (toklabel.h), a colour bar with its range, ≥ 800 px on its short side; drawn once
- * by figure.h into a PNG and its SVG twin.
+ * by figure.h into a PNG and its SVG twin. Token labels are at least 14 px: every row
+ * and column is labelled while its cells are tall (wide) enough for that, else every
+ * k-th (k = 2, 3, 4, 5, 10, 20, 25, 50, …) with a tick mark, and the axis caption or the
+ * subtitle says so ("every 4th token labelled"). The square's cells may be up to twice
+ * as wide as tall, so that a long prompt fills the canvas' width.
  *
  * Colours are those of colormap.h: weights in [0, 1] viridis, signed values cool–warm
  * over [-R, R] (clipped beyond), masked (future) cells COLOR_MASKED grey, evicted

@@ -1,8 +1,8 @@
 // explorer_test.mjs — the explorer page in a real browser (Debian's Chromium, headless,
 // driven by playwright-core). Run by `make check-browser`:
 //   node tests/browser/explorer_test.mjs BIN WORKDIR [LESSON_PAGE...]
-// It runs kvscope three times (a plain cache, a window with sinks and q8_0, the
-// articles' forgetful cache), opens each page from the file system and checks what a
+// It runs kvscope five times (a plain cache, a window with sinks and q8_0, the
+// articles' forgetful cache, no cache, odd tokens), opens each page from the file system and checks what a
 // learner sees against the run's own attention.csv: the rows shown at each step, the
 // weight and score on hover, the colour of a cell, a head switch, hatched evicted
 // cells, keyboard and play. Every lesson page given must load cleanly and stay under
@@ -171,6 +171,8 @@ async function windowRun(browser, r) {
   }
   ok(evicted === last + 1 - 12, `row ${last} has ${evicted} evicted keys, expected ${last + 1 - 12}`);
   ok((await page.textContent('#badges')).includes('q8_0'), 'the badge names the K/V type');
+  const ov = await page.textContent('#ov-title');
+  ok(ov.startsWith('2 of 12 heads of layer 0'), 'two heads of twelve in the page, said so: ' + ov);
   await page.screenshot({ path: resolve(WORK, 'explorer_window_1600x900.png') });
   ok(errors.length === 0 && requests.length === 0, 'window page: no error, no request: ' + errors.concat(requests).join(' | '));
   await page.close();
@@ -188,8 +190,35 @@ async function bugRun(browser, r) {
     ok(held ? !!t.exact : /evicted/.test(t.text), `article bug: hover on (${q}, ${k})`);
   }
   ok(/forgets/.test(await page.textContent('#story')), 'the story says the cache forgets');
+  const note = await page.textContent('#flopnote');
+  ok(!/saves/.test(note) && /forgot/.test(note), 'the forgetful cache claims no saving: ' + note);
+  ok(/\b1 head, /.test(await page.textContent('#foot')), 'one head, in the singular: ' + await page.textContent('#foot'));
   await page.screenshot({ path: resolve(WORK, 'explorer_article_bug_1600x900.png') });
   ok(errors.length === 0 && requests.length === 0, 'bug page: no error, no request: ' + errors.concat(requests).join(' | '));
+  await page.close();
+}
+
+// --no-cache: no bytes called a cache, K and V titled as recomputed (read from the
+// canvas' drawing calls), every head of the four shown said to be 4 of 12.
+async function noCacheRun(browser, r) {
+  const { page, errors, requests } = await open(browser, r.html);
+  await page.keyboard.press('End');
+  ok((await page.textContent('#mem-title')).includes('not a cache'), 'no-cache memory panel title');
+  const mem = await page.textContent('#memtext');
+  ok(/No cache is kept/.test(mem) && !/ used \(/.test(mem), 'no-cache memory text says nothing is kept: ' + mem);
+  ok((await page.textContent('#ov-title')).startsWith('4 of 12 heads'), 'no-cache overview: 4 of 12 heads');
+  const texts = await page.evaluate(() => {  // what drawKV writes on its canvas, drawn again with fillText spied
+    const seen = [], orig = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (t, ...a) { seen.push(String(t)); return orig.call(this, t, ...a); };
+    window.dispatchEvent(new Event('resize'));
+    return new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(() => {
+      CanvasRenderingContext2D.prototype.fillText = orig; res(seen);
+    })));
+  });
+  ok(texts.some((t) => /^K \(\d+\u00d764\), recomputed$/.test(t)) && !texts.some((t) => /cache \(/.test(t)),
+    'no-cache K/V titles: ' + texts.filter((t) => /[KV] /.test(t)).join(' | '));
+  await page.screenshot({ path: resolve(WORK, 'explorer_no_cache_1600x900.png') });
+  ok(errors.length === 0 && requests.length === 0, 'no-cache page: no error, no request: ' + errors.concat(requests).join(' | '));
   await page.close();
 }
 
@@ -225,12 +254,14 @@ const t0 = Date.now();
 const plain = run('plain', ['--prompt', '人工智能是', '--steps', '8']);
 const win = run('window', ['--prompt', 'The KV cache', '--steps', '20', '--window', '12', '--sink', '2', '--kv-dtype', 'q8_0', '--heads-shown', '0,1']);
 const bug = run('bug', ['--prompt', '人工智能是', '--steps', '4', '--article-bug', '--heads-shown', '0']);
+const nocache = run('nocache', ['--no-cache', '--prompt', '人工智能是', '--steps', '3', '--heads-shown', '0-3']);
 const odd = run('odd', ['--vocab', '1000', '--layers', '3', '--prompt-ids', '300,10,32,228,184,173,7', '--steps', '3']);
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS });
 try {
   await plainRun(browser, plain);
   await windowRun(browser, win);
   await bugRun(browser, bug);
+  await noCacheRun(browser, nocache);
   await oddRun(browser, odd);
   for (const f of LESSON_PAGES) await lessonPage(browser, f);
 } finally {

@@ -8,10 +8,16 @@
 #   - every PNG is at least 800 px on its short side;
 #   - every heatmap (a name with _L<layer>, or _ind and _prev: a lesson's chosen head, drawn
 #     by kvscope) has a Title chunk and says
-#     kvscope drew it.
+#     kvscope drew it;
+#   - every SVG's text (figtext.c): each text at least 14 px at the published size and
+#     no two texts overlapping, each failure naming the figure and the texts (their
+#     boxes, glyph counts and sizes). Before that, figtext must fail on a figure made
+#     bad on purpose (tests/figcheck/bad_text.svg: one text too small, two overlapping),
+#     so a check that can no longer fail is caught.
 # Prints one line per failure and a summary; exit 1 if anything failed.
 set -eu
 FC=$1
+FT=${2:-$(dirname "$FC")/figtext}
 if ! command -v rsvg-convert > /dev/null 2>&1; then
     echo "check-figures: rsvg-convert not found; install it: apt-get install librsvg2-bin" >&2
     exit 1
@@ -19,6 +25,13 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvscope-figcheck.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail=0 svgs=0 pngs=0 worst=""
+bad=tests/figcheck/bad_text.svg
+res=$("$FT" "$bad" || true)
+case $res in *"below 14 px"*) ;; *) res="" ;; esac
+case $res in *"overlaps"*) ;; *)
+    echo "check-figures: the text check misses the small or the overlapping text of $bad, made bad on purpose: the check is broken" >&2
+    exit 1 ;;
+esac
 for png in plots/lesson*/*.png plots/measured/*.png; do
     [ -f "$png" ] || continue
     pngs=$((pngs + 1))
@@ -40,8 +53,12 @@ for png in plots/lesson*/*.png plots/measured/*.png; do
     fi
     worst="$worst$res $svg
 "
+    if ! "$FT" "$svg" > "$tmp/text" 2>&1; then
+        sed 's/^/check-figures: /' "$tmp/text" >&2
+        fail=1
+    fi
 done
 echo "check-figures: $pngs PNG, $svgs SVG rendered and compared; largest differences:"
 printf '%s' "$worst" | sort -t' ' -k3,3gr | head -n 3 | sed 's/^/  /'
 [ $fail -eq 0 ] || { echo "check-figures: some figures fail (above)" >&2; exit 1; }
-echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title"
+echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title, no text is under 14 px or overlaps another"

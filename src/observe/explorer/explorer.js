@@ -315,7 +315,7 @@ function drawKV() {
   const gapRows = [];                     // slot i where a jump in positions (eviction) starts
   for (let i = 1; i < t; i++) if (pos[i] !== pos[i - 1] + 1) gapRows.push(i);
   if (t && pos[0] > 0) gapRows.unshift(0);
-  const left = 86, top = 22, bottom = 34, gap = 16, gapH = 12, strip = 6;
+  const left = 86, top = 22, bottom = 34, gap = 16, gapH = 18, strip = 6;
   const rh = Math.max(1, Math.min(22, (H - top - bottom - gapH * gapRows.length) / Math.max(t, 1)));
   const cw = Math.max(1, (W - left - strip - 2 * gap - 4) / (3 * hs));
   const mats = [['q', d.q, h.R.q], ['K', d.k, h.R.k], ['V', d.v, h.R.v]];
@@ -335,8 +335,10 @@ function drawKV() {
   }
   if (s.n < t) {                          // old rows of q: never needed again, so never cached
     ctx.save(); ctx.font = 'italic ' + font(13); ctx.fillStyle = '#777'; ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
-    const cx = mx(0) + hs * cw / 2, cy = (ys[0] + ys[Math.max(0, t - s.n - 1)] + rh) / 2;
-    ctx.fillText('no Q cache:', cx, cy - 9); ctx.fillText('earlier queries are not needed again', cx, cy + 9);
+    const cx = mx(0) + hs * cw / 2, y0 = ys[0], y1 = ys[Math.max(0, t - s.n - 1)] + rh, cy = (y0 + y1) / 2;
+    const long = 'earlier queries are not needed again';  // two lines where the old rows leave room
+    if (y1 - y0 >= 44 && ctx.measureText(long).width <= hs * cw) { ctx.fillText('no Q cache:', cx, cy - 9); ctx.fillText(long, cx, cy + 9); }
+    else if (y1 - y0 >= 16) ctx.fillText('no Q cache', cx, cy);
     ctx.restore();
   }
   ctx.fillStyle = hatch(ctx);
@@ -355,8 +357,9 @@ function drawKV() {
   }
   ctx.font = font(13, true); ctx.fillStyle = '#222'; ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
   const dt = D.run.kv_dtype;
-  const titles = ['q (' + s.n + '\u00d7' + hs + ')', 'K cache (' + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')',
-    'V cache (' + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')'];
+  const kind = MODE === 'recompute' ? ', recomputed' : ' cache';  // no cache: K and V are made again each step
+  const titles = ['q (' + s.n + '\u00d7' + hs + ')', (kind === ' cache' ? 'K cache (' : 'K (') + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind),
+    (kind === ' cache' ? 'V cache (' : 'V (') + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind)];
   titles.forEach((tt, m) => ctx.fillText(tt, mx(m), top - 7));
   mats.forEach(([name, , R], m) => hBar(ctx, mx(m), y + 8, Math.min(hs * cw, 200), R));
 }
@@ -374,10 +377,14 @@ function kvRowLabels(ctx, s, t, pos, ys, rh, left, gapRows, gapH) {
     }
     if (p % k === 0 || rh >= 11) { ctx.font = font(12); ctx.fillStyle = '#555'; ctx.fillText(p, left - 4, ys[i] + rh / 2); }
   }
-  ctx.font = font(11); ctx.fillStyle = '#8a2f00'; ctx.textAlign = 'left';
+  // the evicted positions, named on the hatched band between K and V rows (not over q)
+  ctx.font = font(12); ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
+  const kx0 = kvGeo.mx(1), kx1 = kvGeo.mx(2) + hs * kvGeo.cw;
   for (const i of gapRows) {
-    const a = i === 0 ? 0 : pos[i - 1] + 1, b = pos[i] - 1;
-    ctx.fillText('positions ' + a + '\u2013' + b + ' evicted', kvGeo.mx(0), ys[i] - gapH / 2);
+    const a = i === 0 ? 0 : pos[i - 1] + 1, b = pos[i] - 1, txt = 'positions ' + a + '\u2013' + b + ' evicted';
+    const w = ctx.measureText(txt).width + 10, cx = (kx0 + kx1) / 2, cy = ys[i] - gapH / 2;
+    ctx.fillStyle = '#fff'; ctx.fillRect(cx - w / 2, cy - 8, w, 16);
+    ctx.fillStyle = '#8a2f00'; ctx.fillText(txt, cx, cy);
   }
 }
 
@@ -423,6 +430,11 @@ function drawMem() {
     ' = 2 \u00b7 L \u00b7 ' + (D.run.kv_dtype === 'fp32' ? 'C \u00b7 4 bytes' : 'row bytes') + '), <b>' + bytesText(s.kv_reserved) + '</b> reserved';
   if (D.run.kv_dtype !== 'fp32') t += '; ' + D.run.kv_dtype + ': ' + sig(100 * bpt / fp32, 3) + ' % of fp32';
   if (s.evicted[1]) t += '; ' + s.evicted[1] + ' evicted before this step';
+  if (MODE === 'recompute')                 // nothing is kept between steps: say what the bytes are
+    t = '<span class="kvbar" title="this step: K/V built (filled) and reserved (dashed)"><i class="res" style="width:' + pc(s.kv_reserved) +
+      '"></i><i class="used" style="width:' + pc(s.kv_bytes) + '"></i></span><b>No cache is kept.</b> This step builds K and V of all ' +
+      s.tokens + ' tokens again in a scratch buffer (' + bytesText(s.kv_bytes) + ' filled, ' + bytesText(s.kv_reserved) +
+      ' reserved) and drops them after it; a cache would keep them, ' + bytesText(bpt) + ' per token.';
   $('memtext').innerHTML = t;
 }
 
@@ -446,7 +458,10 @@ function drawFlops() {
   html += '<div class="legend">' + OPS.map(([, n, c]) => '<span><i style="background:' + c + '"></i>' + n + '</span>').join('') +
     '<span><i style="background:#9a9a9a"></i>closed form</span></div>';
   let note = '+ lm_head ' + flopsText(f.lm_head) + ' either way.';
-  if (!pre && MODE !== 'recompute') note = 'The cache saves <b>' + sig(s.formula.recompute / Math.max(counted, 1), 3) + '\u00d7</b>: one new row instead of ' + (s.pos0 + s.n) + '. ' + note;
+  if (!pre && MODE === 'cache') note = 'The cache saves <b>' + sig(s.formula.recompute / Math.max(counted, 1), 3) + '\u00d7</b>: one new row instead of ' + (s.pos0 + s.n) + '. ' + note;
+  if (!pre && MODE === 'article-bug')       // cheap because it forgot: no saving to claim
+    note = 'This cache is cheap only because it forgot: its query reads ' + s.tokens + ' of ' + (s.pos0 + s.n) +
+      ' positions, so what it computes is not the model\u2019s attention. A correct cache costs ' + flopsText(s.formula.cache) + '. ' + note;
   if (!pre && MODE === 'recompute') note = 'Without a cache this step costs <b>' + sig(counted / Math.max(s.formula.cache, 1), 3) + '\u00d7</b> what a cached step does. ' + note;
   $('flopbars').innerHTML = html + '<p id="flopnote">' + note + '</p>';
 }
@@ -503,7 +518,7 @@ function badges() {
   $('badges').innerHTML = b.map((x) => x.startsWith('<span') ? x : '<span class="badge">' + x + '</span>').join('');
   const perHead = HEADS.length ? D.heads[0].weights.length + D.heads[0].scores.length + D.heads[0].q.length * 3 : 0;
   const page = new Blob([document.documentElement.outerHTML]).size;
-  $('foot').innerHTML = '<span>This page: ' + bytesText(page) + ' \u00b7 ' + HEADS.length + ' heads, ' + bytesText(perHead) +
+  $('foot').innerHTML = '<span>This page: ' + bytesText(page) + ' \u00b7 ' + HEADS.length + (HEADS.length === 1 ? ' head, ' : ' heads, ') + bytesText(perHead) +
     ' each \u00b7 a decode step at t tokens adds 8t + 12\u00b7hs = 8t + ' + 12 * hs + ' bytes per head (float32; \u00d74/3 in base64) \u00b7 kvscope ' + esc(D.kvscope) + '</span>' +
     '<span><kbd>\u2190</kbd> <kbd>\u2192</kbd> step \u00b7 <kbd>space</kbd> play \u00b7 <kbd>\u2191</kbd> <kbd>\u2193</kbd> head \u00b7 hover a cell</span>';
 }
@@ -514,7 +529,10 @@ function titles() {
     D.run.prompt_tokens + ' prefill + ' + (shownRows(s) - D.run.prompt_tokens) + ' decode)';
   $('kv-title').textContent = MODE === 'recompute' ? 'K and V, all recomputed this step (no cache), head ' + S.head
     : 'The cache this step reads: K and V of head ' + S.head + ', ' + s.tokens + ' rows, ' + (s.n > 1 ? 'the ' + s.n + ' new ones' : 'the new one') + ' outlined';
-  $('ov-title').textContent = 'All heads of layer ' + S.layer + ' at this step \u2014 click one (or \u2191 \u2193)';
+  const shown = headsOf(S.layer).length, NH = D.model.NH;  // "All heads" only when all are in the page
+  $('ov-title').textContent = (shown === NH ? 'All ' + NH + ' heads' : shown + ' of ' + NH + ' heads') + ' of layer ' + S.layer +
+    ' at this step' + (shown > 1 ? ' \u2014 click one (or \u2191 \u2193)' : shown < NH ? ' (the run chose which: --heads-shown)' : '');
+  $('mem-title').textContent = MODE === 'recompute' ? 'K/V memory: a scratch buffer, not a cache' : 'KV cache memory';
 }
 
 // ---- the all-heads overview ----
