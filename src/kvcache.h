@@ -10,10 +10,8 @@
  * Storage grows by doubling (bounded by the context N and by max_bytes), so
  * "reserved" can be larger than "used".
  *
- * The storage type (dtype) decides the bytes of a row, row_bytes:
- *   fp32  4·C          fp16, bf16  2·C
- *   int8  C + 4·NH     (one float32 scale per token and head, see quant.h)
- *   q8_0  ⌈C/32⌉·34    (blocks of 32 int8 + one fp16 scale, as llama.cpp)
+ * The storage type (dtype) decides the bytes of a row, row_bytes = dtype_row_bytes
+ * (dtype.h: fp32 4·C, fp16 and bf16 2·C, int8 C + 4·NH, q8_0 ⌈C/32⌉·34):
  *   bytes per token = 2 · L · row_bytes      used = len · that      reserved = capacity · that
  *
  * fp32 is stored as floats in k[l]/v[l] and read in place: no copy. Other types are
@@ -26,7 +24,7 @@
 
 #include <stddef.h>
 
-typedef enum { KVDT_FP32, KVDT_FP16, KVDT_BF16, KVDT_INT8, KVDT_Q8_0, KVDT_COUNT } KVDtype;
+#include "dtype.h"
 
 typedef struct {
     int L, NH, hs;   /* layers, heads, head size */
@@ -35,7 +33,7 @@ typedef struct {
     int len;         /* tokens stored (slots in use) */
     int n_seen;      /* tokens ever appended: the absolute position of the next one.
                       * Equals len unless tokens were dropped (kvcache_drop). */
-    KVDtype dtype;   /* storage type, KVDT_FP32 unless kvcache_set_dtype changed it */
+    Dtype dtype;   /* storage type, DT_FP32 unless kvcache_set_dtype changed it */
     size_t row_bytes;  /* bytes of one token's K (or V) row in one layer */
     size_t max_bytes;  /* 0, or a cap on reserved bytes (kvcache_set_max_bytes) */
     float **k;       /* (L) pointers, each (capacity, NH*hs); fp32 only, else NULL rows */
@@ -51,7 +49,7 @@ int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len);
 void kvcache_free(KVCache *c);
 /* Change the storage type of an empty cache (len == 0); releases the reservation.
  * 0, or -1 if the cache holds tokens or dt is not a type. */
-int kvcache_set_dtype(KVCache *c, KVDtype dt);
+int kvcache_set_dtype(KVCache *c, Dtype dt);
 /* Cap the reserved bytes (0 = no cap). Reservations never exceed it. */
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes);
 /* Forget every token but keep the reservation. */
@@ -78,14 +76,8 @@ void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, 
  * other types the values read back (dequantized) into the scratch buffers. */
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v);
 
-/* Bytes of one row of C values stored as dt (NH heads of hs). */
-size_t kvcache_row_bytes(KVDtype dt, int NH, int hs);
 size_t kvcache_bytes_per_token(const KVCache *c); /* 2 · L · row_bytes */
 size_t kvcache_bytes_used(const KVCache *c);
 size_t kvcache_bytes_reserved(const KVCache *c);
-
-/* "fp32", "fp16", "bf16", "int8", "q8_0"; kvcache_dtype_parse returns -1 if unknown. */
-const char *kvcache_dtype_name(KVDtype dt);
-int kvcache_dtype_parse(const char *s, KVDtype *dt);
 
 #endif

@@ -257,7 +257,7 @@ START_TEST(test_info) {
              "params,%zu\nweights,fp16\nweight_bytes_decode,%llu\nkv_bytes_per_token,%d\n"
              "kv_flops_share,0.166666667\nprompt_tokens,4\nattention_square,16\nattention_causal,10\n"
              "attention_causal_heads,160\n",
-             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, KERN_FP16, 1),
+             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, DT_FP16, 1),
              2 * 12 * 1024 * 4);
     ck_assert_str_eq(t, want);
     free(t);

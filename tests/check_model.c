@@ -177,8 +177,8 @@ START_TEST(test_half_weights) {
     ck_assert_int_eq(model_init_random(&a, &cfg, 11), 0);
     ck_assert_int_eq(model_init_random(&r, &cfg, 11), 0);
     ck_assert_int_eq(model_init_random(&f, &cfg, 11), 0);
-    ck_assert_int_eq(model_set_weights(&a, fp16 ? KERN_FP16 : KERN_BF16), 0);
-    ck_assert_int_eq(model_set_weights(&a, KERN_FP32), -1); /* no way back */
+    ck_assert_int_eq(model_set_weights(&a, fp16 ? DT_FP16 : DT_BF16), 0);
+    ck_assert_int_eq(model_set_weights(&a, DT_FP32), -1); /* no way back */
     round_matrices(&r, fp16);
     r.kern = KERN_PLAIN;
     Generator ga, gr, gf;
@@ -553,7 +553,7 @@ START_TEST(test_weight_bytes_read) {
                     else if (strcmp(nm, "wpe.weight") == 0) want += 4 * tokens * (uint64_t)cfg.C;
                     else want += sp[k].numel * (big ? w : 4);
                 }
-                ck_assert_uint_eq(model_weight_bytes_read(&cfg, half ? KERN_BF16 : KERN_FP32, tokens), want);
+                ck_assert_uint_eq(model_weight_bytes_read(&cfg, half ? DT_BF16 : DT_FP32, tokens), want);
             }
         free(sp);
     }

@@ -8,8 +8,8 @@
 
 #include "cli.h"
 
-static int parse_dtype(const char *s, void *f) { return kvcache_dtype_parse(s, f); }
-static const char *show_dtype(const void *f) { return kvcache_dtype_name(*(const KVDtype *)f); }
+static int parse_dtype(const char *s, void *f) { return dtype_parse(s, f); }
+static const char *show_dtype(const void *f) { return dtype_name(*(const Dtype *)f); }
 
 const Option WINDOW_OPTIONS[] = {
     OPT_INT_AUTO("--window", "W", BudgetOpts, window, 1, 65536, "keep all",
@@ -38,7 +38,7 @@ const Option BUDGET_OPTIONS[] = {
 
 void budget_opts_default(BudgetOpts *o) {
     memset(o, 0, sizeof *o);
-    o->dtype = KVDT_FP32;
+    o->dtype = DT_FP32;
 }
 
 int budget_opts_check(const BudgetOpts *o, GenMode mode) {

@@ -11,7 +11,7 @@
 #include "options.h"
 
 typedef struct {
-    KVDtype dtype;      /* --kv-dtype, default fp32 */
+    Dtype dtype;      /* --kv-dtype, default fp32 */
     int window;         /* --window W: 0 = keep everything */
     int sink;           /* --sink S: first positions kept by the window (default 0) */
     const char *sink_given; /* "--sink" when it was given */
