@@ -55,7 +55,7 @@ static const Option MODEL_WEIGHT_OPTIONS[] = {
     OPT_STRING("--model", "DIR", ModelArgs, model_dir,
                "a Hugging Face GPT-2 folder instead of the built-in model: config.json + "
                "model.safetensors, and vocab.json + merges.txt for GPT-2's tokenizer (without "
-               "them: byte-level tokens)"),
+               "them: byte-level tokens, for a vocabulary of bytes; else only --prompt-ids)"),
     OPT_CHOICE("--weights", "TYPE", ModelArgs, weights, parse_weights, show_weights,
                "fp32, fp16, bf16",
                "fp32, or fp16 or bf16: the matrices rounded once to half size, multiplied in "
@@ -126,12 +126,26 @@ static int load_config(const ModelArgs *a, Config *cfg) {
     return bad ? cli_fail("bad model config", bad) : 0;
 }
 
+/* A model folder whose vocabulary is more than bytes (and a start token after them)
+ * cannot read text without its BPE files: byte ids would be the wrong tokens, silently.
+ * 0, or 2 with the error printed. */
+static int text_needs_bpe(const ModelArgs *a, const Config *cfg, const Tokenizer *tok) {
+    if (!a->model_dir || !tokenizer_is_bytes(tok) || cfg->V - (cfg->bos == 256) <= 256) return 0;
+    char msg[4400];
+    snprintf(msg, sizeof msg,
+             "--model %s: vocab_size %d is not bytes, and vocab.json and merges.txt are missing "
+             "there to tokenize the text (--prompt-ids works without them)",
+             a->model_dir, cfg->V);
+    return cli_error(msg);
+}
+
 /* The prompt's ids (given, or the text tokenized) and the tokenizer. 0, or 2. */
 static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
     int rc;
     if ((rc = open_tokenizer(a, &out->tok))) return rc;
     const int ids = a->prompt_option ? strcmp(a->prompt_option, "--prompt-ids") == 0
                                      : a->prompt_ids != NULL;
+    if (!ids && (rc = text_needs_bpe(a, cfg, out->tok))) return rc;
     if (ids) {
         int cap = 1;
         for (const char *p = a->prompt_ids; *p; p++) cap += *p == ',';
