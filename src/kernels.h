@@ -21,9 +21,9 @@
  *   KERN_AVX512  KERN_AVX2, with a 16-wide AVX-512F matmul for prefill (8 rows or more)
  * Layernorm repeats the ops.c code row by row (4 rows side by side); GELU's
  * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
- * Exactness needs the build's -std=c11: the compiler then fuses nothing on its own
- * (-ffp-contract=off), so a multiply-add is fused exactly where the source says fmaf
- * or _mm*_fmadd_ps. -ffast-math breaks it.
+ * Exactness needs the Makefile's -ffp-contract=off: the compiler then fuses nothing on
+ * its own (clang would by default, gcc in its GNU modes), so a multiply-add is fused
+ * exactly where the source says fmaf or _mm*_fmadd_ps. -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
 #define KVSCOPE_KERNELS_H
