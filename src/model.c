@@ -542,7 +542,8 @@ static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *
     if (!hooks_wants(at->lb->hooks, HOOK_STEP_END)) return 0;
     StepStats st = {.tokens_new = n, .tokens_total = cache->len,
                     .kv_bytes = kvcache_bytes_used(cache),
-                    .kv_reserved = kvcache_bytes_reserved(cache), .flops = *f,
+                    .kv_reserved = kvcache_bytes_reserved(cache),
+                    .kv_bytes_per_token = kvcache_bytes_per_token(cache), .flops = *f,
                     .slot_pos = cache->pos, .evicted_pos0 = at->lb->evicted_pos0,
                     .evicted_n = at->lb->evicted_n};
     HookEvent ev = {.point = HOOK_STEP_END, .phase = at->lb->phase, .step = at->lb->step,

@@ -411,8 +411,8 @@ START_TEST(every_script_draws_png_and_svg) {
         {"plots/time.gp", "cmp/timing.csv", ""},
         {"plots/prefill_decode.gp", "cmp/prefill_decode.csv", ""},
         {"plots/kvmem.gp", "kv/kvmem.csv", ""},
-        {"plots/kv_memory.gp", "run/kv_memory.csv", "L=1; C=16; "},
-        {"plots/kv_memory.gp", "run/kv_memory.csv", "L=1; C=16; rss='%s/run/timing.csv'; "},
+        {"plots/kv_memory.gp", "run/kv_memory.csv", ""},
+        {"plots/kv_memory.gp", "run/kv_memory.csv", "rss='%s/run/timing.csv'; "},
         {"plots/lesson5_gqa.gp", "kv/kvmem.csv", ""},
         {"plots/lesson5_cache_tensor.gp", "run/kv_memory.csv", "L=2; NH=2; hs=8; T=20; cap=32; eb=4; "},
     };
