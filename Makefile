@@ -15,6 +15,7 @@
 #   make slides      plots/slides.pdf: every lesson's figures, one per 16:9 page (plots/slides.mk)
 #   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
 #   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
+#   make test-clang  the kernel, model and training-kernel suites built with clang
 #   make clean
 # The set-up targets (check, test, lessons, timing, charts, bench, model, fuzz) install
 # missing Debian packages first when run as root (see .ci/deps.sh); a plain `make` only
@@ -34,6 +35,10 @@ MODEL_ARGS = $(if $(MODEL),--model $(MODEL),)
 CSTD    := -std=c11 -D_XOPEN_SOURCE=700
 WARN    := -Wall -Wextra -pedantic
 OPT     := -O2
+# The compiler never fuses a*b+c into one rounding on its own (clang does by default, gcc
+# in its GNU modes): a multiply-add is fused only where the source says fmaf or
+# _mm*_fmadd_ps, so the fast kernels equal the plain ones bit for bit with any compiler.
+FP      := -ffp-contract=off
 # OMP=1 builds with OpenMP threads in the kernels (src/engine/kernels.c; OMP_NUM_THREADS sets how
 # many). Results do not depend on it; `make bench` always builds this way.
 OPENMP  := $(if $(filter 1,$(OMP)),-fopenmp,)
@@ -53,7 +58,7 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lgif -lm
 CHECK_LIBS = $(shell pkg-config --libs check)
-CFLAGS  = $(CSTD) $(WARN) $(OPT) $(OPENMP) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+CFLAGS  = $(CSTD) $(WARN) $(OPT) $(FP) $(OPENMP) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS = $(OPT) $(OPENMP) $(EXTRA_LDFLAGS)
 
 # B (build folder) and BIN can be overridden, e.g. to build twice side by side.
@@ -158,6 +163,16 @@ check-reading:
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)
 	CK_EXCLUDE_TAGS=bin $(TEST_BIN)
+
+# The suites whose fast = plain claims depend on the compiler, built with clang into its
+# own folder (fp contraction is clang's default: the build must turn it off). Installs
+# clang as root; otherwise .ci/deps.sh prints the apt-get line.
+CLANG_SUITES := kernels model train_ops
+.PHONY: test-clang
+test-clang: deps
+	@sh .ci/deps.sh clang
+	@$(MAKE) --no-print-directory CC=clang B=build/clang BIN=build/clang/kvscope build/clang/check_kvscope
+	@for s in $(CLANG_SUITES); do CK_RUN_SUITE=$$s CK_EXCLUDE_TAGS=bin build/clang/check_kvscope || exit 1; done
 
 # The committed lessons, tables and figures must be what the code generates now
 # (lessons/check.sh), and they must look right (tests/figcheck/). Skipped under SAN=1:

@@ -154,9 +154,10 @@ zh_table weights "| 权重 | 一个解码步读取的字节（权重） | 与 fp
 
 # The chart of plots/flops.gp: per step and cumulative, counted, at every length.
 awk -F, "$AWKLIB"'
-FNR == 1 { header(); print "T,flops_cache,flops_recompute,cum_flops_cache,cum_formula_recompute,L,C,prompt_tokens"; next }
-{ print col("T") "," col("flops_cache") "," col("flops_recompute") "," col("cum_flops_cache") "," \
-        col("cum_formula_recompute") "," col("L") "," col("C") "," col("prompt_tokens") }' "$CMP" > "$D/flops_sweep.csv"
+FNR == 1 { header(); print "T,flops_cache,flops_recompute,formula_cache,formula_recompute,cum_flops_cache,cum_formula_cache,cum_formula_recompute,ratio,L,C,prompt_tokens"; next }
+{ print col("T") "," col("flops_cache") "," col("flops_recompute") "," col("formula_cache") "," col("formula_recompute") "," \
+        col("cum_flops_cache") "," col("cum_formula_cache") "," col("cum_formula_recompute") "," col("ratio") "," \
+        col("L") "," col("C") "," col("prompt_tokens") }' "$CMP" > "$D/flops_sweep.csv"
 rm -rf "$D/compare"
 chart flops "$P/flops" -e "in='$D/flops_sweep.csv'"
 figure flops.png "FLOPs of one decode step (left) and of the whole generation (right), with and without the KV cache: the counted points sit on the closed-form lines, and the gap widens with T" \

@@ -193,9 +193,9 @@ fi
 # RSS of the process during a long decode, next to the cache's own bytes.
 "$KV" run --prompt-ids 0 --steps 1000 --record kv,timing --out "$W/run" --quiet
 awk -F, "$AWKLIB"'FNR == 1 { header(); f++; next }
-    f == 1 { kv[col("phase"), col("step")] = col("tokens") "," col("kv_bytes") "," col("kv_reserved_bytes") }
+    f == 1 { kv[col("phase"), col("step")] = col("tokens") "," col("kv_bytes") "," col("kv_reserved_bytes") "," col("kv_bytes_per_token") }
     f == 2 { print col("phase") "," col("step") "," kv[col("phase"), col("step")] "," col("rss_bytes") }' \
-    "$W/run/kv_memory.csv" "$W/run/timing.csv" | sed '1i phase,step,tokens,kv_bytes,kv_reserved_bytes,rss_bytes' > "$W/rss.csv"
+    "$W/run/kv_memory.csv" "$W/run/timing.csv" | sed '1i phase,step,tokens,kv_bytes,kv_reserved_bytes,kv_bytes_per_token,rss_bytes' > "$W/rss.csv"
 rm -rf "$W/run"
 tables "$W"
 charts "$W" "$W/plots"

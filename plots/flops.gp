@@ -1,21 +1,24 @@
 reset
 # flops.gp — FLOPs of one decode step and of the whole generation, with the KV cache
 # and without it (recomputing every token), on log-log axes. The points are what
-# kvscope's engine counted; the lines are the closed form
-#     per step  cache      L·(24·C² + 4·C·T)
-#               recompute  L·(24·T·C² + 2·C·T·(T+1))
+# kvscope's engine counted; the lines join the closed form's values at the same lengths,
+# which kvscope computes (src/ops.c, flops_layers_formula) and writes beside the counts:
+#     per step  cache      L·(24·C² + 4·C·T)                    formula_cache
+#               recompute  L·(24·T·C² + 2·C·T·(T+1))            formula_recompute
 #     cumulative (prompt of P tokens, then one step per token up to T)
-#               cache      L·(24·T·C² + 2·C·T·(T+1))            (= one prefill of T tokens)
-#               recompute  Σ_{t=P..T} L·(24·t·C² + 2·C·t·(t+1))
-# The ratio of the two at the largest T is written on the chart.
+#               cache      L·(24·T·C² + 2·C·T·(T+1))            cum_formula_cache
+#               recompute  Σ_{t=P..T} L·(24·t·C² + 2·C·t·(t+1))  cum_formula_recompute
+# The script computes no FLOPs itself. The ratio of the two at the largest T (kvscope's
+# column ratio, per step) is written on the chart.
 # Reads compare.csv from `kvscope compare` (columns T, flops_cache, flops_recompute,
-# cum_flops_cache, cum_formula_recompute, L, C, prompt_tokens).
+# formula_cache, formula_recompute, cum_flops_cache, cum_formula_cache,
+# cum_formula_recompute, ratio, L, C, prompt_tokens).
 # By hand:
 #     gnuplot -e "in='data/compare/compare.csv'; out='plots/compare_flops'" plots/flops.gp
 # writes plots/compare_flops.png and plots/compare_flops.svg.
 load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
-evaluate need_columns(in, 'T flops_cache flops_recompute cum_flops_cache cum_formula_recompute L C prompt_tokens')
+evaluate need_columns(in, 'T flops_cache flops_recompute formula_cache formula_recompute cum_flops_cache cum_formula_cache cum_formula_recompute ratio L C prompt_tokens')
 
 stats in using 'L' nooutput
 L = STATS_max
@@ -26,16 +29,17 @@ P = STATS_max
 stats in using 'T' nooutput
 Tmin = STATS_min
 Tmax = STATS_max
-stats in using 'flops_cache':'flops_recompute' nooutput
-# the last row is the largest T (kvscope writes the rows in order)
-ratio = STATS_max_y / (L * (24.0 * C * C + 4.0 * C * Tmax))
-
-step_cache(T) = L * (24.0 * C * C + 4.0 * C * T)
-step_rec(T) = L * (24.0 * T * C * C + 2.0 * C * T * (T + 1))
-S1(T) = (T * (T + 1.0) - (P - 1.0) * P) / 2          # Σ_{t=P..T} t
-S2(T) = (T * (T + 1.0) * (T + 2) - (P - 1.0) * P * (P + 1)) / 3   # Σ_{t=P..T} t·(t+1)
-cum_cache(T) = L * (24.0 * T * C * C + 2.0 * C * T * (T + 1))
-cum_rec(T) = L * (24.0 * C * C * S1(T) + 2.0 * C * S2(T))
+# every column grows with T: its minimum is at the smallest T, its maximum at the largest
+stats in using 'ratio' nooutput
+ratio = STATS_max
+stats in using 'formula_cache':'formula_recompute' nooutput
+step_cache_min = STATS_min_x
+step_cache_max = STATS_max_x
+step_rec_max = STATS_max_y
+stats in using 'cum_formula_cache':'cum_formula_recompute' nooutput
+cum_cache_min = STATS_min_x
+cum_cache_max = STATS_max_x
+cum_rec_max = STATS_max_y
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
@@ -46,31 +50,30 @@ do for [fmt in FORMATS] {
     set format y '10^{%T}'
     set xlabel 'sequence length T (tokens)'
     set key top left Left reverse
-    set samples 400
 
     set title 'one decode step'
     set ylabel 'FLOPs per step (L blocks)'
-    set yrange [step_cache(Tmin) / 3 : step_rec(Tmax) * 60]
+    set yrange [step_cache_min / 3 : step_rec_max * 60]
     unset label
     unset arrow
-    set arrow 1 from Tmax * 1.15, step_cache(Tmax) to Tmax * 1.15, step_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f× in the blocks\nat T = %d", ratio, Tmax) at Tmax * 1.02, sqrt(step_cache(Tmax) * step_rec(Tmax)) right font ',26' textcolor rgb '#333333'
-    plot step_rec(x) ls 2 notitle, \
+    set arrow 1 from Tmax * 1.15, step_cache_max to Tmax * 1.15, step_rec_max heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
+    set label 1 sprintf("%.0f× in the blocks\nat T = %d", ratio, Tmax) at Tmax * 1.02, sqrt(step_cache_max * step_rec_max) right font ',26' textcolor rgb '#333333'
+    plot in using 'T':'formula_recompute' with lines ls 2 notitle, \
          in using 'T':'flops_recompute' with points ls 2 title 'without cache (recompute T tokens)', \
-         step_cache(x) ls 1 notitle, \
+         in using 'T':'formula_cache' with lines ls 1 notitle, \
          in using 'T':'flops_cache' with points ls 1 title 'with KV cache (1 new token)', \
          NaN with lines ls 8 lw 3 dt 1 linecolor rgb '#555555' title 'lines: closed form'
 
     set title 'cumulative, up to T'
-    set yrange [cum_cache(Tmin) / 3 : cum_rec(Tmax) * 60]
+    set yrange [cum_cache_min / 3 : cum_rec_max * 60]
     set ylabel 'FLOPs to generate up to T'
     unset arrow
     unset label
-    set arrow 1 from Tmax * 1.15, cum_cache(Tmax) to Tmax * 1.15, cum_rec(Tmax) heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f×\nat T = %d", cum_rec(Tmax) / cum_cache(Tmax), Tmax) at Tmax * 1.02, sqrt(cum_cache(Tmax) * cum_rec(Tmax)) / 4 right font ',26' textcolor rgb '#333333'
-    plot cum_rec(x) ls 2 notitle, \
+    set arrow 1 from Tmax * 1.15, cum_cache_max to Tmax * 1.15, cum_rec_max heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
+    set label 1 sprintf("%.0f×\nat T = %d", cum_rec_max / cum_cache_max, Tmax) at Tmax * 1.02, sqrt(cum_cache_max * cum_rec_max) / 4 right font ',26' textcolor rgb '#333333'
+    plot in using 'T':'cum_formula_recompute' with lines ls 2 notitle, \
          in using 'T':'cum_formula_recompute' with points ls 2 pointtype 4 title 'without cache (Σ of the steps)', \
-         cum_cache(x) ls 1 notitle, \
+         in using 'T':'cum_formula_cache' with lines ls 1 notitle, \
          in using 'T':'cum_flops_cache' with points ls 1 title 'with KV cache (counted)'
     unset multiplot
     set output

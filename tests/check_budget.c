@@ -191,7 +191,7 @@ END_TEST
 
 START_TEST(test_bytes_per_token) {
     const int L = 2, NH = 3, hs = 24, C = NH * hs; /* C = 72: 3 q8_0 blocks, the last partial */
-    const size_t want[KVDT_COUNT] = {
+    const size_t want[DT_COUNT] = {
         2 * L * 4 * (size_t)C,            /* fp32 */
         2 * L * 2 * (size_t)C,            /* fp16 */
         2 * L * 2 * (size_t)C,            /* bf16 */
@@ -201,18 +201,18 @@ START_TEST(test_bytes_per_token) {
     Config cfg = tiny_config(L, NH, C, 64, 30);
     Model m;
     ck_assert_int_eq(model_init_random(&m, &cfg, 5), 0);
-    for (int dt = 0; dt < KVDT_COUNT; dt++) {
+    for (int dt = 0; dt < DT_COUNT; dt++) {
         KVCache c;
         ck_assert_int_eq(kvcache_init(&c, L, NH, hs, 64), 0);
-        ck_assert_int_eq(kvcache_set_dtype(&c, (KVDtype)dt), 0);
+        ck_assert_int_eq(kvcache_set_dtype(&c, (Dtype)dt), 0);
         ck_assert_uint_eq(kvcache_bytes_per_token(&c), want[dt]);
         int toks[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
         ck_assert_int_eq(model_forward(&m, &c, toks, 9, NULL, NULL, NULL), 0);
         ck_assert_uint_eq(kvcache_bytes_used(&c), 9 * want[dt]);
-        ck_assert_int_eq(kvcache_set_dtype(&c, KVDT_FP32), -1); /* not while it holds tokens */
+        ck_assert_int_eq(kvcache_set_dtype(&c, DT_FP32), -1); /* not while it holds tokens */
         kvcache_free(&c);
     }
-    ck_assert_uint_eq(kvcache_row_bytes(KVDT_Q8_0, 12, 64), 24 * 34); /* GPT-2: 34/32 B a value */
+    ck_assert_uint_eq(dtype_row_bytes(DT_Q8_0, 768, 12), 24 * 34); /* GPT-2: 34/32 B a value */
     model_free(&m);
 }
 END_TEST
@@ -225,7 +225,7 @@ START_TEST(test_fp16_cache_reads_stored_values) {
     ck_assert_int_eq(model_init_random(&m, &cfg, 3), 0);
     KVCache c;
     ck_assert_int_eq(kvcache_init(&c, 1, 2, 8, 32), 0);
-    ck_assert_int_eq(kvcache_set_dtype(&c, KVDT_FP16), 0);
+    ck_assert_int_eq(kvcache_set_dtype(&c, DT_FP16), 0);
     int toks[5] = {3, 1, 4, 1, 5};
     ck_assert_int_eq(model_forward(&m, &c, toks, 5, NULL, NULL, NULL), 0);
     const float *k, *v;

@@ -176,6 +176,46 @@ START_TEST(test_run_prints_text) {
 }
 END_TEST
 
+/* A model folder with more than byte tokens and no vocab.json/merges.txt: a text prompt
+ * is refused (exit 2, one line naming both files and --prompt-ids), ids still run and
+ * print (an id past 255 as "<id 299>"), and a folder whose vocabulary is bytes still
+ * reads text as bytes. */
+START_TEST(test_folder_without_bpe) {
+    char dir[64], m[128], err[128], so[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(m, sizeof m, "%s/m", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    snprintf(so, sizeof so, "%s/out", dir);
+    for (int bytes = 0; bytes <= 1; bytes++) {
+        const char *ex[] = {"export", "--layers", "1", "--heads", "2", "--dim", "8", "--ctx", "16",
+                            "--vocab", bytes ? "256" : "300", "--out", m, "--force", "--quiet", NULL};
+        ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+        const char *text[] = {"run", "--model", m, "--prompt", "Hello world", "--steps", "1", NULL};
+        ck_assert_int_eq(run_kvscope(text, so, err), bytes ? 0 : 2);
+        char *e = read_file(err, NULL);
+        ck_assert_ptr_nonnull(e);
+        if (!bytes) {
+            ck_assert_msg(strncmp(e, "kvscope: ", 9) == 0 && strchr(e, '\n') == e + strlen(e) - 1 &&
+                              strstr(e, "vocab_size 300") && strstr(e, "vocab.json") &&
+                              strstr(e, "merges.txt") && strstr(e, "--prompt-ids"),
+                          "%s", e);
+        } else {
+            ck_assert_str_eq(e, "");
+        }
+        free(e);
+        const char *ids[] = {"run", "--model", m, "--prompt-ids", "299,1", "--steps", "1", NULL};
+        if (bytes) ids[4] = "255,1";
+        ck_assert_int_eq(run_kvscope(ids, so, err), 0);
+        char *o = read_file(so, NULL); /* an id past the bytes is shown as an id, not a byte */
+        ck_assert_ptr_nonnull(o);
+        ck_assert_msg(strstr(o, bytes ? "\nprompt:       <0xFF><0x01>\n" : "\nprompt:       <id 299><0x01>\n"),
+                      "%s", o);
+        free(o);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_verify) {
     const char *ok[] = {"verify", "--steps", "5", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(ok, NULL, NULL), 0);
@@ -257,7 +297,7 @@ START_TEST(test_info) {
              "params,%zu\nweights,fp16\nweight_bytes_decode,%llu\nkv_bytes_per_token,%d\n"
              "kv_flops_share,0.166666667\nprompt_tokens,4\nattention_square,16\nattention_causal,10\n"
              "attention_causal_heads,160\n",
-             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, KERN_FP16, 1),
+             model_num_params(&cfg), (unsigned long long)model_weight_bytes_read(&cfg, DT_FP16, 1),
              2 * 12 * 1024 * 4);
     ck_assert_str_eq(t, want);
     free(t);
@@ -378,6 +418,7 @@ Suite *make_cli_suite(void) {
     tcase_add_test(tc, test_run_output);
     tcase_add_test(tc, test_run_prints_text);
     tcase_add_test(tc, test_verify);
+    tcase_add_test(tc, test_folder_without_bpe);
     tcase_add_test(tc, test_info);
     tcase_add_test(tc, test_format);
     tcase_add_test(tc, test_stdout_full);

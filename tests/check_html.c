@@ -100,15 +100,15 @@ static int step_positions(json_t *step, int *pos, int cap) {
 typedef struct {
     GenMode mode;
     int window, sink;
-    KVDtype dtype;
+    Dtype dtype;
     const char *name;
 } Case;
 
 static const Case cases[] = {
-    {GEN_CACHE, 0, 0, KVDT_FP32, "cache"},
-    {GEN_CACHE, 6, 2, KVDT_Q8_0, "window q8_0"},
-    {GEN_ARTICLE_BUG, 0, 0, KVDT_FP32, "article-bug"},
-    {GEN_RECOMPUTE, 0, 0, KVDT_FP32, "recompute"},
+    {GEN_CACHE, 0, 0, DT_FP32, "cache"},
+    {GEN_CACHE, 6, 2, DT_Q8_0, "window q8_0"},
+    {GEN_ARTICLE_BUG, 0, 0, DT_FP32, "article-bug"},
+    {GEN_RECOMPUTE, 0, 0, DT_FP32, "recompute"},
 };
 enum { L_ = 2, NH_ = 2, C_ = 32, T0 = 5, STEPS = 7 };
 
@@ -126,9 +126,9 @@ static size_t write_run(const Case *c, const char *path, int *tokens, HtmlConfig
     ck_assert_int_eq(kvcache_set_dtype(&g.cache, c->dtype), 0);
     g.window = c->window, g.sink = c->sink;
     HtmlConfig hc = {.cfg = cfg, .model_name = "tiny <test> & \"co\"", .mode = mode_of(c->mode),
-                     .kv_dtype = kvcache_dtype_name(c->dtype), .window = c->window,
+                     .kv_dtype = dtype_name(c->dtype), .window = c->window,
                      .sink = c->sink, .T = T0, .T_max = T0 + STEPS,
-                     .kv_bytes_per_token = 2 * L_ * kvcache_row_bytes(c->dtype, NH_, C_ / NH_)};
+                     .kv_bytes_per_token = 2 * L_ * dtype_row_bytes(c->dtype, C_, NH_)};
     select_all(&hc.layers);
     select_all(&hc.heads);
     HtmlOut h;
@@ -228,7 +228,7 @@ static void check_head(json_t *head, json_t *D, const Case *c) {
 static void check_steps(json_t *D, const Case *c) {
     json_t *steps = json_object_get(D, "steps"), *st;
     const long bpt = jint(json_object_get(D, "run"), "kv_bytes_per_token");
-    ck_assert_int_eq(bpt, 2 * L_ * (c->dtype == KVDT_Q8_0 ? 34 : 4 * C_));
+    ck_assert_int_eq(bpt, 2 * L_ * (c->dtype == DT_Q8_0 ? 34 : 4 * C_));
     ck_assert_uint_eq(json_array_size(steps), STEPS + 1);
     size_t i;
     json_array_foreach(steps, i, st) {

@@ -192,7 +192,7 @@ START_TEST(test_matmul_half_exact) {
     LEVEL_OR_SKIP(lv);
     static const int Ts[] = {1, 3, 4, 8, 13};
     static const int shapes[][2] = {{1, 1}, {17, 24}, {33, 70}, {64, 200}, {300, 96}, {5, 131}};
-    for (int dt = KERN_FP16; dt <= KERN_BF16; dt++)
+    for (int dt = DT_FP16; dt <= DT_BF16; dt++)
         for (int thr = 1; thr <= 2; thr++) {
             set_threads(thr);
             for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
@@ -203,25 +203,25 @@ START_TEST(test_matmul_half_exact) {
                     float *b = alloc_filled((size_t)OC, 53);
                     for (size_t i = 0; i < nw; i++) { /* magnitudes from 1e-9 to 1e6 */
                         w[i] *= powf(10.0f, (float)(i % 16) - 9.0f);
-                        w[i] = kern_round_weight(w[i], (KernDtype)dt);
+                        w[i] = kern_round_weight(w[i], (Dtype)dt);
                     }
                     uint16_t *hp = malloc(nw * sizeof *hp);
                     ck_assert_ptr_nonnull(hp);
                     float *y0 = alloc_filled((size_t)T * OC, 4), *y1 = alloc_filled((size_t)T * OC, 5);
-                    kern_pack_panels_half(hp, w, C, OC, (KernDtype)dt);
+                    kern_pack_panels_half(hp, w, C, OC, (Dtype)dt);
                     matmul_forward(y0, x, w, b, T, C, OC);
-                    kern_matmul_half_forward(lv, y1, x, w, hp, (KernDtype)dt, b, T, C, OC);
+                    kern_matmul_half_forward(lv, y1, x, w, hp, (Dtype)dt, b, T, C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "%s matmul T=%d C=%d OC=%d threads=%d differs",
-                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                                  dt == DT_FP16 ? "fp16" : "bf16", T, C, OC, thr);
                     /* the same numbers read as w' (OC, C): the lm_head's layout */
-                    kern_pack_panels_t_half(hp, w, OC, C, (KernDtype)dt);
+                    kern_pack_panels_t_half(hp, w, OC, C, (Dtype)dt);
                     matmul_transposed_forward(y0, x, w, T, C, OC);
-                    kern_matmul_transposed_half_forward(lv, y1, x, w, hp, (KernDtype)dt, T,
+                    kern_matmul_transposed_half_forward(lv, y1, x, w, hp, (Dtype)dt, T,
                                                         C, OC);
                     ck_assert_msg(memcmp(y0, y1, (size_t)T * OC * sizeof(float)) == 0,
                                   "%s lm_head T=%d C=%d OC=%d threads=%d differs",
-                                  dt == KERN_FP16 ? "fp16" : "bf16", T, C, OC, thr);
+                                  dt == DT_FP16 ? "fp16" : "bf16", T, C, OC, thr);
                     free(x); free(w); free(b); free(hp); free(y0); free(y1);
                 }
         }

@@ -145,26 +145,26 @@ END_TEST
 
 /* Every storage type: bytes by its formula, and a type changes only while empty. */
 START_TEST(test_types) {
-    const size_t row[KVDT_COUNT] = {4 * C, 2 * C, 2 * C, C + 4 * NH, (C + 31) / 32 * 34};
-    for (int dt = 0; dt < KVDT_COUNT; dt++) {
-        KVDtype back;
-        ck_assert_int_eq(kvcache_dtype_parse(kvcache_dtype_name((KVDtype)dt), &back), 0);
+    const size_t row[DT_COUNT] = {4 * C, 2 * C, 2 * C, C + 4 * NH, (C + 31) / 32 * 34};
+    for (int dt = 0; dt < DT_COUNT; dt++) {
+        Dtype back;
+        ck_assert_int_eq(dtype_parse(dtype_name((Dtype)dt), &back), 0);
         ck_assert_int_eq(back, dt);
-        ck_assert_uint_eq(kvcache_row_bytes((KVDtype)dt, NH, hs), row[dt]);
+        ck_assert_uint_eq(dtype_row_bytes((Dtype)dt, C, NH), row[dt]);
         KVCache c;
         ck_assert_int_eq(kvcache_init(&c, L, NH, hs, N), 0);
-        ck_assert_int_eq(kvcache_set_dtype(&c, (KVDtype)dt), 0);
+        ck_assert_int_eq(kvcache_set_dtype(&c, (Dtype)dt), 0);
         ck_assert_uint_eq(kvcache_bytes_per_token(&c), 2 * L * row[dt]);
         append(&c, 3);
         ck_assert_uint_eq(kvcache_bytes_used(&c), 3 * 2 * L * row[dt]);
-        ck_assert_int_eq(kvcache_set_dtype(&c, KVDT_FP32), -1);
+        ck_assert_int_eq(kvcache_set_dtype(&c, DT_FP32), -1);
         kvcache_free(&c);
     }
-    KVDtype d;
-    ck_assert_int_eq(kvcache_dtype_parse("fp8", &d), -1);
+    Dtype d;
+    ck_assert_int_eq(dtype_parse("fp8", &d), -1);
     KVCache c;
     ck_assert_int_eq(kvcache_init(&c, L, NH, hs, N), 0);
-    ck_assert_int_eq(kvcache_set_dtype(&c, KVDT_COUNT), -1);
+    ck_assert_int_eq(kvcache_set_dtype(&c, DT_COUNT), -1);
     kvcache_free(&c);
 }
 END_TEST

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kvcache.h"
 #include "kvmem.h"
 #include "outdir.h"
+#include "quant.h"
 #include "testutil.h"
 
 /* The published sizes, written out by hand: 2 · L · heads · hs · T · bytes. */
@@ -15,7 +17,7 @@ START_TEST(gpt2_small_1024_fp16) {
     uint64_t b = 0;
     const KvShape *s = kvmem_preset("gpt2");
     ck_assert_ptr_nonnull(s);
-    ck_assert_int_eq(kvmem_bytes(s, 1024, 1, KV_FP16, &b), 0);
+    ck_assert_int_eq(kvmem_bytes(s, 1024, 1, DT_FP16, &b), 0);
     ck_assert_uint_eq(b, 37748736u);
     ck_assert_uint_eq(b, 2ull * 12 * 12 * 64 * 1024 * 2);
 }
@@ -25,12 +27,12 @@ START_TEST(llama2_7b_2048_fp16_is_one_gib) {
     uint64_t b = 0, wrong = 0;
     const KvShape *s = kvmem_preset("llama-2-7b");
     ck_assert_ptr_nonnull(s);
-    ck_assert_int_eq(kvmem_bytes(s, 2048, 1, KV_FP16, &b), 0);
+    ck_assert_int_eq(kvmem_bytes(s, 2048, 1, DT_FP16, &b), 0);
     ck_assert_uint_eq(b, 1073741824u);
     /* the article's 2·128·32·2048·2 is one head's worth: 32 MiB, 32 times too small */
     KvShape one = *s;
     one.NH = one.kv_heads = 1;
-    ck_assert_int_eq(kvmem_bytes(&one, 2048, 1, KV_FP16, &wrong), 0);
+    ck_assert_int_eq(kvmem_bytes(&one, 2048, 1, DT_FP16, &wrong), 0);
     ck_assert_uint_eq(wrong, 2ull * 128 * 32 * 2048 * 2);
     ck_assert_uint_eq(wrong, 32u << 20);
     ck_assert_uint_eq(b / wrong, 32);
@@ -67,37 +69,94 @@ END_TEST
 START_TEST(gqa_shrinks_by_heads_over_kv_heads) {
     KvShape s = *kvmem_preset("llama-2-7b");
     uint64_t mha, gqa;
-    ck_assert_int_eq(kvmem_bytes(&s, 4096, 3, KV_BF16, &mha), 0);
+    ck_assert_int_eq(kvmem_bytes(&s, 4096, 3, DT_BF16, &mha), 0);
     int tried = 0;
     for (int kv = 1; kv <= s.NH; kv++) {
         if (s.NH % kv) continue;
         s.kv_heads = kv;
         ck_assert_ptr_null(kvmem_check(&s));
-        ck_assert_int_eq(kvmem_bytes(&s, 4096, 3, KV_BF16, &gqa), 0);
+        ck_assert_int_eq(kvmem_bytes(&s, 4096, 3, DT_BF16, &gqa), 0);
         ck_assert_uint_eq(gqa * (uint64_t)(s.NH / kv), mha);
         tried++;
     }
     ck_assert_int_eq(tried, 6); /* 1 2 4 8 16 32 */
     s.kv_heads = 8;
-    ck_assert_int_eq(kvmem_bytes(&s, 2048, 1, KV_FP16, &gqa), 0);
+    ck_assert_int_eq(kvmem_bytes(&s, 2048, 1, DT_FP16, &gqa), 0);
     ck_assert_uint_eq(gqa, 268435456u); /* 256 MiB */
 }
 END_TEST
 
+/* Every type on gpt2-xl (C = 1600, 25 heads), written out by hand: 8-bit rows carry
+ * their scales, a float32 a head (int8) or an fp16 a block of 32 (q8_0). */
 START_TEST(dtypes_and_batch) {
     const KvShape *s = kvmem_preset("gpt2-xl");
-    uint64_t b[KV_DTYPE_COUNT];
-    const int bytes[KV_DTYPE_COUNT] = {[KV_FP32] = 4, [KV_FP16] = 2, [KV_BF16] = 2, [KV_INT8] = 1};
-    for (int d = 0; d < KV_DTYPE_COUNT; d++) {
-        KvDtype dt;
-        ck_assert_int_eq(kvmem_dtype_parse(kvmem_dtype_name((KvDtype)d), &dt), 0);
+    const uint64_t row[DT_COUNT] = {[DT_FP32] = 1600 * 4, [DT_FP16] = 1600 * 2, [DT_BF16] = 1600 * 2,
+                                    [DT_INT8] = 1600 + 25 * 4, [DT_Q8_0] = 50 * 34};
+    for (int d = 0; d < DT_COUNT; d++) {
+        Dtype dt;
+        uint64_t b;
+        ck_assert_int_eq(dtype_parse(dtype_name((Dtype)d), &dt), 0);
         ck_assert_int_eq(dt, d);
-        ck_assert_int_eq(kvmem_dtype_bytes((KvDtype)d), bytes[d]);
-        ck_assert_int_eq(kvmem_bytes(s, 100, 7, (KvDtype)d, &b[d]), 0);
-        ck_assert_uint_eq(b[d], 2ull * 48 * 25 * 64 * 100 * 7 * bytes[d]);
+        ck_assert_int_eq(kvmem_bytes(s, 100, 7, (Dtype)d, &b), 0);
+        ck_assert_uint_eq(b, 2ull * 48 * 100 * 7 * row[d]);
     }
-    KvDtype dt;
-    ck_assert_int_eq(kvmem_dtype_parse("fp8", &dt), -1);
+    Dtype dt = DT_BF16;
+    uint64_t b = 5;
+    ck_assert_int_eq(dtype_parse("fp8", &dt), -1);
+    ck_assert_int_eq(dt, DT_BF16);
+    ck_assert_int_eq(kvmem_bytes(s, 1, 1, DT_COUNT, &b), -1);
+    ck_assert_uint_eq(b, 5);
+}
+END_TEST
+
+/* The bytes one row of the cache really takes, measured, not computed: for the 8-bit
+ * types the extent the quantizer writes (into two buffers poisoned differently, a
+ * written byte is the same in both), for the others the C-type size of a value. */
+static size_t measured_row(Dtype dt, const float *x, int NH, int hs) {
+    enum { BIG = 4096 };
+    static unsigned char a[BIG], b[BIG];
+    const size_t C = (size_t)NH * hs;
+    if (dt == DT_FP32) return C * sizeof(float);
+    if (dt == DT_FP16 || dt == DT_BF16) return C * sizeof(uint16_t);
+    memset(a, 0x00, BIG);
+    memset(b, 0xff, BIG);
+    if (dt == DT_INT8) {
+        int8_quantize_row(a, x, NH, hs);
+        int8_quantize_row(b, x, NH, hs);
+    } else {
+        q8_0_quantize_row(a, x, (int)C);
+        q8_0_quantize_row(b, x, (int)C);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < BIG; i++)
+        if (a[i] == b[i]) n = i + 1;
+    return n;
+}
+
+/* kvmem's count is what a cache of that shape allocates and fills, for every type:
+ * against the bytes the rows are measured to take, and against the cache's own count
+ * after storing every slot (under SAN=1 a buffer too small for them is an error). */
+START_TEST(counts_what_the_cache_allocates) {
+    enum { L = 3, NH = 3, hs = 20, C = NH * hs, T = 16 }; /* C = 60: q8_0 pads a block */
+    const KvShape s = {"t", L, NH, NH, hs, T};
+    float k[C], v[C];
+    for (int i = 0; i < C; i++) k[i] = 0.37f * (float)(i - 29), v[i] = -2.0f * k[i];
+    for (int d = 0; d < DT_COUNT; d++) {
+        const size_t row = measured_row((Dtype)d, k, NH, hs);
+        uint64_t want;
+        ck_assert_int_eq(kvmem_bytes(&s, T, 1, (Dtype)d, &want), 0);
+        ck_assert_msg(want == 2ull * L * T * row, "%s: kvmem %llu, rows measured %zu B",
+                      dtype_name((Dtype)d), (unsigned long long)want, row);
+        KVCache c;
+        ck_assert_int_eq(kvcache_init(&c, L, NH, hs, T), 0);
+        ck_assert_int_eq(kvcache_set_dtype(&c, (Dtype)d), 0);
+        ck_assert_int_eq(kvcache_reserve(&c, T), 0);
+        for (int t = 0; t < T; t++)
+            for (int l = 0; l < L; l++) kvcache_store(&c, l, t, k, v, t);
+        c.len = c.n_seen = T;
+        ck_assert_uint_eq(kvcache_bytes_used(&c), want);
+        kvcache_free(&c);
+    }
 }
 END_TEST
 
@@ -113,7 +172,7 @@ START_TEST(bad_shapes_and_overflow) {
     ck_assert_ptr_nonnull(kvmem_check(&s));
     KvShape big = {"big", 4096, 4096, 4096, 65536, 1 << 24};
     uint64_t b = 7;
-    ck_assert_int_eq(kvmem_bytes(&big, 1u << 24, 1u << 20, KV_FP32, &b), -1);
+    ck_assert_int_eq(kvmem_bytes(&big, 1u << 24, 1u << 20, DT_FP32, &b), -1);
     ck_assert_uint_eq(b, 7); /* untouched */
 }
 END_TEST
@@ -161,12 +220,12 @@ START_TEST(cli_prints_exact_bytes) {
     ck_assert_ptr_nonnull(strstr(o, "kv heads 8,"));
     ck_assert_ptr_nonnull(strstr(o, "268,435,456 B  (256 MiB)"));
     free(o);
-    /* a custom shape: 2 · 3 · 2 · 16 · 10 tokens · batch 4 · 1 byte */
+    /* a custom shape in int8: 2 · 3 · 10 tokens · batch 4 · (2 · 16 values + 2 · 4 scale bytes) */
     const char *a4[] = {"kvmem", "--layers", "3", "--heads", "4", "--kv-heads", "2", "--head-dim", "16",
                         "--tokens", "10", "--batch", "4", "--dtype", "int8", NULL};
     o = run_out(a4, &st, NULL, 0);
     ck_assert_int_eq(st, 0);
-    ck_assert_ptr_nonnull(strstr(o, "7,680 B  (7.50 KiB)"));
+    ck_assert_ptr_nonnull(strstr(o, "9,600 B  (9.38 KiB)"));
     free(o);
 }
 END_TEST
@@ -248,6 +307,7 @@ Suite *make_kvmem_suite(void) {
     tcase_add_test(tc, presets_match_the_configs);
     tcase_add_test(tc, gqa_shrinks_by_heads_over_kv_heads);
     tcase_add_test(tc, dtypes_and_batch);
+    tcase_add_test(tc, counts_what_the_cache_allocates);
     tcase_add_test(tc, bad_shapes_and_overflow);
     suite_add_tcase(s, tc);
     tc = tcase_create("cli");

@@ -61,7 +61,7 @@ START_TEST(test_tokens_equal_the_int8_rows) {
     float x[KT * KC], y[KT * KC], want[KT * KC];
     unsigned char row[KC + 4 * KNH];
     matrix(x);
-    ck_assert_uint_eq(sizeof row, int8_row_bytes(KNH, KHS));
+    ck_assert_uint_eq(sizeof row, dtype_row_bytes(DT_INT8, (size_t)KNH * KHS, KNH));
     for (int t = 0; t < KT; t++) {
         int8_quantize_row(row, x + t * KC, KNH, KHS);
         int8_dequantize_row(want + t * KC, row, KNH, KHS);
@@ -102,7 +102,7 @@ START_TEST(test_sim_token_is_the_int8_cache) {
     static float a[LN * 256], b[LN * 256];
     Generator g;
     ck_assert_int_eq(generator_init(&g, &model, GEN_CACHE), 0);
-    ck_assert_int_eq(kvcache_set_dtype(&g.cache, KVDT_INT8), 0);
+    ck_assert_int_eq(kvcache_set_dtype(&g.cache, DT_INT8), 0);
     run_steps(&g, tok, LN, a);
     ck_assert_int_eq(kvcache_set_int8_sim(&g.cache, KVQ_TOKEN, KVQ_TOKEN), -1); /* not fp32 */
     generator_free(&g);
@@ -165,7 +165,7 @@ START_TEST(test_kvvalues_measure) {
     ck_assert(s->q1 <= s->median && s->median <= s->q3);
     generator_free(&g);
     ck_assert_int_eq(generator_init(&g, &model, GEN_CACHE), 0);
-    ck_assert_int_eq(kvcache_set_dtype(&g.cache, KVDT_INT8), 0);
+    ck_assert_int_eq(kvcache_set_dtype(&g.cache, DT_INT8), 0);
     run_steps(&g, tok, LN, q);
     generator_free(&g);
     double dmax = 0.0, ss = 0.0;

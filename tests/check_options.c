@@ -26,12 +26,12 @@ typedef struct {
     const char *s, *noted;
     unsigned bits;
     int list[4];
-    KVDtype dt;
+    Dtype dt;
     Sub sub;
 } Args;
 
-static int parse_dt(const char *s, void *f) { return kvcache_dtype_parse(s, f); }
-static const char *show_dt(const void *f) { return kvcache_dtype_name(*(const KVDtype *)f); }
+static int parse_dt(const char *s, void *f) { return dtype_parse(s, f); }
+static const char *show_dt(const void *f) { return dtype_name(*(const Dtype *)f); }
 
 static int callback(const Option *o, const char *v, void *base) {
     Args *a = base;
@@ -84,7 +84,7 @@ static Args fresh(void) {
     Args a;
     memset(&a, 0, sizeof a);
     a.i = 7;
-    a.dt = KVDT_FP32;
+    a.dt = DT_FP32;
     a.s = "default text";
     return a;
 }
@@ -229,7 +229,7 @@ START_TEST(test_kinds) {
     ck_assert_int_eq(a.mode, 2);
     ck_assert_uint_eq(a.bits, 4);
     ck_assert_str_eq(a.s, "x y");
-    ck_assert_int_eq(a.dt, KVDT_Q8_0);
+    ck_assert_int_eq(a.dt, DT_Q8_0);
     ck_assert_int_eq(a.sub.x, -5); /* an included table writes into its own struct */
     ck_assert_int_eq(a.calls, 2);
     ck_assert_ptr_null(a.noted);
@@ -317,7 +317,7 @@ START_TEST(test_model_options) {
     ck_assert_str_eq(a.m.cfg_option, "--layers"); /* --model refuses a shape given */
     ck_assert_str_eq(a.m.prompt_option, "--prompt"); /* the later of the two wins */
     ck_assert(a.m.seed == UINT64_MAX);
-    ck_assert_int_eq(a.m.weights, KERN_BF16);
+    ck_assert_int_eq(a.m.weights, DT_BF16);
     const char *bad[][2] = {{"--layers", "0"}, {"--heads", "257"}, {"--vocab", "1000001"},
                             {"--ctx", "65537"}, {"--weights", "q8_0"}, {"--seed", "-1"}};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
@@ -340,7 +340,7 @@ START_TEST(test_budget_and_heatmap_options) {
     const char *args[] = {"--kv-dtype", "q8_0", "--window", "8", "--sink", "0", "--max-kv-mb",
                           "0.25", "--no-svg", "--cell", "64", "--plots", "p"};
     ck_assert_int_eq(opts_parse(&cmd, 13, (char **)args, a), 0);
-    ck_assert_int_eq(a->b.dtype, KVDT_Q8_0);
+    ck_assert_int_eq(a->b.dtype, DT_Q8_0);
     ck_assert_int_eq(a->b.window, 8);
     ck_assert_str_eq(a->b.sink_given, "--sink");
     ck_assert_double_eq(a->b.max_kv_mb, 0.25);

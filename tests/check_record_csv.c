@@ -128,9 +128,10 @@ START_TEST(test_files_and_attention) {
     char *line = strchr(kv, '\n') + 1, *fline = strchr(fl, '\n') + 1;
     for (int s = 0; s <= STEPS; s++) {
         int step, tokens, n, total;
-        size_t bytes, reserved;
+        size_t bytes, reserved, per;
         unsigned long long layers;
-        ck_assert_int_eq(sscanf(line, "%*[a-z],%d,%d,%zu,%zu", &step, &tokens, &bytes, &reserved), 4);
+        ck_assert_int_eq(sscanf(line, "%*[a-z],%d,%d,%zu,%zu,%zu", &step, &tokens, &bytes, &reserved, &per), 5);
+        ck_assert_uint_eq(per, 2u * L_ * C_ * sizeof(float)); /* K and V, L rows of C floats */
         ck_assert_int_eq(step, s);
         ck_assert_int_eq(tokens, T0 + s);
         ck_assert_uint_eq(bytes, 2u * L_ * (T0 + s) * C_ * sizeof(float));

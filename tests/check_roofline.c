@@ -54,7 +54,7 @@ START_TEST(test_sweep_counts) {
         const int B = p[i].B;
         ck_assert_int_eq(B, i < 3 ? 1 << i : 6);
         ck_assert_double_eq_tol(p[i].flops, B * flops1, 1e-6 * B * flops1);
-        const double bytes = (double)model_weight_bytes_read(&cfg, KERN_FP32, (uint64_t)B) + B * kv1;
+        const double bytes = (double)model_weight_bytes_read(&cfg, DT_FP32, (uint64_t)B) + B * kv1;
         ck_assert_double_eq_tol(p[i].bytes, bytes, 1e-9 * bytes);
         ck_assert(p[i].step_s > 0.0 && p[i].ttft_s > 0.0);
     }

@@ -232,6 +232,68 @@ START_TEST(test_overfit_one_batch) {
 }
 END_TEST
 
+/* The schedule against its closed form: linear warm-up lr·(s+1)/W, then
+ * lr·(f + (1 − f)·½(1 + cos(π·(s − W)/(S − W − 1)))) down to lr·f at the last step, here
+ * with S − W − 1 = 100 so that the quarter and half points are whole steps. Float
+ * rounding: 1e-6 relative. */
+START_TEST(test_lr_schedule) {
+    TrainOptions o = train_options_default();
+    o.lr = 3e-3f, o.warmup = 10, o.steps = 111, o.lr_final = 0.1f;
+    const double lr = o.lr, f = o.lr_final, tol = 1e-6 * lr;
+    ck_assert_double_eq_tol(train_lr(&o, 0), lr / 10, tol);
+    ck_assert_double_eq_tol(train_lr(&o, 4), lr / 2, tol);
+    ck_assert_double_eq_tol(train_lr(&o, 9), lr, tol);   /* the peak, at the warm-up's end */
+    ck_assert_double_eq_tol(train_lr(&o, 10), lr, tol);  /* cos 0 */
+    ck_assert_double_eq_tol(train_lr(&o, 35), lr * (f + (1 - f) * (0.5 + sqrt(2.0) / 4)), tol); /* π/4 */
+    ck_assert_double_eq_tol(train_lr(&o, 60), lr * (f + (1 - f) / 2), tol);  /* π/2: halfway */
+    ck_assert_double_eq_tol(train_lr(&o, 110), lr * f, tol);                 /* π: the floor */
+    for (int s = 1; s < o.steps; s++) { /* up through the warm-up, then never up again */
+        if (s < o.warmup) ck_assert_float_gt(train_lr(&o, s), train_lr(&o, s - 1));
+        else ck_assert_float_le(train_lr(&o, s), train_lr(&o, s - 1));
+    }
+    o.warmup = 0, o.steps = 1; /* no warm-up and no decay: the rate itself */
+    ck_assert_float_eq(train_lr(&o, 0), o.lr);
+}
+END_TEST
+
+/* Clipping against its closed form: the norm, summed here in long double, becomes clip,
+ * every gradient keeps its sign and its share (g·clip/norm, 1e-6 relative); at or under
+ * the limit, or with clip 0, not one bit changes. */
+START_TEST(test_clip_grads) {
+    Config cfg = tiny_config(1, 2, 16, 8, 64);
+    Trainer tr;
+    ck_assert_int_eq(trainer_init(&tr, &cfg, 1, 3), 0);
+    const size_t n = tr.model.w.num_params;
+    float *g0 = malloc(n * sizeof *g0);
+    ck_assert_ptr_nonnull(g0);
+    long double ss = 0;
+    for (size_t i = 0; i < n; i++) {
+        g0[i] = tr.grads[i] = 1e-3f * (float)((long)(i * 7919 % 201) - 100);
+        ss += (long double)g0[i] * g0[i];
+    }
+    const double norm = (double)sqrtl(ss);
+    ck_assert_double_eq_tol(trainer_grad_norm(&tr), norm, 1e-12 * norm);
+    const float limits[3] = {0.0f, (float)norm * 1.5f, nextafterf((float)norm, INFINITY)}; /* off; above; just above */
+    for (int k = 0; k < 3; k++) {
+        trainer_clip_grads(&tr, limits[k], trainer_grad_norm(&tr));
+        ck_assert_msg(memcmp(tr.grads, g0, n * sizeof *g0) == 0, "clip %g changed the gradient", limits[k]);
+    }
+    const float clip = (float)(norm / 4);
+    trainer_clip_grads(&tr, clip, trainer_grad_norm(&tr));
+    long double after = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        after += (long double)tr.grads[i] * tr.grads[i];
+        const double want = (double)g0[i] * clip / norm;
+        worst = fmax(worst, fabs(tr.grads[i] - want) / fmax(fabs(want), 1e-30));
+    }
+    ck_assert_double_eq_tol((double)sqrtl(after), clip, 1e-6 * clip);
+    ck_assert_msg(worst <= 1e-6, "worst relative error of a clipped gradient %.3g", worst);
+    free(g0);
+    trainer_free(&tr);
+}
+END_TEST
+
 /* With zero gradients AdamW only decays: the 2-D tensors by (1 − lr·wd), nothing else. */
 START_TEST(test_decay_2d_only) {
     Config cfg = tiny_config(1, 2, 16, 8, 256);
@@ -900,6 +962,8 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_model_gradient_fd);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_decay_2d_only);
+    tcase_add_test(t, test_lr_schedule);
+    tcase_add_test(t, test_clip_grads);
     tcase_add_test(t, test_init_std);
     tcase_add_test(t, test_mix_by_step);
     tcase_add_test(t, test_batch_layout);

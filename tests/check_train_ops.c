@@ -455,21 +455,76 @@ START_TEST(test_attention_fast) {
 }
 END_TEST
 
-/* The row-wise ops with threads against one plain call. */
-START_TEST(test_rowwise_threads) {
-    const int threads = 1 + _i;
-    char why[96];
-    if (cannot_run(KERN_PLAIN, threads, why, sizeof why)) {
-        TEST_SKIPPED(why);
-        return;
+/* The row-wise ops, split by the threads into rows or chunks, give one plain call's bytes
+ * (memcmp); and both give the formulas computed here in double, so that at one thread,
+ * where the split is a loop around the same call, the test still compares with something
+ * else. Tolerance: the worst |float − double| over a tensor divided by its largest
+ * |double|, at most ROW_TOL (float32 arithmetic, ~1e-7 a step). */
+#define ROW_TOL 2e-6
+
+static void expect_close(const float *got, const double *want, size_t n, const char *what) {
+    double scale = 1e-30, worst = 0.0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+    ck_assert_msg(worst / scale <= ROW_TOL, "%s: worst difference from the double formula %.3g of %.3g",
+                  what, worst, scale);
+}
+
+/* Layernorm in double: the row statistics, and the backward added to dinp, dw, db. */
+static void ln_ref(double *mean, double *rstd, double *dinp, double *dw, double *db, const float *dy,
+                   const float *x, const float *w, int T, int C, double eps) {
+    for (int t = 0; t < T; t++) {
+        const float *xr = x + (size_t)t * C, *dr = dy + (size_t)t * C;
+        double m = 0, v = 0, dn_mean = 0, dnn_mean = 0;
+        for (int i = 0; i < C; i++) m += xr[i];
+        m /= C;
+        for (int i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+        const double r = 1.0 / sqrt(v / C + eps);
+        mean[t] = m, rstd[t] = r;
+        for (int i = 0; i < C; i++) {
+            const double nrm = (xr[i] - m) * r, dn = (double)dr[i] * w[i];
+            dn_mean += dn / C, dnn_mean += dn * nrm / C;
+            dw[i] += nrm * dr[i], db[i] += dr[i];
+        }
+        for (int i = 0; i < C; i++) {
+            const double nrm = (xr[i] - m) * r, dn = (double)dr[i] * w[i];
+            dinp[(size_t)t * C + i] += r * (dn - dn_mean - nrm * dnn_mean);
+        }
     }
-    set_threads(threads);
-    const int T = 300, C = 72, V = 40;
+}
+
+/* GELU's derivative (tanh form) in double, times dy. */
+static void gelu_ref(double *dx, const float *x, const float *dy, size_t n) {
+    const double k = sqrt(2.0 / M_PI);
+    for (size_t i = 0; i < n; i++) {
+        const double a = x[i], u = k * (a + 0.044715 * a * a * a), th = tanh(u);
+        dx[i] = dy[i] * (0.5 * (1 + th) + 0.5 * a * (1 - th * th) * k * (1 + 3 * 0.044715 * a * a));
+    }
+}
+
+/* Softmax cross-entropy in double: losses, probs, and (probs − onehot)·dloss. */
+static void ce_ref(double *loss, double *probs, double *dlogits, const float *logits, const int *tg,
+                   double dloss, int T, int V) {
+    for (int t = 0; t < T; t++) {
+        const float *z = logits + (size_t)t * V;
+        double mx = z[0], sum = 0;
+        for (int v = 1; v < V; v++) mx = fmax(mx, z[v]);
+        for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+        loss[t] = mx + log(sum) - z[tg[t]];
+        for (int v = 0; v < V; v++) {
+            probs[(size_t)t * V + v] = exp(z[v] - mx) / sum;
+            dlogits[(size_t)t * V + v] = (probs[(size_t)t * V + v] - (v == tg[t])) * dloss;
+        }
+    }
+}
+
+static void rows_layernorm(int threads, const float *x, const float *w, const float *dy, int T, int C) {
     const size_t n = (size_t)T * C;
-    float *x = falloc(n, 51, 2.0f), *w = falloc(C, 52, 1.0f), *dy = falloc(n, 53, 1.0f);
     float *mean0 = falloc(T, 0, 0), *rstd0 = falloc(T, 0, 0), *mean1 = falloc(T, 0, 0), *rstd1 = falloc(T, 0, 0);
     float *a[6];
     for (int j = 0; j < 6; j++) a[j] = falloc(j % 3 == 0 ? n : (size_t)C, 54, 0.1f);
+    double *rm = to_double(mean0, T), *rr = to_double(rstd0, T), *rdx = to_double(a[0], n), *rdw = to_double(a[1], C),
+           *rdb = to_double(a[2], C);
     layernorm_stats(mean0, rstd0, x, T, C, 1e-5f);
     tk_layernorm_stats(mean1, rstd1, x, T, C, 1e-5f);
     expect_same(mean1, mean0, T, "layernorm mean", KERN_PLAIN, threads);
@@ -479,26 +534,58 @@ START_TEST(test_rowwise_threads) {
     expect_same(a[3], a[0], n, "layernorm dinp", KERN_PLAIN, threads);
     expect_same(a[4], a[1], C, "layernorm dweight", KERN_PLAIN, threads);
     expect_same(a[5], a[2], C, "layernorm dbias", KERN_PLAIN, threads);
+    ln_ref(rm, rr, rdx, rdw, rdb, dy, x, w, T, C, 1e-5);
+    expect_close(mean1, rm, T, "layernorm mean");
+    expect_close(rstd1, rr, T, "layernorm rstd");
+    expect_close(a[3], rdx, n, "layernorm dinp");
+    expect_close(a[4], rdw, C, "layernorm dweight");
+    expect_close(a[5], rdb, C, "layernorm dbias");
+    free(mean0), free(rstd0), free(mean1), free(rstd1), free(rm), free(rr), free(rdx), free(rdw), free(rdb);
+    for (int j = 0; j < 6; j++) free(a[j]);
+}
+
+static void rows_gelu_ce(int threads, const float *x, const float *dy, int T, int C, int V) {
+    const size_t n = (size_t)T * C, nv = (size_t)T * V;
     float *g0 = falloc(n, 0, 0), *g1 = falloc(n, 0, 0), *out = falloc(n, 0, 0);
+    double *rg = to_double(g0, n), *rl = to_double(g0, T), *rp = to_double(g0, nv), *rd = to_double(g0, nv);
     gelu_forward(out, x, n);
     gelu_backward(g0, x, out, dy, n);
     tk_gelu_backward(g1, x, out, dy, n);
     expect_same(g1, g0, n, "gelu dinp", KERN_PLAIN, threads);
+    gelu_ref(rg, x, dy, n);
+    expect_close(g1, rg, n, "gelu dinp");
     int *tg = malloc((size_t)T * sizeof *tg);
     ck_assert_ptr_nonnull(tg);
     for (int t = 0; t < T; t++) tg[t] = (t * 7) % V;
-    float *l0 = falloc(T, 0, 0), *l1 = falloc(T, 0, 0), *p0 = falloc((size_t)T * V, 0, 0);
-    float *p1 = falloc((size_t)T * V, 0, 0);
+    float *l0 = falloc(T, 0, 0), *l1 = falloc(T, 0, 0), *p0 = falloc(nv, 0, 0), *p1 = falloc(nv, 0, 0);
     crossentropy_forward(l0, p0, x, tg, T, V); /* x read as (T, V) logits: T·V ≤ T·C */
     tk_crossentropy_forward(l1, p1, x, tg, T, V);
     expect_same(l1, l0, T, "cross-entropy loss", KERN_PLAIN, threads);
-    expect_same(p1, p0, (size_t)T * V, "cross-entropy probs", KERN_PLAIN, threads);
+    expect_same(p1, p0, nv, "cross-entropy probs", KERN_PLAIN, threads);
     crossentropy_backward(g0, p0, tg, 0.5f, T, V);
     tk_crossentropy_backward(g1, p0, tg, 0.5f, T, V);
-    expect_same(g1, g0, (size_t)T * V, "cross-entropy dlogits", KERN_PLAIN, threads);
-    free(x), free(w), free(dy), free(mean0), free(rstd0), free(mean1), free(rstd1);
-    for (int j = 0; j < 6; j++) free(a[j]);
+    expect_same(g1, g0, nv, "cross-entropy dlogits", KERN_PLAIN, threads);
+    ce_ref(rl, rp, rd, x, tg, 0.5, T, V);
+    expect_close(l1, rl, T, "cross-entropy loss");
+    expect_close(p1, rp, nv, "cross-entropy probs");
+    expect_close(g1, rd, nv, "cross-entropy dlogits");
     free(g0), free(g1), free(out), free(tg), free(l0), free(l1), free(p0), free(p1);
+    free(rg), free(rl), free(rp), free(rd);
+}
+
+START_TEST(test_rowwise_threads) {
+    const int threads = 1 + _i;
+    char why[96];
+    if (cannot_run(KERN_PLAIN, threads, why, sizeof why)) {
+        TEST_SKIPPED(why);
+        return;
+    }
+    set_threads(threads);
+    const int T = 300, C = 72, V = 40;
+    float *x = falloc((size_t)T * C, 51, 2.0f), *w = falloc(C, 52, 1.0f), *dy = falloc((size_t)T * C, 53, 1.0f);
+    rows_layernorm(threads, x, w, dy, T, C);
+    rows_gelu_ce(threads, x, dy, T, C, V);
+    free(x), free(w), free(dy);
 }
 END_TEST
 

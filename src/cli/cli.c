@@ -27,8 +27,14 @@ int cli_error(const char *msg) {
 
 /* ---- the model options ---------------------------------------------------------------- */
 
-static int parse_weights(const char *s, void *f) { return model_dtype_parse(s, f); }
-static const char *show_weights(const void *f) { return model_dtype_name(*(const KernDtype *)f); }
+/* Weights come in fp32, fp16 or bf16 only: int8 and q8_0 are K/V types. */
+static int parse_weights(const char *s, void *f) {
+    Dtype dt;
+    if (dtype_parse(s, &dt) || !dtype_is_weight(dt)) return -1;
+    *(Dtype *)f = dt;
+    return 0;
+}
+static const char *show_weights(const void *f) { return dtype_name(*(const Dtype *)f); }
 
 /* A shape option: an int of the config, noted as the one given (--model refuses them). */
 #define SHAPE(nm, a, m, max, h)                                                               \
@@ -49,7 +55,7 @@ static const Option MODEL_WEIGHT_OPTIONS[] = {
     OPT_STRING("--model", "DIR", ModelArgs, model_dir,
                "a Hugging Face GPT-2 folder instead of the built-in model: config.json + "
                "model.safetensors, and vocab.json + merges.txt for GPT-2's tokenizer (without "
-               "them: byte-level tokens)"),
+               "them: byte-level tokens, for a vocabulary of bytes; else only --prompt-ids)"),
     OPT_CHOICE("--weights", "TYPE", ModelArgs, weights, parse_weights, show_weights,
                "fp32, fp16, bf16",
                "fp32, or fp16 or bf16: the matrices rounded once to half size, multiplied in "
@@ -77,7 +83,7 @@ void model_args_default(ModelArgs *a) {
     a->cfg = config_default();
     a->seed = 1;
     a->prompt = "The KV cache";
-    a->weights = KERN_FP32;
+    a->weights = DT_FP32;
 }
 
 /* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
@@ -120,12 +126,26 @@ static int load_config(const ModelArgs *a, Config *cfg) {
     return bad ? cli_fail("bad model config", bad) : 0;
 }
 
+/* A model folder whose vocabulary is more than bytes (and a start token after them)
+ * cannot read text without its BPE files: byte ids would be the wrong tokens, silently.
+ * 0, or 2 with the error printed. */
+static int text_needs_bpe(const ModelArgs *a, const Config *cfg, const Tokenizer *tok) {
+    if (!a->model_dir || !tokenizer_is_bytes(tok) || cfg->V - (cfg->bos == 256) <= 256) return 0;
+    char msg[4400];
+    snprintf(msg, sizeof msg,
+             "--model %s: vocab_size %d is not bytes, and vocab.json and merges.txt are missing "
+             "there to tokenize the text (--prompt-ids works without them)",
+             a->model_dir, cfg->V);
+    return cli_error(msg);
+}
+
 /* The prompt's ids (given, or the text tokenized) and the tokenizer. 0, or 2. */
 static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
     int rc;
     if ((rc = open_tokenizer(a, &out->tok))) return rc;
     const int ids = a->prompt_option ? strcmp(a->prompt_option, "--prompt-ids") == 0
                                      : a->prompt_ids != NULL;
+    if (!ids && (rc = text_needs_bpe(a, cfg, out->tok))) return rc;
     if (ids) {
         int cap = 1;
         for (const char *p = a->prompt_ids; *p; p++) cap += *p == ',';
@@ -168,15 +188,15 @@ static int check_length(const Config *cfg, int T, int steps) {
 
 /* 1 after the error line when a finite weight lies outside the half type's range (it
  * would round to an infinity), naming the tensor and the value; else 0. */
-static int half_overflow(const Model *m, KernDtype dt) {
+static int half_overflow(const Model *m, Dtype dt) {
     char name[64];
     size_t i;
     float v;
     if (!model_half_overflow(m, dt, name, sizeof name, &i, &v)) return 0;
     fprintf(stderr, "kvscope: --weights %s: tensor \"%s\" holds %g at index %zu, out of %s's range "
                     "(|x| up to %s; it would round to infinity): use --weights %s\n",
-            model_dtype_name(dt), name, (double)v, i, model_dtype_name(dt),
-            dt == KERN_FP16 ? "65504" : "3.39e38", dt == KERN_FP16 ? "bf16 or fp32" : "fp32");
+            dtype_name(dt), name, (double)v, i, dtype_name(dt),
+            dt == DT_FP16 ? "65504" : "3.39e38", dt == DT_FP16 ? "bf16 or fp32" : "fp32");
     return 1;
 }
 
@@ -190,9 +210,9 @@ static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
         return 2;
     }
     if (rc) return cli_error(err);
-    if (a->weights != KERN_FP32 && half_overflow(m, a->weights)) return 2;
+    if (a->weights != DT_FP32 && half_overflow(m, a->weights)) return 2;
     if (model_set_weights(m, a->weights) != 0) /* from fp32 only: then out of memory */
-        return cli_fail("out of memory rounding the weights to", model_dtype_name(a->weights));
+        return cli_fail("out of memory rounding the weights to", dtype_name(a->weights));
     if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
                         "kernels (same results, slower)\n");

@@ -33,7 +33,7 @@ typedef struct {
                               * (then the ids when there are default ids, else the text) */
     const char *model_dir;   /* a Hugging Face GPT-2 folder instead of built-in weights */
     const char *cfg_option;  /* the last of --layers/--heads/--dim/--ctx/--vocab given */
-    KernDtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
+    Dtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
     int fit_prompt;          /* 1: cut a prompt longer than the context to it (a command's
                               * own default text), instead of refusing it */
 } ModelArgs;

@@ -8,8 +8,8 @@
 
 #include "cli.h"
 
-static int parse_dtype(const char *s, void *f) { return kvcache_dtype_parse(s, f); }
-static const char *show_dtype(const void *f) { return kvcache_dtype_name(*(const KVDtype *)f); }
+static int parse_dtype(const char *s, void *f) { return dtype_parse(s, f); }
+static const char *show_dtype(const void *f) { return dtype_name(*(const Dtype *)f); }
 
 /* "K,V": a grouping each (none, token, channel); one alone sets both. */
 static int parse_sim(const char *s, void *f) {
@@ -64,7 +64,7 @@ const Option BUDGET_OPTIONS[] = {
 
 void budget_opts_default(BudgetOpts *o) {
     memset(o, 0, sizeof *o);
-    o->dtype = KVDT_FP32;
+    o->dtype = DT_FP32;
 }
 
 int budget_opts_check(const BudgetOpts *o, GenMode mode) {
@@ -78,9 +78,9 @@ int budget_opts_check(const BudgetOpts *o, GenMode mode) {
         return cli_fail("--sink must be less than --window", buf);
     }
     const int sim = o->sim[0] != KVQ_NONE || o->sim[1] != KVQ_NONE;
-    if (sim && o->dtype != KVDT_FP32)
+    if (sim && o->dtype != DT_FP32)
         return cli_fail("--int8-sim reads an fp32 cache back: it needs --kv-dtype fp32, not",
-                        kvcache_dtype_name(o->dtype));
+                        dtype_name(o->dtype));
     if (sim && mode != GEN_CACHE)
         return cli_fail("--int8-sim needs the cache",
                         mode == GEN_RECOMPUTE ? "--no-cache" : "--article-bug");

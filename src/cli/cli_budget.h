@@ -11,7 +11,7 @@
 #include "options.h"
 
 typedef struct {
-    KVDtype dtype;      /* --kv-dtype, default fp32 */
+    Dtype dtype;        /* --kv-dtype, default fp32 */
     KVQuantGroup sim[2]; /* --int8-sim K,V: simulated int8 read-back of K and V (none: off) */
     int window;         /* --window W: 0 = keep everything */
     int sink;           /* --sink S: first positions kept by the window (default 0) */

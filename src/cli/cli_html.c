@@ -90,7 +90,7 @@ int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode 
     if (!o->path) return 0;
     const Config *cfg = &ld->model.cfg;
     HtmlConfig hc = {.cfg = *cfg, .model_name = o->model_name, .mode = mode_name(mode),
-                     .kv_dtype = kvcache_dtype_name(budget->dtype), .window = budget->window,
+                     .kv_dtype = dtype_name(budget->dtype), .window = budget->window,
                      .sink = budget->sink, .T = ld->T, .T_max = ld->T + steps,
                      .layers = *layers, .bpe = !tokenizer_is_bytes(ld->tok)};
     const char *hs = heads_shown ? heads_shown : "all";
@@ -100,7 +100,7 @@ int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode 
     else snprintf(o->model_name, sizeof o->model_name, "built-in GPT-2 (seed %llu)",
                   (unsigned long long)ma->seed);
     hc.kv_bytes_per_token = 2 * (size_t)cfg->L *
-                            kvcache_row_bytes(budget->dtype, cfg->NH, cfg->C / cfg->NH);
+                            dtype_row_bytes(budget->dtype, (size_t)cfg->C, (size_t)cfg->NH);
     hc.kv_cap_bytes = budget_cap_bytes(budget, hc.kv_bytes_per_token);
     int rc = html_out_open(&o->ho, &hc);
     o->begun = 1;

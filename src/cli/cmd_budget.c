@@ -45,13 +45,13 @@ static int run(const BudgetArgs *a, Loaded *ld, BudgetFiles *f) {
     int rc = 0;
     if (!a->quiet) printf("%-5s %9s %9s %12s %12s %s\n", "dtype", "B/value", "B/token", "max|dlogit|",
                           "mean|dlogit|", "greedy");
-    for (int dt = 0; dt < KVDT_COUNT && rc == 0; dt++) {
+    for (int dt = 0; dt < DT_COUNT && rc == 0; dt++) {
         DtypeResult r;
-        if ((rc = budget_run_dtype(&ld->model, ld->prompt, ld->T, a->steps, (KVDtype)dt, &r))) break;
+        if ((rc = budget_run_dtype(&ld->model, ld->prompt, ld->T, a->steps, (Dtype)dt, &r))) break;
         budget_write_dtype(f, &r);
         const LogitDrift *d = &r.drift;
         if (!a->quiet)
-            printf("%-5s %9.4g %9zu %12.3g %12.3g %s (%d/%d)\n", kvcache_dtype_name(r.dtype),
+            printf("%-5s %9.4g %9zu %12.3g %12.3g %s (%d/%d)\n", dtype_name(r.dtype),
                    r.bytes_per_value, r.bytes_per_token, d->max_abs, d->sum_abs / (double)d->n,
                    d->agree == d->steps ? "yes" : "no", d->agree, d->steps);
     }

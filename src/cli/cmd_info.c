@@ -42,10 +42,10 @@ int cmd_info(int argc, char **argv) {
     printf("key,value\nL,%d\nNH,%d\nC,%d\nhs,%d\nN,%d\nV,%d\nqkv_width,%llu\nmlp_width,%llu\n",
            cfg.L, cfg.NH, cfg.C, cfg.C / cfg.NH, cfg.N, cfg.V, 3 * C, 4 * C);
     printf("params,%zu\nweights,%s\nweight_bytes_decode,%llu\n", model_num_params(&cfg),
-           model_dtype_name(a.model.weights),
+           dtype_name(a.model.weights),
            (unsigned long long)model_weight_bytes_read(&cfg, a.model.weights, 1));
     printf("kv_bytes_per_token,%zu\n",
-           2 * (size_t)cfg.L * kvcache_row_bytes(KVDT_FP32, cfg.NH, cfg.C / cfg.NH));
+           2 * (size_t)cfg.L * dtype_row_bytes(DT_FP32, (size_t)cfg.C, (size_t)cfg.NH));
     /* c_attn's K and V columns are 2C of its 3C outputs: 4·C² of the 24·C² FLOPs a
      * token costs in a block's matmuls (flops_layers_formula) */
     printf("kv_flops_share,%.9g\n", (double)(4 * C * C) / (double)(24 * C * C));

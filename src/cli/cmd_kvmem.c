@@ -20,7 +20,7 @@ typedef struct {
     int L, NH, kv, hs, N;       /* the shape flags; 0: not given */
     int tokens;                 /* -1: the context */
     int batch;
-    KvDtype dt;
+    Dtype dt;
     const char *out;
     int force;
     int lengths[KVMEM_MAX_LENGTHS], n_lengths;
@@ -33,8 +33,8 @@ typedef struct {
 static int parse_preset(const char *s, void *f) {
     return (*(const KvShape **)f = kvmem_preset(s)) ? 0 : -1;
 }
-static int parse_kv_dtype(const char *s, void *f) { return kvmem_dtype_parse(s, f); }
-static const char *show_kv_dtype(const void *f) { return kvmem_dtype_name(*(const KvDtype *)f); }
+static int parse_kv_dtype(const char *s, void *f) { return dtype_parse(s, f); }
+static const char *show_kv_dtype(const void *f) { return dtype_name(*(const Dtype *)f); }
 
 /* A shape flag: 0 means not given, then the preset's value. */
 #define SHAPE(nm, a, m, max, h) OPT_INT_AUTO(nm, a, KvmemArgs, m, 1, max, "the preset's", h)
@@ -54,8 +54,8 @@ static const Option KVMEM_OPTIONS[] = {
     OPT_INT_AUTO("--ctx", "N", KvmemArgs, N, 1, 1 << 24, "the preset's, or --tokens", "context length"),
     OPT_INT_AUTO("--tokens", "T", KvmemArgs, tokens, 0, 1 << 24, "the context", "length to report"),
     OPT_INT("--batch", "B", KvmemArgs, batch, 1, 1 << 20, "sequences in the batch"),
-    OPT_CHOICE("--dtype", "D", KvmemArgs, dt, parse_kv_dtype, show_kv_dtype, "fp32, fp16, bf16, int8",
-               "fp32, fp16, bf16 or int8"),
+    OPT_CHOICE("--dtype", "D", KvmemArgs, dt, parse_kv_dtype, show_kv_dtype, "fp32, fp16, bf16, int8, q8_0",
+               "fp32, fp16, bf16, int8 (a float32 scale a head) or q8_0 (an fp16 scale a block of 32)"),
     OPT_STRING("--out", "DIR", KvmemArgs, out,
                "write kvmem.csv (bytes per model over --lengths), models.md and values.csv "
                "(key,value) into DIR, replaced as a whole"),
@@ -67,7 +67,8 @@ static const Option KVMEM_OPTIONS[] = {
 static const Command KVMEM = {
     "kvmem", "[options]",
     "KV-cache size = 2 (K and V) x layers x kv_heads x head_dim x tokens x batch x bytes\n"
-    "per element. Without --preset or a shape, prints every preset.\n",
+    "per element; int8 and q8_0 add their scales, as the cache stores them. Without\n"
+    "--preset or a shape, prints every preset.\n",
     KVMEM_OPTIONS, NULL,
 };
 
@@ -116,7 +117,7 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
     memset(a, 0, sizeof *a);
     a->tokens = -1;
     a->batch = 1;
-    a->dt = KV_FP16;
+    a->dt = DT_FP16;
     for (int i = 0; i <= 16; i++) a->lengths[i] = 256 * i;
     a->n_lengths = 17;
     int rc = opts_parse(&KVMEM, argc, argv, a);
@@ -124,7 +125,7 @@ static int parse_kvmem(int argc, char **argv, KvmemArgs *a) {
 }
 
 /* bytes for s; exits the caller's flow with 2 on overflow (checked by the caller). */
-static int bytes_of(const KvShape *s, long tokens, long batch, KvDtype dt, uint64_t *out) {
+static int bytes_of(const KvShape *s, long tokens, long batch, Dtype dt, uint64_t *out) {
     if (kvmem_bytes(s, (uint64_t)tokens, (uint64_t)batch, dt, out) == 0) return 0;
     char v[96];
     snprintf(v, sizeof v, "%s at %ld tokens, batch %ld", s->name, tokens, batch);
@@ -136,6 +137,17 @@ static void print_line(const char *what, uint64_t b) {
     printf("  %-22s %22s B  (%s)\n", what, group_digits(b, d, sizeof d), human_bytes((double)b, h, sizeof h));
 }
 
+/* The product behind the numbers: bytes a value for the float types, bytes a row (values
+ * and scales) for the 8-bit ones. */
+static void print_formula(const KvShape *s, int batch, Dtype dt) {
+    const size_t C = (size_t)s->kv_heads * (size_t)s->hs, row = dtype_row_bytes(dt, C, (size_t)s->kv_heads);
+    if (dtype_is_weight(dt))
+        printf("  = 2 x %d x %d x %d x tokens x %d x %zu bytes\n", s->L, s->kv_heads, s->hs, batch, row / C);
+    else
+        printf("  = 2 x %d x tokens x %d x %zu bytes a row (%d x %d values as %s, with their scales)\n",
+               s->L, batch, row, s->kv_heads, s->hs, dtype_name(dt));
+}
+
 static int print_one(const KvmemArgs *a) {
     const KvShape *s = &a->shape;
     long T = a->tokens >= 0 ? a->tokens : s->N;
@@ -144,9 +156,8 @@ static int print_one(const KvmemArgs *a) {
         bytes_of(s, s->N, a->batch, a->dt, &full))
         return 2;
     printf("%s: layers %d, heads %d, kv heads %d, head dim %d, context %d; %s, batch %d\n",
-           s->name, s->L, s->NH, s->kv_heads, s->hs, s->N, kvmem_dtype_name(a->dt), a->batch);
-    printf("  = 2 x %d x %d x %d x tokens x %d x %d bytes\n", s->L, s->kv_heads, s->hs, a->batch,
-           kvmem_dtype_bytes(a->dt));
+           s->name, s->L, s->NH, s->kv_heads, s->hs, s->N, dtype_name(a->dt), a->batch);
+    print_formula(s, a->batch, a->dt);
     char what[64];
     print_line("per token", per);
     snprintf(what, sizeof what, "at %ld tokens", T);
@@ -162,7 +173,7 @@ static int print_one(const KvmemArgs *a) {
 static int print_presets(const KvmemArgs *a) {
     int n;
     const KvShape *p = kvmem_presets(&n);
-    printf("KV cache, %s, batch %d%s\n", kvmem_dtype_name(a->dt), a->batch,
+    printf("KV cache, %s, batch %d%s\n", dtype_name(a->dt), a->batch,
            a->tokens >= 0 ? "" : " (at each model's full context)");
     char at[32];
     if (a->tokens >= 0) snprintf(at, sizeof at, "at %d tokens", a->tokens);
@@ -221,7 +232,7 @@ static int write_models(const KvmemArgs *a, const OutDir *od, const KvShape *mod
     FILE *f = outdir_fopen(od, "models.md", err, sizeof err);
     if (!f) return -1;
     fprintf(f, "| model | layers | heads | KV heads | head dim | context | KV per token (%s) | KV at full context |\n",
-            kvmem_dtype_name(a->dt));
+            dtype_name(a->dt));
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int j = 0; j < m; j++) {
         const KvShape *s = &models[j];
@@ -253,7 +264,7 @@ static int write_values(const KvmemArgs *a, const OutDir *od, const KvShape *mod
     const uint64_t B = (uint64_t)a->batch;
     FILE *f = outdir_fopen(od, "values.csv", err, sizeof err);
     if (!f) return -1;
-    fprintf(f, "key,value\ndtype,%s\nbatch,%d\n", kvmem_dtype_name(a->dt), a->batch);
+    fprintf(f, "key,value\ndtype,%s\nbatch,%d\n", dtype_name(a->dt), a->batch);
     int bad = 0;
     for (int j = 0; j < m && !bad; j++) {
         const KvShape *s = &models[j];

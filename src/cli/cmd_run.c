@@ -216,11 +216,23 @@ static int finish(RunArgs *a, Loaded *ld, Run *r, int status) {
     return status;
 }
 
+/* With byte tokens, ids past 255 have no byte (a model folder without its BPE files,
+ * read by --prompt-ids): the line is the tokens' labels, "<id 300>" for those. */
+static int print_labels(const char *label, const Tokenizer *tok, const int *ids, int n) {
+    char buf[64];
+    printf("%-13s ", label);
+    for (int i = 0; i < n; i++) fputs(tokenizer_token_text(tok, ids[i], buf, sizeof buf), stdout);
+    putchar('\n');
+    return 0;
+}
+
 /* One labelled line of the text: ids decoded (the start token as ⟨s⟩), bytes shown as
  * the token labels show them. 0, or 2 after the error line. */
 static int print_text(const char *label, const Tokenizer *tok, const int *ids, int n) {
     char *bytes = NULL, *shown = NULL;
     size_t len = 0;
+    for (int i = 0; tokenizer_is_bytes(tok) && i < n; i++)
+        if (ids[i] > 255) return print_labels(label, tok, ids, n);
     if (n > 0 && tokenizer_decode(tok, ids, n, &bytes, &len) != 0) return cli_fail("out of memory", label);
     if (n > 0 && !(shown = toklabel_text((const unsigned char *)bytes, len))) {
         free(bytes);

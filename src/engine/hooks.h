@@ -58,6 +58,7 @@ typedef struct {
     int tokens_total;     /* tokens in the cache after the step */
     size_t kv_bytes;      /* bytes of K and V held */
     size_t kv_reserved;   /* bytes of K and V allocated */
+    size_t kv_bytes_per_token; /* 2 · L · row bytes (dtype.h): what one token takes */
     FlopCount flops;      /* FLOPs of this step alone */
     const int *slot_pos;  /* (tokens_total) absolute position held by each cache slot */
     int evicted_pos0;     /* positions evicted from the cache since the previous step */

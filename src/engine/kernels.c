@@ -95,24 +95,24 @@ enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel
        MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
        MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
 
-/* Panels hold float32, or halves (KERN_FP16, KERN_BF16) that become float32 as they
+/* Panels hold float32, or halves (DT_FP16, DT_BF16) that become float32 as they
  * are read: every half is a float32 value, so the sums are those of the float32
  * matmul on the rounded weights. */
-static size_t elem_size(KernDtype dt) { return dt == KERN_FP32 ? sizeof(float) : 2; }
+static size_t elem_size(Dtype dt) { return dtype_row_bytes(dt, 1, 1); }
 
 /* Weights i .. i+7 of p as floats. */
-AVX2_INLINE __m256 load8w(const void *p, size_t i, KernDtype dt) {
-    if (dt == KERN_FP32) return _mm256_loadu_ps((const float *)p + i);
+AVX2_INLINE __m256 load8w(const void *p, size_t i, Dtype dt) {
+    if (dt == DT_FP32) return _mm256_loadu_ps((const float *)p + i);
     const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
-    if (dt == KERN_FP16) return _mm256_cvtph_ps(h);
+    if (dt == DT_FP16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
 }
 
 /* Weight i of p as a float. */
-static float load1w(const void *p, size_t i, KernDtype dt) {
-    if (dt == KERN_FP32) return ((const float *)p)[i];
+static float load1w(const void *p, size_t i, Dtype dt) {
+    if (dt == DT_FP32) return ((const float *)p)[i];
     const uint16_t h = ((const uint16_t *)p)[i];
-    return dt == KERN_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+    return dt == DT_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
 }
 
 /* Rows 0..3 of inp against the 24 panel columns at pan (row stride KERN_PANEL),
@@ -186,7 +186,7 @@ AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const 
  * plus bias (48, may be NULL). Six accumulators hold the 48 sums for the whole walk
  * down the panel, which reads 192 contiguous bytes per input. end: the end of the
  * weights, so that the prefetch MM_PF rows ahead never points past them. */
-AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype dt,
+AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, Dtype dt,
                           const float *bias, int C, const void *end) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     const size_t row = KERN_PANEL * elem_size(dt); /* bytes: 192, or 96 for halves */
@@ -200,7 +200,7 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype d
             const char *ahead = wb + ahead_rows * row;
             _mm_prefetch(ahead, _MM_HINT_T0);
             _mm_prefetch(ahead + 64, _MM_HINT_T0);
-            if (dt == KERN_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
+            if (dt == DT_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
         }
         const size_t i = (size_t)c * KERN_PANEL;
         const __m256 b = _mm256_broadcast_ss(x + c);
@@ -229,7 +229,7 @@ AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, KernDtype d
 
 /* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
  * all T rows: 8 columns at a time, then one at a time. */
-AVX2_INLINE void mm_narrow(float *out, const float *inp, const void *pan, KernDtype dt,
+AVX2_INLINE void mm_narrow(float *out, const float *inp, const void *pan, Dtype dt,
                            const float *bias, int T, int C, int OC, int o, int pw) {
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
@@ -268,7 +268,7 @@ AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, si
 
 /* mm_narrow as a function of its own, for the OpenMP region of matmul_run (outlined
  * without the AVX2 target: it must call, not inline, vector code). */
-AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, KernDtype dt,
+AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, Dtype dt,
                              const float *bias, int T, int C, int OC, int o, int pw) {
     mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
 }
@@ -276,9 +276,9 @@ AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, Kern
 /* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
  * read where they are; halves are converted once into buf (MM_KC·48 floats), which
  * every tile of the block then reads. */
-AVX2_INLINE const float *block_floats(float *buf, const void *pan, KernDtype dt, int c0, int kc) {
+AVX2_INLINE const float *block_floats(float *buf, const void *pan, Dtype dt, int c0, int kc) {
     const size_t i0 = (size_t)c0 * KERN_PANEL;
-    if (dt == KERN_FP32) return (const float *)pan + i0;
+    if (dt == DT_FP32) return (const float *)pan + i0;
     for (size_t i = 0; i < (size_t)kc * KERN_PANEL; i += 8)
         _mm256_store_ps(buf + i, load8w(pan, i0 + i, dt));
     return buf;
@@ -290,7 +290,7 @@ typedef void PanelFn(float *out, const float *inp, const float *xp, const void *
                      const float *bias, int T, int C, int OC, int o, const void *end);
 
 AVX2_INLINE void panel2(float *out, const float *inp, const float *xp, const void *pan,
-                        KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                        Dtype dt, const float *bias, int T, int C, int OC, int o,
                         const void *end) {
     if (T < MM_TR) { /* decode */
         for (int t = 0; t < T; t++)
@@ -331,9 +331,9 @@ AVX2_INLINE void panel2(float *out, const float *inp, const float *xp, const voi
                      const float *bias, int T, int C, int OC, int o, const void *end) {     \
         body(out, inp, xp, pan, dt, bias, T, C, OC, o, end);                                \
     }
-AVX2 PANEL_FN(panel_avx2, panel2, KERN_FP32)
-AVX2 PANEL_FN(panel_avx2_fp16, panel2, KERN_FP16)
-AVX2 PANEL_FN(panel_avx2_bf16, panel2, KERN_BF16)
+AVX2 PANEL_FN(panel_avx2, panel2, DT_FP32)
+AVX2 PANEL_FN(panel_avx2_fp16, panel2, DT_FP16)
+AVX2 PANEL_FN(panel_avx2_bf16, panel2, DT_BF16)
 
 /* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
  * tile are left out), each tile input-major: input c of the tile's row i at
@@ -354,7 +354,7 @@ static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
  * panel, when narrower than 48, goes through mm_narrow. R: the rows of the panel
  * function's prefill tile, whose input rows are packed first (pack_rows) when T ≥ R
  * and memory allows; without it the tiles read inp as it is. */
-AVX2 static void matmul_run(PanelFn *panel, int R, KernDtype dt, float *out, const float *inp,
+AVX2 static void matmul_run(PanelFn *panel, int R, Dtype dt, float *out, const float *inp,
                             const void *wp, const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     const size_t es = elem_size(dt);
@@ -438,7 +438,7 @@ AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, con
 /* Prefill (T ≥ 8): the tiles of 8 rows (from xp, packed, when there), then the
  * leftover rows one at a time. */
 AVX512_INLINE void panel5(float *out, const float *inp, const float *xp, const void *pan,
-                          KernDtype dt, const float *bias, int T, int C, int OC, int o,
+                          Dtype dt, const float *bias, int T, int C, int OC, int o,
                           const void *end) {
     float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
     const size_t es = elem_size(dt);
@@ -462,9 +462,9 @@ AVX512_INLINE void panel5(float *out, const float *inp, const float *xp, const v
                       last);
     }
 }
-AVX512 PANEL_FN(panel_avx512, panel5, KERN_FP32)
-AVX512 PANEL_FN(panel_avx512_fp16, panel5, KERN_FP16)
-AVX512 PANEL_FN(panel_avx512_bf16, panel5, KERN_BF16)
+AVX512 PANEL_FN(panel_avx512, panel5, DT_FP32)
+AVX512 PANEL_FN(panel_avx512_fp16, panel5, DT_FP16)
+AVX512 PANEL_FN(panel_avx512_bf16, panel5, DT_BF16)
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -1195,17 +1195,17 @@ void kern_pack_panels(float *panels, const float *w, int C, int OC) {
     }
 }
 
-float kern_round_weight(float x, KernDtype dt) {
-    if (dt == KERN_FP16) return fp16_to_fp32(fp32_to_fp16(x));
-    if (dt == KERN_BF16) return bf16_to_fp32(fp32_to_bf16(x));
+float kern_round_weight(float x, Dtype dt) {
+    if (dt == DT_FP16) return fp16_to_fp32(fp32_to_fp16(x));
+    if (dt == DT_BF16) return bf16_to_fp32(fp32_to_bf16(x));
     return x;
 }
 
-static uint16_t to_half(float x, KernDtype dt) {
-    return dt == KERN_FP16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
+static uint16_t to_half(float x, Dtype dt) {
+    return dt == DT_FP16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
 }
 
-void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, KernDtype dt) {
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Dtype dt) {
     for (int o = 0; o < OC; o += KERN_PANEL) {
         const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         uint16_t *pan = panels + (size_t)o * C;
@@ -1215,7 +1215,7 @@ void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Kern
     }
 }
 
-void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, KernDtype dt) {
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dtype dt) {
     for (int o = 0; o < OC; o += KERN_PANEL) {
         const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         uint16_t *pan = panels + (size_t)o * C;
@@ -1236,7 +1236,7 @@ void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
 
 /* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
 static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
-                         KernDtype dt, const float *bias, int T, int C, int OC) {
+                         Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
     static PanelFn *const p2[3] = {panel_avx2, panel_avx2_fp16, panel_avx2_bf16},
                           *const p5[3] = {panel_avx512, panel_avx512_fp16, panel_avx512_bf16};
@@ -1256,28 +1256,28 @@ static int matmul_panels(KernLevel lv, float *out, const float *inp, const void 
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, bias, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, DT_FP32, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
-    if (!matmul_panels(lv, out, inp, panels, KERN_FP32, NULL, T, C, OC))
+    if (!matmul_panels(lv, out, inp, panels, DT_FP32, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
-                              const uint16_t *panels, KernDtype dt, const float *bias, int T,
+                              const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
-    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+    if (dt == DT_FP32 || !matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
-                                         const float *w, const uint16_t *panels, KernDtype dt,
+                                         const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
-    if (dt == KERN_FP32 || !matmul_panels(lv, out, inp, panels, dt, NULL, T, C, OC))
+    if (dt == DT_FP32 || !matmul_panels(lv, out, inp, panels, dt, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 

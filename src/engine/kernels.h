@@ -21,15 +21,17 @@
  *   KERN_AVX512  KERN_AVX2, with a 16-wide AVX-512F matmul for prefill (8 rows or more)
  * Layernorm repeats the ops.c code row by row (4 rows side by side); GELU's
  * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
- * Exactness needs the build's -std=c11: the compiler then fuses nothing on its own
- * (-ffp-contract=off), so a multiply-add is fused exactly where the source says fmaf
- * or _mm*_fmadd_ps. -ffast-math breaks it.
+ * Exactness needs the Makefile's -ffp-contract=off: the compiler then fuses nothing on
+ * its own (clang would by default, gcc in its GNU modes), so a multiply-add is fused
+ * exactly where the source says fmaf or _mm*_fmadd_ps. -ffast-math breaks it.
  */
 #ifndef KVSCOPE_KERNELS_H
 #define KVSCOPE_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "dtype.h"
 
 typedef enum { KERN_PLAIN, KERN_AVX2, KERN_AVX512, KERN_LEVEL_COUNT } KernLevel;
 
@@ -68,22 +70,21 @@ void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
  * kernels turn each half back into its float32 value, exactly, and multiply-add in
  * float32 as above. So with w holding the rounded weights, the half panels give the
  * plain kernel's bytes on w. */
-typedef enum { KERN_FP32, KERN_FP16, KERN_BF16 } KernDtype;
 
 /* x rounded to dt (to nearest, ties to even) and back: a float32 value that dt holds
- * exactly. KERN_FP32: x. */
-float kern_round_weight(float x, KernDtype dt);
+ * exactly. DT_FP32: x. */
+float kern_round_weight(float x, Dtype dt);
 /* As kern_pack_panels / kern_pack_panels_t, into halves of type dt (FP16 or BF16); w
  * should already be rounded (kern_round_weight), or each element is rounded now. */
-void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, KernDtype dt);
-void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, KernDtype dt);
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Dtype dt);
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dtype dt);
 /* As kern_matmul_forward / kern_matmul_transposed_forward with panels of halves of
- * type dt; the plain level (or panels NULL, or dt KERN_FP32) runs the plain kernel on w. */
+ * type dt; the plain level (or panels NULL, or dt DT_FP32) runs the plain kernel on w. */
 void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
-                              const uint16_t *panels, KernDtype dt, const float *bias, int T,
+                              const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC);
 void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
-                                         const float *w, const uint16_t *panels, KernDtype dt,
+                                         const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC);
 
 /* As attention_forward (same shapes and outputs). */

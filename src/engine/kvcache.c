@@ -7,21 +7,6 @@
 #include "halfprec.h"
 #include "quant.h"
 
-static const char *const dtype_names[KVDT_COUNT] = {"fp32", "fp16", "bf16", "int8", "q8_0"};
-
-const char *kvcache_dtype_name(KVDtype dt) {
-    return (unsigned)dt < KVDT_COUNT ? dtype_names[dt] : "?";
-}
-
-int kvcache_dtype_parse(const char *s, KVDtype *dt) {
-    for (int i = 0; i < KVDT_COUNT; i++)
-        if (strcmp(s, dtype_names[i]) == 0) {
-            *dt = (KVDtype)i;
-            return 0;
-        }
-    return -1;
-}
-
 static const char *const group_names[KVQ_COUNT] = {"none", "token", "channel"};
 
 const char *kvcache_quant_group_name(KVQuantGroup g) {
@@ -37,26 +22,14 @@ int kvcache_quant_group_parse(const char *s, KVQuantGroup *g) {
     return -1;
 }
 
-size_t kvcache_row_bytes(KVDtype dt, int NH, int hs) {
-    size_t C = (size_t)NH * hs;
-    switch (dt) {
-    case KVDT_FP32: return 4 * C;
-    case KVDT_FP16:
-    case KVDT_BF16: return 2 * C;
-    case KVDT_INT8: return int8_row_bytes(NH, hs);
-    case KVDT_Q8_0: return q8_0_row_bytes((int)C);
-    default: return 0;
-    }
-}
-
 int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len) {
     memset(c, 0, sizeof *c);
     c->L = L;
     c->NH = NH;
     c->hs = hs;
     c->max_len = max_len;
-    c->dtype = KVDT_FP32;
-    c->row_bytes = kvcache_row_bytes(KVDT_FP32, NH, hs);
+    c->dtype = DT_FP32;
+    c->row_bytes = dtype_row_bytes(DT_FP32, (size_t)NH * hs, (size_t)NH);
     c->k = calloc((size_t)L, sizeof *c->k);
     c->v = calloc((size_t)L, sizeof *c->v);
     c->kq = calloc((size_t)L, sizeof *c->kq);
@@ -93,17 +66,17 @@ void kvcache_free(KVCache *c) {
     memset(c, 0, sizeof *c);
 }
 
-int kvcache_set_dtype(KVCache *c, KVDtype dt) {
-    if (c->len != 0 || (unsigned)dt >= KVDT_COUNT) return -1;
+int kvcache_set_dtype(KVCache *c, Dtype dt) {
+    if (c->len != 0 || (unsigned)dt >= DT_COUNT) return -1;
     release_storage(c);
     c->dtype = dt;
-    c->row_bytes = kvcache_row_bytes(dt, c->NH, c->hs);
+    c->row_bytes = dtype_row_bytes(dt, (size_t)c->NH * c->hs, (size_t)c->NH);
     c->sim_k = c->sim_v = KVQ_NONE;
     return 0;
 }
 
 int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v) {
-    if (c->len != 0 || c->dtype != KVDT_FP32 || (unsigned)k >= KVQ_COUNT || (unsigned)v >= KVQ_COUNT)
+    if (c->len != 0 || c->dtype != DT_FP32 || (unsigned)k >= KVQ_COUNT || (unsigned)v >= KVQ_COUNT)
         return -1;
     release_storage(c); /* the next reservation adds the scratch buffers */
     c->sim_k = k;
@@ -113,7 +86,7 @@ int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v) {
 
 /* Does kvcache_layer read through the scratch buffers? */
 static int reads_scratch(const KVCache *c) {
-    return c->dtype != KVDT_FP32 || c->sim_k != KVQ_NONE || c->sim_v != KVQ_NONE;
+    return c->dtype != DT_FP32 || c->sim_k != KVQ_NONE || c->sim_v != KVQ_NONE;
 }
 
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes) { c->max_bytes = max_bytes; }
@@ -132,8 +105,8 @@ int kvcache_drop(KVCache *c, int first, int count) {
     if (count == 0) return 0;
     size_t row = c->row_bytes, tail = (size_t)(c->len - first - count);
     for (int l = 0; l < c->L; l++) {
-        unsigned char *k = c->dtype == KVDT_FP32 ? (unsigned char *)c->k[l] : c->kq[l];
-        unsigned char *v = c->dtype == KVDT_FP32 ? (unsigned char *)c->v[l] : c->vq[l];
+        unsigned char *k = c->dtype == DT_FP32 ? (unsigned char *)c->k[l] : c->kq[l];
+        unsigned char *v = c->dtype == DT_FP32 ? (unsigned char *)c->v[l] : c->vq[l];
         memmove(k + first * row, k + (first + count) * row, tail * row);
         memmove(v + first * row, v + (first + count) * row, tail * row);
     }
@@ -167,7 +140,7 @@ int kvcache_reserve(KVCache *c, int n) {
     }
     size_t rows = (size_t)cap, C = (size_t)c->NH * c->hs;
     for (int l = 0; l < c->L; l++) {
-        if (c->dtype == KVDT_FP32) {
+        if (c->dtype == DT_FP32) {
             if (grow((void **)&c->k[l], rows * c->row_bytes) ||
                 grow((void **)&c->v[l], rows * c->row_bytes))
                 return -1;
@@ -187,15 +160,15 @@ int kvcache_reserve(KVCache *c, int n) {
 static void encode_row(const KVCache *c, unsigned char *dst, const float *x) {
     int C = c->NH * c->hs;
     switch (c->dtype) {
-    case KVDT_FP16:
-    case KVDT_BF16:
+    case DT_FP16:
+    case DT_BF16:
         for (int i = 0; i < C; i++) {
-            uint16_t h = c->dtype == KVDT_FP16 ? fp32_to_fp16(x[i]) : fp32_to_bf16(x[i]);
+            uint16_t h = c->dtype == DT_FP16 ? fp32_to_fp16(x[i]) : fp32_to_bf16(x[i]);
             memcpy(dst + 2 * (size_t)i, &h, 2);
         }
         break;
-    case KVDT_INT8: int8_quantize_row(dst, x, c->NH, c->hs); break;
-    case KVDT_Q8_0: q8_0_quantize_row(dst, x, C); break;
+    case DT_INT8: int8_quantize_row(dst, x, c->NH, c->hs); break;
+    case DT_Q8_0: q8_0_quantize_row(dst, x, C); break;
     default: memcpy(dst, x, (size_t)C * sizeof(float)); break;
     }
 }
@@ -203,23 +176,23 @@ static void encode_row(const KVCache *c, unsigned char *dst, const float *x) {
 static void decode_row(const KVCache *c, float *y, const unsigned char *src) {
     int C = c->NH * c->hs;
     switch (c->dtype) {
-    case KVDT_FP16:
-    case KVDT_BF16:
+    case DT_FP16:
+    case DT_BF16:
         for (int i = 0; i < C; i++) {
             uint16_t h;
             memcpy(&h, src + 2 * (size_t)i, 2);
-            y[i] = c->dtype == KVDT_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+            y[i] = c->dtype == DT_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
         }
         break;
-    case KVDT_INT8: int8_dequantize_row(y, src, c->NH, c->hs); break;
-    case KVDT_Q8_0: q8_0_dequantize_row(y, src, C); break;
+    case DT_INT8: int8_dequantize_row(y, src, c->NH, c->hs); break;
+    case DT_Q8_0: q8_0_dequantize_row(y, src, C); break;
     default: memcpy(y, src, (size_t)C * sizeof(float)); break;
     }
 }
 
 void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, int pos) {
     size_t C = (size_t)c->NH * c->hs;
-    if (c->dtype == KVDT_FP32) {
+    if (c->dtype == DT_FP32) {
         memcpy(c->k[l] + (size_t)slot * C, k, C * sizeof(float));
         memcpy(c->v[l] + (size_t)slot * C, v, C * sizeof(float));
     } else {
@@ -237,7 +210,7 @@ static const float *simulate(const KVCache *c, KVQuantGroup g, const float *x, f
 }
 
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
-    if (c->dtype == KVDT_FP32) { /* zero-copy unless simulating: attention reads the storage */
+    if (c->dtype == DT_FP32) { /* zero-copy unless simulating: attention reads the storage */
         *k = simulate(c, c->sim_k, c->k[l], c->scratch_k, T);
         *v = simulate(c, c->sim_v, c->v[l], c->scratch_v, T);
         return;

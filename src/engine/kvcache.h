@@ -10,10 +10,8 @@
  * Storage grows by doubling (bounded by the context N and by max_bytes), so
  * "reserved" can be larger than "used".
  *
- * The storage type (dtype) decides the bytes of a row, row_bytes:
- *   fp32  4·C          fp16, bf16  2·C
- *   int8  C + 4·NH     (one float32 scale per token and head, see quant.h)
- *   q8_0  ⌈C/32⌉·34    (blocks of 32 int8 + one fp16 scale, as llama.cpp)
+ * The storage type (dtype) decides the bytes of a row, row_bytes = dtype_row_bytes
+ * (dtype.h: fp32 4·C, fp16 and bf16 2·C, int8 C + 4·NH, q8_0 ⌈C/32⌉·34):
  *   bytes per token = 2 · L · row_bytes      used = len · that      reserved = capacity · that
  *
  * fp32 is stored as floats in k[l]/v[l] and read in place: no copy. Other types are
@@ -36,7 +34,7 @@
 
 #include <stddef.h>
 
-typedef enum { KVDT_FP32, KVDT_FP16, KVDT_BF16, KVDT_INT8, KVDT_Q8_0, KVDT_COUNT } KVDtype;
+#include "dtype.h"
 
 /* How the simulated int8 read-back groups the values of K (or V). */
 typedef enum { KVQ_NONE, KVQ_TOKEN, KVQ_CHANNEL, KVQ_COUNT } KVQuantGroup;
@@ -48,7 +46,7 @@ typedef struct {
     int len;         /* tokens stored (slots in use) */
     int n_seen;      /* tokens ever appended: the absolute position of the next one.
                       * Equals len unless tokens were dropped (kvcache_drop). */
-    KVDtype dtype;   /* storage type, KVDT_FP32 unless kvcache_set_dtype changed it */
+    Dtype dtype;   /* storage type, DT_FP32 unless kvcache_set_dtype changed it */
     size_t row_bytes;  /* bytes of one token's K (or V) row in one layer */
     size_t max_bytes;  /* 0, or a cap on reserved bytes (kvcache_set_max_bytes) */
     KVQuantGroup sim_k, sim_v; /* simulated int8 read-back of K, of V (KVQ_NONE: off) */
@@ -66,7 +64,7 @@ int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len);
 void kvcache_free(KVCache *c);
 /* Change the storage type of an empty cache (len == 0); releases the reservation.
  * 0, or -1 if the cache holds tokens or dt is not a type. */
-int kvcache_set_dtype(KVCache *c, KVDtype dt);
+int kvcache_set_dtype(KVCache *c, Dtype dt);
 /* Simulate an int8 cache on an empty fp32 cache: K read back grouped by k, V by v
  * (KVQ_NONE leaves that side exact). Releases the reservation. 0, or -1 if the cache
  * holds tokens, is not fp32, or a group is not one. kvcache_set_dtype turns it off. */
@@ -97,8 +95,6 @@ void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, 
  * other types the values read back (dequantized) into the scratch buffers. */
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v);
 
-/* Bytes of one row of C values stored as dt (NH heads of hs). */
-size_t kvcache_row_bytes(KVDtype dt, int NH, int hs);
 size_t kvcache_bytes_per_token(const KVCache *c); /* 2 · L · row_bytes */
 size_t kvcache_bytes_used(const KVCache *c);
 size_t kvcache_bytes_reserved(const KVCache *c);
@@ -106,9 +102,5 @@ size_t kvcache_bytes_reserved(const KVCache *c);
 /* "none", "token", "channel"; kvcache_quant_group_parse returns -1 if unknown. */
 const char *kvcache_quant_group_name(KVQuantGroup g);
 int kvcache_quant_group_parse(const char *s, KVQuantGroup *g);
-
-/* "fp32", "fp16", "bf16", "int8", "q8_0"; kvcache_dtype_parse returns -1 if unknown. */
-const char *kvcache_dtype_name(KVDtype dt);
-int kvcache_dtype_parse(const char *s, KVDtype *dt);
 
 #endif

@@ -75,10 +75,10 @@ size_t model_num_params(const Config *cfg) {
            (size_t)cfg->L * (12 * C * C + 13 * C);
 }
 
-uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens) {
+uint64_t model_weight_bytes_read(const Config *cfg, Dtype dt, uint64_t tokens) {
     const uint64_t C = (uint64_t)cfg->C, L = (uint64_t)cfg->L, V = (uint64_t)cfg->V;
     const uint64_t matrices = L * 12 * C * C + V * C, vectors = L * 13 * C + 2 * C;
-    return matrices * (dt == KERN_FP32 ? 4 : 2) + 4 * (vectors + 2 * C * tokens);
+    return dtype_row_bytes(dt, matrices, 1) + 4 * (vectors + 2 * C * tokens);
 }
 
 /* ---- built-in weights ---------------------------------------------------
@@ -174,7 +174,7 @@ static void fill_panels(Model *m) {
 /* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
  * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory.
  * With dt a half type, the same layout in halves (pack_half_panels). */
-static int pack_half_panels(Model *m, KernDtype dt);
+static int pack_half_panels(Model *m, Dtype dt);
 static int pack_panels(Model *m) {
     size_t pad[4], lm, total;
     if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
@@ -189,7 +189,7 @@ void model_refresh_panels(Model *m) {
     if (m->w.panels) fill_panels(m);
 }
 
-static int pack_half_panels(Model *m, KernDtype dt) {
+static int pack_half_panels(Model *m, Dtype dt) {
     const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
     const size_t most = SIZE_MAX / sizeof(uint16_t) / 64;
     if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
@@ -218,18 +218,18 @@ static int pack_half_panels(Model *m, KernDtype dt) {
     return 0;
 }
 
-static void round_in_place(float *w, size_t n, KernDtype dt) {
+static void round_in_place(float *w, size_t n, Dtype dt) {
     for (size_t i = 0; i < n; i++) w[i] = kern_round_weight(w[i], dt);
 }
 
 /* The first finite weight of w (n) that rounds to an infinity: its index, or n. */
-static size_t first_overflow(const float *w, size_t n, KernDtype dt) {
+static size_t first_overflow(const float *w, size_t n, Dtype dt) {
     for (size_t i = 0; i < n; i++)
         if (isfinite(w[i]) && !isfinite(kern_round_weight(w[i], dt))) return i;
     return n;
 }
 
-int model_half_overflow(const Model *m, KernDtype dt, char *name, size_t size, size_t *index,
+int model_half_overflow(const Model *m, Dtype dt, char *name, size_t size, size_t *index,
                         float *value) {
     const size_t C = (size_t)m->cfg.C;
     static const char *const names[4] = {"attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"};
@@ -250,9 +250,9 @@ int model_half_overflow(const Model *m, KernDtype dt, char *name, size_t size, s
     return 0;
 }
 
-int model_set_weights(Model *m, KernDtype dt) {
+int model_set_weights(Model *m, Dtype dt) {
     if (dt == m->w.dtype) return 0;
-    if (m->w.dtype != KERN_FP32 || dt == KERN_FP32) return -1;
+    if (m->w.dtype != DT_FP32 || dt == DT_FP32) return -1;
     const size_t C = (size_t)m->cfg.C;
     /* the blob's pointers are const for the forward pass; the model may change them */
     round_in_place((float *)m->w.wte, (size_t)m->cfg.V * C, dt);
@@ -276,20 +276,6 @@ int model_set_weights(Model *m, KernDtype dt) {
     if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
     m->owns_panels = m->w.half_panels != NULL;
     return 0;
-}
-
-const char *model_dtype_name(KernDtype dt) {
-    return dt == KERN_FP16 ? "fp16" : dt == KERN_BF16 ? "bf16" : "fp32";
-}
-
-int model_dtype_parse(const char *s, KernDtype *dt) {
-    static const KernDtype all[] = {KERN_FP32, KERN_FP16, KERN_BF16};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        if (strcmp(s, model_dtype_name(all[i])) == 0) {
-            *dt = all[i];
-            return 0;
-        }
-    return -1;
 }
 
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership) {
@@ -439,7 +425,7 @@ static int fire(const At *at, HookPoint pt, int layer, const float *data, int nd
 static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
                          const uint16_t *p16, const float *bias, int n, int C, int OC) {
     const double t0 = clock_start(m);
-    if (m->w.dtype == KERN_FP32) kern_matmul_forward(m->kern, out, in, w, p32, bias, n, C, OC);
+    if (m->w.dtype == DT_FP32) kern_matmul_forward(m->kern, out, in, w, p32, bias, n, C, OC);
     else kern_matmul_half_forward(m->kern, out, in, w, p16, m->w.dtype, bias, n, C, OC);
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
 }
@@ -508,7 +494,7 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
     const double t0 = clock_start(m);
     /* plain: matmul_transposed_forward (ops.c); fast: matmul_run on wte's panels (kernels.c) */
-    if (m->w.dtype == KERN_FP32)
+    if (m->w.dtype == DT_FP32)
         kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
                                        cfg->V);
     else
@@ -561,7 +547,8 @@ static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *
     if (!hooks_wants(at->lb->hooks, HOOK_STEP_END)) return 0;
     StepStats st = {.tokens_new = n, .tokens_total = cache->len,
                     .kv_bytes = kvcache_bytes_used(cache),
-                    .kv_reserved = kvcache_bytes_reserved(cache), .flops = *f,
+                    .kv_reserved = kvcache_bytes_reserved(cache),
+                    .kv_bytes_per_token = kvcache_bytes_per_token(cache), .flops = *f,
                     .slot_pos = cache->pos, .evicted_pos0 = at->lb->evicted_pos0,
                     .evicted_n = at->lb->evicted_n};
     HookEvent ev = {.point = HOOK_STEP_END, .phase = at->lb->phase, .step = at->lb->step,

@@ -62,7 +62,7 @@ size_t model_num_params(const Config *cfg);
  * type), every bias and layernorm once, and each new token's rows of wte and wpe, at 4
  * bytes: M·w + 4·(L·13C + 2C + 2C·tokens) with M = L·12C² + V·C. (wpe's other rows are
  * not read: that is why a decode step reads fewer bytes than the parameters hold.) */
-uint64_t model_weight_bytes_read(const Config *cfg, KernDtype dt, uint64_t tokens);
+uint64_t model_weight_bytes_read(const Config *cfg, Dtype dt, uint64_t tokens);
 
 typedef struct {
     const float *ln_1_w, *ln_1_b;         /* (C) */
@@ -83,7 +83,7 @@ typedef struct {
     size_t num_params;
     float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
     const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
-    KernDtype dtype;      /* KERN_FP32, or the half type the matrices were rounded to */
+    Dtype dtype;      /* DT_FP32, or the half type the matrices were rounded to */
     uint16_t *half_panels; /* with a half dtype: the panels in halves (wte_h, *_h), or NULL */
     const uint16_t *wte_h;
     const float *wte;     /* (V, C), also the lm_head */
@@ -147,21 +147,18 @@ void model_refresh_panels(Model *m);
 int model_init_shared(Model *m, const Model *src);
 /* Half-size weights: the five matrices (c_attn, attn.c_proj, c_fc, mlp.c_proj of every
  * block, and wte, which is also the lm_head and the token embedding) are rounded in
- * the blob, in place, to dt (KERN_FP16 or KERN_BF16: nearest, ties to even) and their
+ * the blob, in place, to dt (DT_FP16 or DT_BF16: nearest, ties to even) and their
  * float32 panels are replaced by panels of halves, which the vector matmuls read: a
  * decode step reads half the bytes. Biases, layernorms and wpe stay float32. Every
  * product is still computed in float32, so the logits are those of the float32 model
- * whose weights were rounded. Call before model_init_shared; from KERN_FP32 only.
+ * whose weights were rounded. Call before model_init_shared; from DT_FP32 only.
  * 0; -1 out of memory (the model is unchanged) or a second call. */
-int model_set_weights(Model *m, KernDtype dt);
+int model_set_weights(Model *m, Dtype dt);
 /* Before model_set_weights: the first finite weight of the five matrices that dt would
  * round to an infinity (|x| past fp16's 65504): 1 with its tensor's Hugging Face name
  * (name, size bytes), flat index and value; 0 when every weight fits dt. */
-int model_half_overflow(const Model *m, KernDtype dt, char *name, size_t size, size_t *index,
+int model_half_overflow(const Model *m, Dtype dt, char *name, size_t size, size_t *index,
                         float *value);
-/* "fp32", "fp16", "bf16" ⇄ KernDtype. model_dtype_parse: 0, or -1 unknown. */
-const char *model_dtype_name(KernDtype dt);
-int model_dtype_parse(const char *s, KernDtype *dt);
 void model_free(Model *m);
 
 /* What a forward call is, for the hooks. */

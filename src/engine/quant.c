@@ -6,9 +6,6 @@
 
 #include "halfprec.h"
 
-size_t int8_row_bytes(int NH, int hs) { return (size_t)NH * hs + 4u * (size_t)NH; }
-
-size_t q8_0_row_bytes(int C) { return (size_t)(C + Q8_0_BLOCK - 1) / Q8_0_BLOCK * Q8_0_BLOCK_BYTES; }
 
 static float absmax(const float *x, int n) {
     float a = 0.0f;

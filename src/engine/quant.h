@@ -24,10 +24,7 @@
 #define Q8_0_BLOCK 32                      /* values per q8_0 block */
 #define Q8_0_BLOCK_BYTES (2 + Q8_0_BLOCK)  /* fp16 scale + 32 int8 */
 
-size_t int8_row_bytes(int NH, int hs);     /* NH·hs + 4·NH */
-size_t q8_0_row_bytes(int C);              /* ⌈C/32⌉ · 34 */
-
-/* Quantize C = NH·hs floats x into dst (int8_row_bytes); layout: NH float32 scales,
+/* Quantize C = NH·hs floats x into dst (dtype_row_bytes: NH·hs + 4·NH); layout: NH float32 scales,
  * then NH·hs int8 values, head by head. */
 void int8_quantize_row(unsigned char *dst, const float *x, int NH, int hs);
 void int8_dequantize_row(float *y, const unsigned char *src, int NH, int hs);
@@ -42,7 +39,7 @@ float int8_row_scale(const unsigned char *src, int h);
 void int8_roundtrip_tokens(float *y, const float *x, int T, int NH, int hs);
 void int8_roundtrip_channels(float *y, const float *x, int T, int C);
 
-/* Quantize C floats x into dst (q8_0_row_bytes) block by block. */
+/* Quantize C floats x into dst (dtype_row_bytes: ⌈C/32⌉·34) block by block. */
 void q8_0_quantize_row(unsigned char *dst, const float *x, int C);
 void q8_0_dequantize_row(float *y, const unsigned char *src, int C);
 float q8_0_block_scale(const unsigned char *src, int block);

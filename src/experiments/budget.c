@@ -17,7 +17,7 @@ static void pair_free(Pair *p) {
     generator_free(&p->ref);
 }
 
-static int pair_init(Pair *p, Model *m, KVDtype dt, int window, int sink) {
+static int pair_init(Pair *p, Model *m, Dtype dt, int window, int sink) {
     memset(p, 0, sizeof *p);
     if (generator_init(&p->test, m, GEN_CACHE) || generator_init(&p->ref, m, GEN_CACHE) ||
         kvcache_set_dtype(&p->test.cache, dt))
@@ -46,7 +46,7 @@ static double drift_step(LogitDrift *d, const Pair *p) {
     return logit_drift_add(d, p->test.logits, p->ref.logits, p->test.m->cfg.V);
 }
 
-int budget_run_dtype(Model *m, const int *prompt, int T, int steps, KVDtype dt, DtypeResult *out) {
+int budget_run_dtype(Model *m, const int *prompt, int T, int steps, Dtype dt, DtypeResult *out) {
     Pair p;
     memset(out, 0, sizeof *out);
     out->dtype = dt;
@@ -88,7 +88,7 @@ int budget_run_window(Model *m, const int *prompt, int T, int steps, int W, int 
     out->W = W, out->S = S;
     hooks_init(&hooks);
     int rc = last_rows_init(&lr, cfg->L, cfg->NH, cfg->N) || last_rows_attach(&lr, &hooks) ||
-                     pair_init(&p, m, KVDT_FP32, W, S) ? -1 : 0;
+                     pair_init(&p, m, DT_FP32, W, S) ? -1 : 0;
     for (int s = 0; s <= steps && rc == 0; s++) {
         int first, ev = s > 0 ? generator_next_eviction(&p.test, &first) : 0, ev_pos = -1;
         double ev_mean = 0.0, ev_hmax = 0.0;
@@ -137,7 +137,7 @@ int budget_files_open(BudgetFiles *f, const OutDir *o, int steps, int T, int win
 
 void budget_write_dtype(BudgetFiles *f, const DtypeResult *r) {
     const LogitDrift *d = &r->drift;
-    const char *name = kvcache_dtype_name(r->dtype), *same = d->agree == d->steps ? "yes" : "no";
+    const char *name = dtype_name(r->dtype), *same = d->agree == d->steps ? "yes" : "no";
     const double mean = d->sum_abs / (double)d->n;
     fprintf(f->dtypes, "%s,%.6g,%zu,%zu,%.9g,%.9g,%d,%d,%s\n", name, r->bytes_per_value,
             r->bytes_per_token, r->kv_bytes, d->max_abs, mean, d->agree, d->steps, same);

@@ -29,7 +29,7 @@
 
 /* One storage type over the run, against the fp32 cache. */
 typedef struct {
-    KVDtype dtype;
+    Dtype dtype;
     double bytes_per_value;   /* row bytes / C: scales included */
     size_t bytes_per_token;   /* 2 · L · row bytes */
     size_t kv_bytes;          /* held after the run */
@@ -50,7 +50,7 @@ typedef struct {
 
 /* The run of `steps` decode steps after prompt (T tokens) with K/V stored as dt.
  * 0; GEN_NONFINITE; or -1 (out of memory, a failed step). */
-int budget_run_dtype(Model *m, const int *prompt, int T, int steps, KVDtype dt, DtypeResult *out);
+int budget_run_dtype(Model *m, const int *prompt, int T, int steps, Dtype dt, DtypeResult *out);
 /* The same with a window of W (S sinks), a window.csv row per step into csv.
  * 0; GEN_NONFINITE; or -1. */
 int budget_run_window(Model *m, const int *prompt, int T, int steps, int W, int S, FILE *csv,

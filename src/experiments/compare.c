@@ -197,7 +197,7 @@ static void write_ops(FILE *f, const FlopCount *o) {
     for (int i = 0; i < 6; i++) fprintf(f, ",%llu", (unsigned long long)v[i]);
 }
 
-static void write_row(FILE *f, const Config *cfg, KernDtype dt, int P, const CompareRow *r) {
+static void write_row(FILE *f, const Config *cfg, Dtype dt, int P, const CompareRow *r) {
     const uint64_t T = (uint64_t)r->T;
     /* the bytes a step reads: the weights once (and each new token's rows), K and V */
     const uint64_t w_cache = model_weight_bytes_read(cfg, dt, 1), w_rec = model_weight_bytes_read(cfg, dt, T);

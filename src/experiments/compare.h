@@ -67,7 +67,7 @@ typedef struct {
 
 typedef struct {
     Config cfg;
-    KernDtype weights;     /* the type the weights are read in */
+    Dtype weights;     /* the type the weights are read in */
     int P;                 /* prompt tokens */
     CompareRow *rows;      /* the lengths measured, in order (fewer when stopped) */
     int n;

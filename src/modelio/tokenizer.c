@@ -171,6 +171,7 @@ const char *tokenizer_token_text(const Tokenizer *t, int id, char *buf, size_t s
     else if (id == '\t') snprintf(buf, size, "\\t");
     else if (id == '\\') snprintf(buf, size, "\\\\");
     else if (id >= 0x20 && id < 0x7f) snprintf(buf, size, "%c", id);
-    else snprintf(buf, size, "<0x%02X>", id & 0xff);
+    else if (id < 0 || id > 255) snprintf(buf, size, "<id %d>", id); /* no byte: a bigger vocab */
+    else snprintf(buf, size, "<0x%02X>", id);
     return buf;
 }

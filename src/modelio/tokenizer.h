@@ -34,7 +34,8 @@ int tokenizer_add_start(int start, int **ids, int *n);
 int tokenizer_decode(const Tokenizer *t, const int *ids, int n, char **text, size_t *len);
 /* A printable, CSV- and label-safe text for one token: "a", "\n", "<0xE4>".
  * BPE tokens print their UTF-8 ("人", " the"); bytes that are not complete,
- * printable UTF-8 print as "<0xE4>"; the text is cut at a character boundary.
+ * printable UTF-8 print as "<0xE4>"; the text is cut at a character boundary. An id
+ * the byte tokenizer has no byte for (a vocabulary past 256) prints as "<id 300>".
  * Always NUL-terminated; returns buf. */
 const char *tokenizer_token_text(const Tokenizer *t, int id, char *buf, size_t size);
 

@@ -160,10 +160,12 @@ int colormap_viridis_index(float w) {
 
 int colormap_diverging_index(float x, float range) {
     if (x != x || range != range) return -1;
-    float u = range > 0.0f ? x / range : 0.0f;
-    if (u < -1.0f) u = -1.0f; /* also catches -inf */
-    if (u > 1.0f) u = 1.0f;
-    return (int)((u + 1.0f) * 127.0f + 0.5f);
+    double u = range > 0.0f ? (double)x / range : 0.0;
+    if (u < -1.0) u = -1.0; /* also catches -inf */
+    if (u > 1.0) u = 1.0;
+    /* the distance from the centre is rounded, not the index: x and -x stay mirrored */
+    const int d = (int)(127.0 * (u < 0.0 ? -u : u) + 0.5); /* ≥ 0: the cast floors */
+    return u < 0.0 ? 127 - d : 127 + d;
 }
 
 Rgb colormap_viridis_at(int i) { return entry(VIRIDIS, COLORMAP_VIRIDIS_N, i); }

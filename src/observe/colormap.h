@@ -32,7 +32,8 @@ extern const Rgb COLOR_GRID;       /* thin grid lines (--grid) */
 extern const Rgb COLOR_DECODE;     /* row marker: a row added by a decode step */
 extern const Rgb COLOR_NEWEST;     /* row marker: the row added by this step */
 
-/* Table index of a weight (0..255) or of a signed value (0..254); -1 for NaN. */
+/* Table index of a weight (0..255) or of a signed value (0..254: 127 ± the distance
+ * 127·|x|/range rounded half up, so x and -x mirror); -1 for NaN. */
 int colormap_viridis_index(float w);
 int colormap_diverging_index(float x, float range);
 /* Entry i of a table (clamped to the table). */

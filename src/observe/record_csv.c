@@ -85,7 +85,7 @@ int csv_recorder_open(CsvRecorder *r, const char *dir, unsigned what,
         {REC_SHAPES, &r->shapes, "shapes.csv", "phase,step,layer,name,shape\n"},
         {REC_ATTENTION, &r->attention, "attention.csv",
          "phase,step,layer,head,query_pos,key_pos,score,weight,key_slot\n"},
-        {REC_KV, &r->kv, "kv_memory.csv", "phase,step,tokens,kv_bytes,kv_reserved_bytes\n"},
+        {REC_KV, &r->kv, "kv_memory.csv", "phase,step,tokens,kv_bytes,kv_reserved_bytes,kv_bytes_per_token\n"},
         {REC_FLOPS, &r->flops, "flops.csv",
          "phase,step,tokens_new,tokens_total,flops_layers,flops_lm_head,flops_elementwise,"
          "flops_qkv,flops_attn,flops_attn_proj,flops_mlp\n"},
@@ -214,8 +214,8 @@ static int on_event(const HookEvent *ev, void *user) {
         const StepStats *s = ev->stats;
         const FlopCount *f = &s->flops;
         if (r->kv)
-            fprintf(r->kv, "%s,%d,%d,%zu,%zu\n", ph, ev->step, s->tokens_total, s->kv_bytes,
-                    s->kv_reserved);
+            fprintf(r->kv, "%s,%d,%d,%zu,%zu,%zu\n", ph, ev->step, s->tokens_total, s->kv_bytes,
+                    s->kv_reserved, s->kv_bytes_per_token);
         if (r->flops)
             fprintf(r->flops,
                     "%s,%d,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64

@@ -6,7 +6,7 @@
  *   shapes.csv     phase,step,layer,name,shape            every hooked tensor, shape "1x4x12x64"
  *   attention.csv  phase,step,layer,head,query_pos,key_pos,score,weight,key_slot
  *                  causal entries only; key_slot is the cache row, key_pos the position it holds
- *   kv_memory.csv  phase,step,tokens,kv_bytes,kv_reserved_bytes
+ *   kv_memory.csv  phase,step,tokens,kv_bytes,kv_reserved_bytes,kv_bytes_per_token
  *   flops.csv      phase,step,tokens_new,tokens_total,flops_layers,flops_lm_head,
  *                  flops_elementwise,flops_qkv,flops_attn,flops_attn_proj,flops_mlp
  *   tokens.csv     step,pos,token_id,text

@@ -27,23 +27,6 @@ const KvShape *kvmem_preset(const char *name) {
     return NULL;
 }
 
-static const struct { const char *name; int bytes; } DTYPES[KV_DTYPE_COUNT] = {
-    [KV_FP32] = {"fp32", 4}, [KV_FP16] = {"fp16", 2}, [KV_BF16] = {"bf16", 2}, [KV_INT8] = {"int8", 1},
-};
-
-int kvmem_dtype_bytes(KvDtype dt) { return dt < KV_DTYPE_COUNT ? DTYPES[dt].bytes : 0; }
-
-const char *kvmem_dtype_name(KvDtype dt) { return dt < KV_DTYPE_COUNT ? DTYPES[dt].name : "?"; }
-
-int kvmem_dtype_parse(const char *s, KvDtype *dt) {
-    for (int i = 0; i < KV_DTYPE_COUNT; i++)
-        if (strcmp(s, DTYPES[i].name) == 0) {
-            *dt = (KvDtype)i;
-            return 0;
-        }
-    return -1;
-}
-
 const char *kvmem_check(const KvShape *s) {
     if (s->L < 1) return "layers must be at least 1";
     if (s->NH < 1) return "heads must be at least 1";
@@ -62,11 +45,13 @@ static int mul_checked(uint64_t *acc, uint64_t x) {
     return 0;
 }
 
-int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, KvDtype dt, uint64_t *out) {
-    uint64_t b = 2; /* K and V */
-    if (mul_checked(&b, (uint64_t)s->L) || mul_checked(&b, (uint64_t)s->kv_heads) ||
-        mul_checked(&b, (uint64_t)s->hs) || mul_checked(&b, tokens) || mul_checked(&b, batch) ||
-        mul_checked(&b, (uint64_t)kvmem_dtype_bytes(dt)))
+int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, Dtype dt, uint64_t *out) {
+    uint64_t b = 2, C = (uint64_t)s->kv_heads; /* K and V; the values of a row */
+    if (mul_checked(&C, (uint64_t)s->hs)) return -1;
+    /* the cache's own rule, so the count is what kvcache allocates */
+    const size_t row = dtype_row_bytes(dt, (size_t)C, (size_t)s->kv_heads);
+    if (row == 0 || mul_checked(&b, (uint64_t)s->L) || mul_checked(&b, row) ||
+        mul_checked(&b, tokens) || mul_checked(&b, batch))
         return -1;
     *out = b;
     return 0;

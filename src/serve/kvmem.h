@@ -1,6 +1,9 @@
 /* kvmem.h — how much memory the KV cache of a real model takes.
  *
- *   bytes = 2 (K and V) × L × n_kv_head × hs × tokens × batch × bytes per element
+ *   bytes = 2 (K and V) × L × tokens × batch × row bytes
+ *
+ * where a row holds the n_kv_head × hs values of one token in one layer, stored as
+ * dtype.h says (fp32 4 bytes a value; int8 1 byte a value plus a scale a head).
  *
  * With multi-head attention n_kv_head = NH; grouped-query attention (GQA) and
  * multi-query attention (MQA) keep fewer K/V heads, and the cache shrinks by
@@ -23,7 +26,7 @@
 
 #include <stdint.h>
 
-typedef enum { KV_FP32, KV_FP16, KV_BF16, KV_INT8, KV_DTYPE_COUNT } KvDtype;
+#include "dtype.h"
 
 typedef struct {
     const char *name;  /* "gpt2", "llama-2-7b", or "custom" */
@@ -40,19 +43,14 @@ const KvShape *kvmem_presets(int *n);
  * "llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b"), or NULL. */
 const KvShape *kvmem_preset(const char *name);
 
-/* Bytes per element of a dtype: fp32 4, fp16 2, bf16 2, int8 1 (no scales). */
-int kvmem_dtype_bytes(KvDtype dt);
-/* "fp32", "fp16", "bf16", "int8". */
-const char *kvmem_dtype_name(KvDtype dt);
-/* Parse one of those names. 0, or -1 if unknown. */
-int kvmem_dtype_parse(const char *s, KvDtype *dt);
-
 /* NULL if s is usable (every field ≥ 1, kv_heads ≤ NH and divides it), else a
  * static message naming the bad field. */
 const char *kvmem_check(const KvShape *s);
 
-/* bytes = 2 · L · kv_heads · hs · tokens · batch · dtype bytes into *out.
- * 0, or -1 when the product does not fit in 64 bits. */
-int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, KvDtype dt, uint64_t *out);
+/* bytes = 2 · L · row · tokens · batch into *out, row = dtype_row_bytes(dt, kv_heads·hs,
+ * kv_heads): the bytes the cache allocates for one token's K (or V) in one layer, so
+ * int8 counts its per-head scales. 0, or -1 when the product does not fit in 64 bits
+ * or dt is not a type. */
+int kvmem_bytes(const KvShape *s, uint64_t tokens, uint64_t batch, Dtype dt, uint64_t *out);
 
 #endif

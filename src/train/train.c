@@ -388,7 +388,9 @@ double trainer_grad_norm(const Trainer *tr) {
 }
 
 /* Multiply every gradient by f. */
-static void scale_grads(Trainer *tr, float f) {
+void trainer_clip_grads(Trainer *tr, float clip, double norm) {
+    if (!(clip > 0.0f && norm > clip)) return;
+    const float f = (float)(clip / norm);
     const long n = (long)tr->model.w.num_params;
     OMP(omp parallel for schedule(static) if(n > 65536))
     for (long i = 0; i < n; i++) tr->grads[i] *= f;
@@ -482,7 +484,7 @@ static int train_step(Trainer *tr, const Corpus *c, const TrainOptions *o, int s
     }
     trainer_set_batch(tr, tr->B0, tr->model.cfg.N);
     if (rc) return rc;
-    if (o->clip > 0.0f && norm > o->clip) scale_grads(tr, (float)(o->clip / norm));
+    trainer_clip_grads(tr, o->clip, norm);
     row->lr = train_lr(o, s);
     trainer_update(tr, o, row->lr, s + 1);
     return 0;

@@ -136,6 +136,10 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets);
 void trainer_backward(Trainer *tr);
 /* √(Σ g²) over every parameter, summed in double in fixed chunks. */
 double trainer_grad_norm(const Trainer *tr);
+/* Gradient clipping: when clip > 0 and norm (trainer_grad_norm's) > clip, every gradient
+ * is scaled by clip / norm, so the norm becomes clip and the direction stays; else
+ * nothing changes. */
+void trainer_clip_grads(Trainer *tr, float clip, double norm);
 /* AdamW step t (1, 2, ...) at rate lr, then the panels follow the new weights. */
 void trainer_update(Trainer *tr, const TrainOptions *o, float lr, int t);
 

@@ -349,8 +349,8 @@ static double decode_bytes_half(const Config *cfg, int p) {
 
 static void run_steps(const char *level, const char *weights) {
     Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
-    KernDtype dt;
-    if (model_dtype_parse(weights, &dt)) die("weights: fp32, fp16 or bf16");
+    Dtype dt;
+    if (dtype_parse(weights, &dt) || !dtype_is_weight(dt)) die("weights: fp32, fp16 or bf16");
     KernLevel lv = strcmp(level, "avx512") == 0 ? KERN_AVX512 : KERN_AVX2;
     if (strcmp(level, "avx2") != 0 && strcmp(level, "avx512") != 0) die("level: avx2 or avx512");
     if (!kern_supported(lv)) { /* said, not measured: the script prints n/a */
@@ -387,7 +387,7 @@ static void run_steps(const char *level, const char *weights) {
         char key[32];
         snprintf(key, sizeof key, "decode_%d", P[i]);
         printf("%s_ms,%.4f\n%s_cpu_ms,%.4f\n%s_bytes,%.0f\n", key, ms, key, cpu, key,
-               dt == KERN_FP32 ? decode_bytes(&cfg, P[i], 1) : decode_bytes_half(&cfg, P[i]));
+               dt == DT_FP32 ? decode_bytes(&cfg, P[i], 1) : decode_bytes_half(&cfg, P[i]));
         print_split(key, &t, 6);
     }
     bench_free(&b);

@@ -55,7 +55,7 @@ static const Command CMD = {"fuzz", "[options]", "", OPTIONS, NULL};
 static void check_value(const char *v) {
     Selection s;
     unsigned what;
-    KVDtype dt;
+    Dtype dt;
     int ids[64], n = 0;
     long long x;
     double d;
@@ -63,7 +63,7 @@ static void check_value(const char *v) {
         for (int i = 0; i < 16; i++)
             if (s.on[i] != 0 && s.on[i] != 1) abort();
     if (record_parse(v, &what) == 0 && (what & ~((unsigned)REC_TIMING * 2 - 1))) abort();
-    if (kvcache_dtype_parse(v, &dt) == 0 && (dt < 0 || dt >= KVDT_COUNT)) abort();
+    if (dtype_parse(v, &dt) == 0 && (dt < 0 || dt >= DT_COUNT)) abort();
     if (opts_int_list("--x", v, -5, 70000, ids, 64, &n) == 0) {
         if (n < 1 || n > 64) abort();
         for (int i = 0; i < n; i++)

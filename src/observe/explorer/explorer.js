@@ -102,9 +102,10 @@ function viridis(w) {
 }
 function coolwarm(x, R) {
   if (x !== x || R !== R) return MASKED;
-  let u = R > 0 ? fr(x / R) : 0;
+  let u = R > 0 ? x / R : 0; /* in double, as colormap.c: x and -x mirror */
   u = u < -1 ? -1 : u > 1 ? 1 : u;
-  return CW[Math.trunc(fr(fr(fr(u + 1) * 127) + 0.5))];
+  const d = Math.trunc(127 * (u < 0 ? -u : u) + 0.5);
+  return CW[u < 0 ? 127 - d : 127 + d];
 }
 const css = (c) => 'rgb(' + c[0] + ',' + c[1] + ',' + c[2] + ')';
 let hatchTile = null;
