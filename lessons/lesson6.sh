@@ -174,6 +174,11 @@ chart lesson6_kv_int8 "$P/kv_int8" -e "in='$D/kv/groups.csv'"
         l=$((l + 1))
     done
 } > "$D/kv_outliers.md"
+# The same rows and numbers under Chinese headers.
+{
+    printf '| 层 | K：最大通道 ÷ 中位数通道（最大 \\|x\\|） | 所在通道 | V：最大 ÷ 中位数 | 所在通道 |\n|---:|---:|---:|---:|---:|\n'
+    tail -n +3 "$D/kv_outliers.md"
+} > "$D/kv_outliers.zh.md"
 # An outlier channel, in this lesson's words: max |x| at least OUTLIER times the median
 # channel's (a threshold of the lesson, not of a paper).
 OUTLIER=4
@@ -182,29 +187,46 @@ KMAX=$(awk -F, '$1 ~ /^outlier_k_l/ && $2 > m { m = $2 } END { print m }' "$KVS"
 VMAX=$(awk -F, '$1 ~ /^outlier_v_l/ && $2 > m { m = $2 } END { print m }' "$KVS")
 kv "$V" outlier_k_max "$KMAX"
 kv "$V" outlier_v_max "$VMAX"
-awk -v k="$KMAX" -v v="$VMAX" -v t=$OUTLIER 'BEGIN {
-    if (k < t) printf "No layer of this model has an outlier key channel: the largest reaches %s× the max |x| of the median channel (values: %s×), under the %d× this lesson calls an outlier. The figure shows the distributions all the same: what was measured is every channel of every layer over the text.\n", k, v, t
-    else printf "Keys have outlier channels here: one reaches %s× the max |x| of the median channel (values at most %s×; the lesson calls %d× an outlier).\n", k, v, t }' > "$D/kv_outlier_verdict.md"
+awk -v k="$KMAX" -v v="$VMAX" -v t=$OUTLIER -v en="$D/kv_outlier_verdict.md" -v zh="$D/kv_outlier_verdict.zh.md" 'BEGIN {
+    if (k < t) { printf "No layer of this model has an outlier key channel: the largest reaches %s× the max |x| of the median channel (values: %s×), under the %d× this lesson calls an outlier. The figure shows the distributions all the same: what was measured is every channel of every layer over the text.\n", k, v, t > en
+                 printf "这个模型没有哪一层有离群（outlier）的键通道：最大的也只是中位数通道最大 |x| 的 %s 倍（值为 %s 倍），不到本课所说的离群标准 %d 倍。图中照样画出了全部分布：测量的是整段文本上每一层的每一个通道。\n", k, v, t > zh }
+    else { printf "Keys have outlier channels here: one reaches %s× the max |x| of the median channel (values at most %s×; the lesson calls %d× an outlier).\n", k, v, t > en
+           printf "这里的键有离群（outlier）通道：其中一个达到中位数通道最大 |x| 的 %s 倍（值最多 %s 倍；本课把 %d 倍以上称为离群）。\n", k, v, t > zh } }'
 {
     printf '| K grouped per | V grouped per | max \\|Δlogit\\| | RMS Δlogit |\n|---|---|---:|---:|\n'
     awk -F, "$AWKLIB"'FNR == 1 { header(); next }
         { printf "| %s | %s | %s | %s |\n", col("k_group"), col("v_group"), col("max_abs_dlogit"), col("rms_dlogit") }' "$D/kv/groups.csv"
 } > "$D/kv_groups.md"
+# 词元 = token, 通道 = channel: the same rows and numbers in Chinese words.
+{
+    printf '| K 的分组 | V 的分组 | 最大 \\|Δlogit\\| | Δlogit 的 RMS |\n|---|---|---:|---:|\n'
+    awk -F, "$AWKLIB"'function w(g) { return g == "token" ? "按词元" : (g == "channel" ? "按通道" : g) }
+        FNR == 1 { header(); next }
+        { printf "| %s | %s | %s | %s |\n", w(col("k_group")), w(col("v_group")), col("max_abs_dlogit"), col("rms_dlogit") }' "$D/kv/groups.csv"
+} > "$D/kv_groups.zh.md"
 # Which grouping errs least, in words the numbers choose.
-awk -F, -v k="$KMAX" -v t=$OUTLIER "$AWKLIB"'FNR == 1 { header(); next } {
+awk -F, -v k="$KMAX" -v t=$OUTLIER -v zh="$D/kv_groups_verdict.zh.md" "$AWKLIB"'function w(g) { return g == "token" ? "词元" : (g == "channel" ? "通道" : g) }
+    FNR == 1 { header(); next } {
         g = "K per " col("k_group") ", V per " col("v_group"); r = col("rms_dlogit") + 0; m = col("max_abs_dlogit") + 0
-        if (!nr || r < rbest) { rbest = r; rg = g }
-        if (!nr || m < mbest) { mbest = m; mg = g }
+        gz = "K 按" w(col("k_group")) "、V 按" w(col("v_group"))
+        if (!nr || r < rbest) { rbest = r; rg = g; rgz = gz }
+        if (!nr || m < mbest) { mbest = m; mg = g; mgz = gz }
         if (!nr || r > rworst) rworst = r
         if (col("k_group") == "channel" && col("v_group") == "token") kivi = r
         nr++ }
     END {
-        if (rg == "K per channel, V per token" && mg == rg) printf "This model agrees with KIVI: keys per channel and values per token give both the lowest RMS and the lowest max |Δlogit|.\n"
-        else printf "This model does not make KIVI'"'"'s case: the lowest RMS comes from %s (%s), the lowest max |Δlogit| from %s (%s); KIVI'"'"'s grouping gives an RMS of %s, and the four RMS values lie within %.0f %% of each other.%s\n", rg, rbest, mg, mbest, kivi, 100 * (rworst - rbest) / rbest, (k < t ? " On this model, whose channels are alike, the grouping hardly matters at 8 bits." : "")
+        if (rg == "K per channel, V per token" && mg == rg) {
+            printf "This model agrees with KIVI: keys per channel and values per token give both the lowest RMS and the lowest max |Δlogit|.\n"
+            printf "这个模型印证了 KIVI 的选择：键按通道、值按词元分组，RMS 和最大 |Δlogit| 都是最低的。\n" > zh }
+        else {
+            printf "This model does not make KIVI'"'"'s case: the lowest RMS comes from %s (%s), the lowest max |Δlogit| from %s (%s); KIVI'"'"'s grouping gives an RMS of %s, and the four RMS values lie within %.0f %% of each other.%s\n", rg, rbest, mg, mbest, kivi, 100 * (rworst - rbest) / rbest, (k < t ? " On this model, whose channels are alike, the grouping hardly matters at 8 bits." : "")
+            printf "这个模型并不支持 KIVI 的选择：RMS 最低的是“%s”（%s），最大 |Δlogit| 最低的是“%s”（%s）；KIVI 的分组 RMS 为 %s，四个 RMS 值彼此相差不超过 %.0f%%。%s\n", rgz, rbest, mgz, mbest, kivi, 100 * (rworst - rbest) / rbest, (k < t ? "这个模型的各个通道大小相近，在 8 比特下怎样分组几乎无关紧要。" : "") > zh }
     }' "$D/kv/groups.csv" > "$D/kv_groups_verdict.md"
 KV_RMS_WORST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("rms_dlogit") > m { m = col("rms_dlogit") } END { print m }' "$D/kv/groups.csv")
 claim "every int8 grouping keeps the RMS of Δlogit under 0.05" "$KV_RMS_WORST < 0.05"
-figure kv_channels.png "K and V of every layer, channel by channel, over $(value "$KVS" positions) positions of a text: boxes the middle half, whiskers min to max"
-figure kv_int8.png "int8 K and V grouped per token or per channel: max and RMS of Δlogit against fp32, KIVI's choice in orange"
+figure kv_channels.png "K and V of every layer, channel by channel, over $(value "$KVS" positions) positions of a text: boxes the middle half, whiskers min to max" \
+    "字节级模型每一层的键（K）和值（V），逐个通道（channel）画出，取自一段文本的 $(value "$KVS" positions) 个位置（position）：每个通道一个箱线（取值是激活值，没有单位），箱体是中间一半（四分位数之间），须线从最小值到最大值，黑色短线是中位数；左边是键，右边是值，每层（layer）一行，横轴是通道编号（每 $HSZ 个通道是一个注意力头（head））"
+figure kv_int8.png "int8 K and V grouped per token or per channel: max and RMS of Δlogit against fp32, KIVI's choice in orange" \
+    "int8 缓存的 K 和 V 按词元（token）或按通道（channel）分组，在 $(value "$KVS" positions) 个位置上与 fp32 相比的 logit 误差：四根柱子是四种分组（横轴标签 K: / V: 分别写出键和值的分组，token 即按词元，channel 即按通道），左图纵轴是最大 |Δlogit|，右图纵轴是 Δlogit 的均方根（RMS），单位都是 logit；橙色是 KIVI 的选择（键按通道、值按词元）"
 
 lesson_end 6
