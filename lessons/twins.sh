@@ -42,18 +42,32 @@ skeleton() {
 
 status=0
 fail() { echo "twins: $*" >&2; status=1; }
+# compare EN ZH: fail for each way ZH lacks what EN shows
+compare() {
+    : > "$tmp/en"; : > "$tmp/zh"
+    skeleton "$1" "$tmp/en"; skeleton "$2" "$tmp/zh"
+    if ! diff "$tmp/en.skel" "$tmp/zh.skel" > "$tmp/diff"; then
+        fail "$2 differs from $1 in its headings (H level), tables (T rows columns), figures (F file) or code blocks (C line); < English, > Chinese:"
+        head -n 20 "$tmp/diff" >&2
+    fi
+    missing=$(LC_ALL=C comm -23 "$tmp/en" "$tmp/zh" | tr '\n' ' ')
+    [ -z "$missing" ] || fail "$2 lacks numbers $1 prints: $missing"
+}
+# First show that the comparison catches a twin without a number and one with another
+# figure: a check that cannot fail would pass every twin.
+printf '# A\n\n## B\n\n| x | y |\n|---|---|\n| a | 2.5 |\n\n![f](../plots/a.png)\n\n```sh\nmake\n```\n\nkey 0 gets 0.81.\n' > "$tmp/self.en"
+printf '# 甲\n\n## 乙\n\n| x | y |\n|---|---|\n| a | 2.5 |\n\n![f](../../plots/b.png)\n\n```sh\nmake\n```\n\n键 0 得到。\n' > "$tmp/self.zh"
+compare "$tmp/self.en" "$tmp/self.zh" 2> "$tmp/self.out" || true
+if [ $status -eq 0 ] || ! grep -q "F plots/a.png" "$tmp/self.out" || ! grep -q "lacks numbers.*0.81" "$tmp/self.out"; then
+    echo "twins: the check missed a planted missing number or figure; it cannot be trusted" >&2
+    exit 2
+fi
+status=0
 for en in lessons/lesson*.md lessons/glossary.md; do
     [ -f "$en" ] || continue
     zh=lessons/zh/${en#lessons/}
     if [ ! -f "$zh" ]; then fail "$en has no Chinese twin $zh"; continue; fi
-    : > "$tmp/en"; : > "$tmp/zh"
-    skeleton "$en" "$tmp/en"; skeleton "$zh" "$tmp/zh"
-    if ! diff "$tmp/en.skel" "$tmp/zh.skel" > "$tmp/diff"; then
-        fail "$zh differs from $en in its headings (H level), tables (T rows columns), figures (F file) or code blocks (C line); < English, > Chinese:"
-        head -n 20 "$tmp/diff" >&2
-    fi
-    missing=$(LC_ALL=C comm -23 "$tmp/en" "$tmp/zh" | tr '\n' ' ')
-    [ -z "$missing" ] || fail "$zh lacks numbers $en prints: $missing"
+    compare "$en" "$zh"
 done
 for t in data/lesson*/figures.tsv; do
     [ -f "$t" ] || continue
@@ -67,4 +81,4 @@ if [ $status -ne 0 ]; then
     echo "twins: a Chinese lesson lacks what its English twin shows; edit lessons/zh/*.md.in (or the lesson script's Chinese text) and run: make lessons" >&2
     exit 1
 fi
-echo "twins: every lesson's Chinese twin has its headings, tables, figures, code and numbers"
+echo "twins: every lesson's Chinese twin has its headings, tables, figures, code and numbers (the check caught a planted missing number and figure)"
