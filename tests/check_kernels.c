@@ -51,17 +51,9 @@ static float *alloc_filled(size_t n, uint32_t seed) {
     return a;
 }
 
-/* The level a loop test runs (tcase_add_loop_test over KERN_AVX2 .. KERN_LEVEL_COUNT-1):
- * every vector level this CPU has is checked on its own; for a level it lacks the test
- * says so and stops. */
-#define LEVEL_OR_SKIP(lv)                                                                    \
-    const KernLevel lv = (KernLevel)_i;                                                      \
-    if (!kern_supported(lv)) {                                                               \
-        char why_[64];                                                                       \
-        snprintf(why_, sizeof why_, "%s (CPU lacks it)", kern_name(lv));                      \
-        TEST_SKIPPED(why_);                                                                  \
-        return;                                                                              \
-    }
+/* A loop test (tcase_add_loop_test over KERN_AVX2 .. KERN_LEVEL_COUNT-1) starts with
+ * LEVEL_OR_SKIP(lv, _i, 1) (testutil.h): every vector level this CPU has is checked on
+ * its own, a level it lacks is skipped and says so; the threads are set case by case. */
 
 /* w (C,OC) packed in column panels, as the model keeps its block matrices. */
 static float *packed(const float *w, int C, int OC) {
@@ -99,7 +91,7 @@ START_TEST(test_pack_panels) {
 END_TEST
 
 START_TEST(test_matmul_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
     /* OC: under one panel, one and several full panels, narrow last panels (70 =
      * 48 + 22, 131 = 2·48 + 35, 200 = 4·48 + 8) */
@@ -135,7 +127,7 @@ END_TEST
  * into several L1 blocks with a leftover (600 = 4·128 + 88 inputs; 600 = 12·48 + 24
  * columns, 131 = 16·8 + 3 rows), prefill and decode. */
 START_TEST(test_matmul_large_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     const int C = 600, OC = 600;
     for (int T = 1; T <= 131; T += 130) {
         float *x = alloc_filled((size_t)T * C, 11), *w = alloc_filled((size_t)C * OC, 12);
@@ -155,7 +147,7 @@ START_TEST(test_matmul_large_exact) {
 END_TEST
 
 START_TEST(test_matmul_transposed_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     static const int Cs[] = {1, 7, 8, 9, 64, 70};
     static const int OCs[] = {1, 7, 8, 9, 50, 257, 5003}; /* 5003 = 104·48 + 11 */
     static const int Ts[] = {1, 2, 9};                      /* decode, and prefill tiles */
@@ -189,7 +181,7 @@ END_TEST
  * 2·128 + 44), the lm_head's transposed packing, 1 and 2 threads. Weights of every size
  * (subnormal and overflowing fp16 included) go through the rounding. */
 START_TEST(test_matmul_half_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     static const int Ts[] = {1, 3, 4, 8, 13};
     static const int shapes[][2] = {{1, 1}, {17, 24}, {33, 70}, {64, 200}, {300, 96}, {5, 131}};
     for (int dt = DT_FP16; dt <= DT_BF16; dt++)
@@ -229,9 +221,9 @@ START_TEST(test_matmul_half_exact) {
 END_TEST
 
 START_TEST(test_attention_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}, {17, 3}};
-    static const int hss[] = {1, 5, 8, 12, 32, 40, 64, 100}; /* 100: two key chunks of AT_DC */
+    static const int hss[] = {1, 5, 8, 12, 32, 40, 64, 100}; /* 100: leftover dimensions past the vector passes */
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
         for (size_t a = 0; a < sizeof np / sizeof *np; a++)
@@ -264,7 +256,7 @@ END_TEST
  * counts that end on a full block of 8 (p = 7, 15, 39) or not, over caches long enough for
  * the rows fetched ahead, on 1, 2 and 3 threads (3: a split inside a head). */
 START_TEST(test_attention_decode_wide) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     static const int shapes[][2] = {{40, 64}, {100, 24}}; /* NH, hs */
     static const int ps[] = {0, 7, 15, 37, 39};
     for (int thr = 1; thr <= 3; thr++) {
@@ -409,7 +401,7 @@ START_TEST(test_tanh_accuracy) {
 END_TEST
 
 START_TEST(test_gelu_layernorm_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     const size_t n = 3 * 4096 + 77;
     float *x = alloc_filled(n, 41), *y0 = alloc_filled(n, 0), *y1 = alloc_filled(n, 1);
     for (size_t i = 0; i < n; i++) x[i] *= 6.0f;
@@ -460,7 +452,7 @@ static void run_model(Model *m, float *out) {
 
 /* The whole engine: fast kernels at 1 and 2 threads give the plain kernels' logits. */
 START_TEST(test_model_exact) {
-    LEVEL_OR_SKIP(lv);
+    LEVEL_OR_SKIP(lv, _i, 1);
     Config cfg = tiny_config(2, 4, 96, 64, 300);
     Model m;
     ck_assert_int_eq(model_init_random(&m, &cfg, 17), 0);

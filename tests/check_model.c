@@ -10,85 +10,20 @@
 #include "hooks.h"
 #include "model.h"
 #include "ops.h"
+#include "ref_gpt2.h"
 #include "testutil.h"
 
-/* ---- a naive reference: plain loops, double precision, whole sequence ----
- * Written from Hugging Face's GPT2Model: masked scores take a huge negative
- * value and the softmax runs over the whole row, unlike the engine's loop bound. */
+/* ---- the reference: ref_gpt2.h, plain loops in double precision ---- */
 
-static void ref_layernorm(double *y, const double *x, const float *w, const float *b, int C, double eps) {
-    double mean = 0, var = 0;
-    for (int i = 0; i < C; i++) mean += x[i];
-    mean /= C;
-    for (int i = 0; i < C; i++) var += (x[i] - mean) * (x[i] - mean);
-    var /= C;
-    for (int i = 0; i < C; i++) y[i] = (x[i] - mean) / sqrt(var + eps) * w[i] + b[i];
-}
-
-/* y (OC) = x (IN) · W (IN, OC) + b */
-static void ref_linear(double *y, const double *x, const float *W, const float *b, int IN, int OC) {
-    for (int o = 0; o < OC; o++) {
-        double s = b[o];
-        for (int i = 0; i < IN; i++) s += x[i] * W[(size_t)i * OC + o];
-        y[o] = s;
-    }
-}
-
-/* Logits (V) of the last of T tokens. */
+/* The reference's logits (V) of the last of T tokens, on m's weights. */
 static void ref_logits(const Model *m, const int *tok, int T, double *logits) {
-    const Config *c = &m->cfg;
-    const int C = c->C, NH = c->NH, hs = C / NH;
-    double *x = calloc((size_t)T * C, sizeof *x), *ln = calloc((size_t)T * C, sizeof *ln);
-    double *qkv = calloc((size_t)T * 3 * C, sizeof *qkv), *y = calloc((size_t)T * C, sizeof *y);
-    double *h = calloc((size_t)4 * C, sizeof *h), *o = calloc((size_t)C, sizeof *o);
-    double *att = calloc((size_t)T, sizeof *att);
-    ck_assert(x && ln && qkv && y && h && o && att);
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < C; i++)
-            x[t * C + i] = (double)m->w.wte[(size_t)tok[t] * C + i] + m->w.wpe[(size_t)t * C + i];
-    for (int l = 0; l < c->L; l++) {
-        const BlockWeights *b = &m->w.h[l];
-        for (int t = 0; t < T; t++) {
-            ref_layernorm(ln + t * C, x + t * C, b->ln_1_w, b->ln_1_b, C, c->eps);
-            ref_linear(qkv + (size_t)t * 3 * C, ln + t * C, b->c_attn_w, b->c_attn_b, C, 3 * C);
-        }
-        for (int hd = 0; hd < NH; hd++)
-            for (int t = 0; t < T; t++) {
-                double mx = -INFINITY, sum = 0;
-                for (int u = 0; u < T; u++) {
-                    double s = 0;
-                    for (int d = 0; d < hs; d++)
-                        s += qkv[(size_t)t * 3 * C + hd * hs + d] * qkv[(size_t)u * 3 * C + C + hd * hs + d];
-                    s /= sqrt((double)hs);
-                    if (u > t) s = -1e300; /* the causal mask, as a huge negative score */
-                    att[u] = s;
-                    if (s > mx) mx = s;
-                }
-                for (int u = 0; u < T; u++) sum += att[u] = exp(att[u] - mx);
-                for (int d = 0; d < hs; d++) {
-                    double acc = 0;
-                    for (int u = 0; u < T; u++) acc += att[u] / sum * qkv[(size_t)u * 3 * C + 2 * C + hd * hs + d];
-                    y[t * C + hd * hs + d] = acc;
-                }
-            }
-        for (int t = 0; t < T; t++) {
-            ref_linear(o, y + t * C, b->attn_proj_w, b->attn_proj_b, C, C);
-            for (int i = 0; i < C; i++) x[t * C + i] += o[i];
-            ref_layernorm(ln + t * C, x + t * C, b->ln_2_w, b->ln_2_b, C, c->eps);
-            ref_linear(h, ln + t * C, b->c_fc_w, b->c_fc_b, C, 4 * C);
-            for (int i = 0; i < 4 * C; i++)
-                h[i] = 0.5 * h[i] * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (h[i] + 0.044715 * h[i] * h[i] * h[i])));
-            ref_linear(o, h, b->mlp_proj_w, b->mlp_proj_b, 4 * C, C);
-            for (int i = 0; i < C; i++) x[t * C + i] += o[i];
-        }
-    }
-    ref_layernorm(ln, x + (size_t)(T - 1) * C, m->w.ln_f_w, m->w.ln_f_b, C, c->eps);
-    for (int v = 0; v < c->V; v++) {
-        double s = 0;
-        for (int i = 0; i < C; i++) s += ln[i] * m->w.wte[(size_t)v * C + i];
-        logits[v] = s;
-    }
-    free(x); free(ln); free(qkv); free(y); free(h); free(o); free(att);
+    const int V = m->cfg.V;
+    double *w = ref_blob(m->w.blob, m->w.num_params), *all = malloc((size_t)T * V * sizeof *all);
+    ck_assert(w && all);
+    ck_assert_int_eq(ref_gpt2_logits(&m->cfg, w, tok, T, all), 0);
+    memcpy(logits, all + (size_t)(T - 1) * V, (size_t)V * sizeof *logits);
+    free(w);
+    free(all);
 }
 
 /* max |a - ref| / max |ref| */

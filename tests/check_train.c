@@ -23,6 +23,7 @@
 #include "corpus.h"
 #include "generate.h"
 #include "outdir.h"
+#include "ref_gpt2.h"
 #include "rng.h"
 #include "safetensors.h"
 #include "testutil.h"
@@ -72,100 +73,27 @@ END_TEST
 
 /* ---- the model's gradient against finite differences -------------------------------------- */
 
-static void ref_ln(double *y, const double *x, const double *w, const double *b, int C) {
-    double m = 0, v = 0;
-    for (int i = 0; i < C; i++) m += x[i];
-    m /= C;
-    for (int i = 0; i < C; i++) v += (x[i] - m) * (x[i] - m);
-    v /= C;
-    for (int i = 0; i < C; i++) y[i] = (x[i] - m) / sqrt(v + 1e-5) * w[i] + b[i];
-}
-
-static void ref_linear(double *y, const double *x, const double *W, const double *b, int IN, int OC) {
-    for (int o = 0; o < OC; o++) {
-        double s = b[o];
-        for (int i = 0; i < IN; i++) s += x[i] * W[(size_t)i * OC + o];
-        y[o] = s;
-    }
-}
-
-typedef struct { const Config *cfg; const TensorSpec *sp; double *w; const int *in, *tg; int B; } RefModel;
-
-/* One sequence's attention block, in place on x (T, C). */
-static void ref_attention(const RefModel *r, int l, double *x, double *tmp, double *qkv) {
-    const int C = r->cfg->C, T = r->cfg->N, NH = r->cfg->NH, hs = C / NH;
-#define P(j) (r->w + r->sp[2 + 12 * l + (j)].offset)
-    for (int t = 0; t < T; t++) {
-        ref_ln(tmp, x + t * C, P(0), P(1), C);
-        ref_linear(qkv + (size_t)t * 3 * C, tmp, P(2), P(3), C, 3 * C);
-    }
-    double y[64], att[64], o[64];
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < NH; h++) {
-            double mx = -INFINITY, sum = 0;
-            for (int u = 0; u <= t; u++) {
-                double s = 0;
-                for (int d = 0; d < hs; d++)
-                    s += qkv[(size_t)t * 3 * C + h * hs + d] * qkv[(size_t)u * 3 * C + C + h * hs + d];
-                att[u] = s / sqrt((double)hs);
-                mx = fmax(mx, att[u]);
-            }
-            for (int u = 0; u <= t; u++) sum += att[u] = exp(att[u] - mx);
-            for (int d = 0; d < hs; d++) {
-                double acc = 0;
-                for (int u = 0; u <= t; u++) acc += att[u] / sum * qkv[(size_t)u * 3 * C + 2 * C + h * hs + d];
-                y[h * hs + d] = acc;
-            }
-        }
-        ref_linear(o, y, P(4), P(5), C, C);
-        for (int i = 0; i < C; i++) tmp[(size_t)(T + t) * C + i] = o[i]; /* added after all rows */
-    }
-    for (int t = 0; t < T; t++)
-        for (int i = 0; i < C; i++) x[t * C + i] += tmp[(size_t)(T + t) * C + i];
-}
-
-static void ref_mlp(const RefModel *r, int l, double *x, double *tmp) {
-    const int C = r->cfg->C, T = r->cfg->N;
-    double h[256], o[64];
-    const double k = sqrt(2 / 3.14159265358979323846);
-    for (int t = 0; t < T; t++) {
-        ref_ln(tmp, x + t * C, P(6), P(7), C);
-        ref_linear(h, tmp, P(8), P(9), C, 4 * C);
-        for (int i = 0; i < 4 * C; i++) h[i] = 0.5 * h[i] * (1 + tanh(k * (h[i] + 0.044715 * h[i] * h[i] * h[i])));
-        ref_linear(o, h, P(10), P(11), 4 * C, C);
-        for (int i = 0; i < C; i++) x[t * C + i] += o[i];
-    }
-#undef P
-}
+/* The reference model (ref_gpt2.h) on the double blob w and a batch of B sequences of
+ * cfg->N tokens with their targets. */
+typedef struct { const Config *cfg; double *w; const int *in, *tg; int B; } RefModel;
 
 /* The mean cross-entropy of the batch, in double. */
 static double ref_loss(const void *p) {
     const RefModel *r = p;
-    const Config *c = r->cfg;
-    const int C = c->C, T = c->N, V = c->V, L = c->L;
-    double x[64 * 16], tmp[2 * 64 * 16], qkv[3 * 64 * 16], ln[64], total = 0;
-    const double *wte = r->w + r->sp[0].offset, *wpe = r->w + r->sp[1].offset;
+    const int T = r->cfg->N, V = r->cfg->V;
+    double *lg = malloc((size_t)T * V * sizeof *lg), total = 0;
+    ck_assert_ptr_nonnull(lg);
     for (int b = 0; b < r->B; b++) {
-        for (int t = 0; t < T; t++)
-            for (int i = 0; i < C; i++) x[t * C + i] = wte[(size_t)r->in[b * T + t] * C + i] + wpe[t * C + i];
-        for (int l = 0; l < L; l++) {
-            ref_attention(r, l, x, tmp, qkv);
-            ref_mlp(r, l, x, tmp);
-        }
+        ck_assert_int_eq(ref_gpt2_logits(r->cfg, r->w, r->in + b * T, T, lg), 0);
         for (int t = 0; t < T; t++) {
-            ref_ln(ln, x + t * C, r->w + r->sp[2 + 12 * L].offset, r->w + r->sp[3 + 12 * L].offset, C);
-            double mx = -INFINITY, sum = 0, lt = 0;
-            for (int v = 0; v < V; v++) {
-                double s = 0;
-                for (int i = 0; i < C; i++) s += ln[i] * wte[(size_t)v * C + i];
-                mx = fmax(mx, s);
-                if (v == r->tg[b * T + t]) lt = s;
-                tmp[v] = s;
-            }
-            for (int v = 0; v < V; v++) sum += exp(tmp[v] - mx);
-            total += log(sum) + mx - lt;
+            const double *row = lg + (size_t)t * V;
+            double mx = -INFINITY, sum = 0;
+            for (int v = 0; v < V; v++) mx = fmax(mx, row[v]);
+            for (int v = 0; v < V; v++) sum += exp(row[v] - mx);
+            total += log(sum) + mx - row[r->tg[b * T + t]];
         }
     }
+    free(lg);
     return total / (r->B * T);
 }
 
@@ -182,7 +110,7 @@ START_TEST(test_model_gradient_fd) {
     double *w = malloc(tr.model.w.num_params * sizeof *w);
     ck_assert_ptr_nonnull(w);
     for (size_t i = 0; i < tr.model.w.num_params; i++) w[i] = tr.model.w.blob[i];
-    RefModel r = {&cfg, tr.specs, w, in, tg, 2};
+    RefModel r = {&cfg, w, in, tg, 2};
     ck_assert_msg(fabs(ref_loss(&r) - loss) < 1e-5, "loss %.9g, reference %.9g", (double)loss, ref_loss(&r));
     uint64_t s = 15;
     for (int i = 0; i < tr.nspecs; i++) { /* a few entries of every tensor */

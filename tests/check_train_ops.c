@@ -358,36 +358,6 @@ static void set_threads(int n) {
 #endif
 }
 
-/* Why a case cannot run here, or NULL: a vector level the CPU lacks, or 2 threads in a
- * build without OpenMP (which would only run the 1-thread case again). */
-static const char *cannot_run(KernLevel lv, int threads, char *why, size_t size) {
-    if (lv != KERN_PLAIN && !kern_supported(lv)) {
-        snprintf(why, size, "%s (CPU lacks it)", kern_name(lv));
-        return why;
-    }
-#ifndef _OPENMP
-    if (threads > 1) {
-        snprintf(why, size, "%d threads (built without OpenMP: make OMP=1 test)", threads);
-        return why;
-    }
-#endif
-    (void)threads;
-    return NULL;
-}
-
-/* The case of a loop test: level KERN_AVX2 + _i/2 on 1 + _i%2 threads, or a skip line. */
-#define LEVEL_OR_SKIP(lv, threads)                                                           \
-    const KernLevel lv = (KernLevel)(KERN_AVX2 + _i / 2);                                    \
-    const int threads = 1 + _i % 2;                                                          \
-    do {                                                                                     \
-        char why_[96];                                                                       \
-        if (cannot_run(lv, threads, why_, sizeof why_)) {                                    \
-            TEST_SKIPPED(why_);                                                              \
-            return;                                                                          \
-        }                                                                                    \
-        set_threads(threads);                                                                \
-    } while (0)
-
 static void expect_same(const float *a, const float *b, size_t n, const char *what, KernLevel lv,
                         int threads) {
     for (size_t i = 0; i < n; i++)
@@ -401,7 +371,9 @@ static const int mm_shapes[][3] = { /* T, C, OC: tails, narrow panels, K and T b
 };
 
 START_TEST(test_matmul_fast) {
-    LEVEL_OR_SKIP(lv, threads);
+    const int threads = 1 + _i % 2; /* and level KERN_AVX2 + _i / 2 */
+    LEVEL_OR_SKIP(lv, KERN_AVX2 + _i / 2, threads);
+    set_threads(threads);
     for (size_t s = 0; s < sizeof mm_shapes / sizeof mm_shapes[0]; s++) {
         const int T = mm_shapes[s][0], C = mm_shapes[s][1], OC = mm_shapes[s][2];
         float *x = falloc((size_t)T * C, 31, 1.0f), *w = falloc((size_t)C * OC, 32, 1.0f);
@@ -432,7 +404,9 @@ static const int att_shapes[][4] = { /* B, T, NH, hs */
 };
 
 START_TEST(test_attention_fast) {
-    LEVEL_OR_SKIP(lv, threads);
+    const int threads = 1 + _i % 2; /* and level KERN_AVX2 + _i / 2 */
+    LEVEL_OR_SKIP(lv, KERN_AVX2 + _i / 2, threads);
+    set_threads(threads);
     for (size_t s = 0; s < sizeof att_shapes / sizeof att_shapes[0]; s++) {
         const int B = att_shapes[s][0], T = att_shapes[s][1], NH = att_shapes[s][2],
                   hs = att_shapes[s][3];
@@ -576,7 +550,7 @@ static void rows_gelu_ce(int threads, const float *x, const float *dy, int T, in
 START_TEST(test_rowwise_threads) {
     const int threads = 1 + _i;
     char why[96];
-    if (cannot_run(KERN_PLAIN, threads, why, sizeof why)) {
+    if (kern_case_skip(KERN_PLAIN, threads, why, sizeof why)) {
         TEST_SKIPPED(why);
         return;
     }

@@ -21,6 +21,21 @@ void test_skipped(const char *file, const char *test, const char *why) {
     fprintf(stderr, "%s: %.*s: skipped: %s\n", base ? base + 1 : file, (int)n, test, why);
 }
 
+const char *kern_case_skip(KernLevel lv, int threads, char *why, size_t size) {
+    if (lv != KERN_PLAIN && !kern_supported(lv)) {
+        snprintf(why, size, "%s (CPU lacks it)", kern_name(lv));
+        return why;
+    }
+#ifndef _OPENMP
+    if (threads > 1) {
+        snprintf(why, size, "%d threads (built without OpenMP: make OMP=1 test)", threads);
+        return why;
+    }
+#endif
+    (void)threads;
+    return NULL;
+}
+
 Config tiny_config(int L, int NH, int C, int N, int V) {
     Config c = config_default();
     c.L = L;

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 
+#include "kernels.h"
 #include "model.h"
 
 /* Path of the kvscope binary under test (set by the Makefile). */
@@ -15,6 +16,22 @@
  * "check_kernels.c: test_matmul_exact: skipped: avx512 (CPU lacks it)". */
 void test_skipped(const char *file, const char *test, const char *why);
 #define TEST_SKIPPED(why) test_skipped(__FILE__, __func__, (why))
+
+/* Why a kernel case cannot run here, written into why (size bytes), or NULL if it can:
+ * a vector level lv the CPU lacks ("avx512 (CPU lacks it)"), or threads > 1 in a build
+ * without OpenMP (which would only run the 1-thread case again). */
+const char *kern_case_skip(KernLevel lv, int threads, char *why, size_t size);
+/* The start of a loop test's case: lv = level, run on threads threads (the caller sets
+ * them); a case that cannot run here says why (TEST_SKIPPED) and returns. */
+#define LEVEL_OR_SKIP(lv, level, threads)                                                   \
+    const KernLevel lv = (KernLevel)(level);                                                \
+    do {                                                                                    \
+        char why_[96];                                                                      \
+        if (kern_case_skip(lv, (threads), why_, sizeof why_)) {                             \
+            TEST_SKIPPED(why_);                                                             \
+            return;                                                                         \
+        }                                                                                   \
+    } while (0)
 
 /* A small config: L layers, NH heads, C width, context N, vocabulary V. */
 Config tiny_config(int L, int NH, int C, int N, int V);

@@ -6,6 +6,11 @@
  * of an accumulator is one output element, built with the same "y = fmaf(a, w, y)"
  * sequence, in the same order, as in ops.c. Vector and scalar IEEE FMA, mul, add and
  * div round the same way (an FMA once, on the exact a·w + y).
+ *
+ * The matmul and the prefill attention blocks are written once, width-generic, in
+ * kernels_simd.h, included below for AVX2 (8 floats) and AVX-512F (16 floats); the
+ * decode attention, softmax, GELU and layernorm are AVX2 only (the dispatcher at the
+ * end picks per level).
  */
 #include "kernels.h"
 
@@ -16,13 +21,7 @@
 
 #include "halfprec.h"
 #include "ops.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#define OMP(directive) _Pragma(#directive)
-#else
-#define OMP(directive)
-#endif
+#include "parallel.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define KERN_HAVE_AVX2 1
@@ -90,9 +89,7 @@ const char *kern_name(KernLevel lv) {
  * the row-major w, each thread would read a short piece of every row, which the
  * hardware prefetchers follow at half the speed of one long stream.) */
 
-enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel */
-       MM_TR = 4,    /* rows of a prefill tile: 4×3 accumulators + 3 weights + 1 */
-       MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
+enum { MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
        MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
 
 /* Panels hold float32, or halves (DT_FP16, DT_BF16) that become float32 as they
@@ -100,156 +97,11 @@ enum { MM_TW = 24,   /* columns of an AVX2 prefill tile: 3 vectors, half a panel
  * matmul on the rounded weights. */
 static size_t elem_size(Dtype dt) { return dtype_row_bytes(dt, 1, 1); }
 
-/* Weights i .. i+7 of p as floats. */
-AVX2_INLINE __m256 load8w(const void *p, size_t i, Dtype dt) {
-    if (dt == DT_FP32) return _mm256_loadu_ps((const float *)p + i);
-    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
-    if (dt == DT_FP16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); /* bf16 */
-}
-
 /* Weight i of p as a float. */
 static float load1w(const void *p, size_t i, Dtype dt) {
     if (dt == DT_FP32) return ((const float *)p)[i];
     const uint16_t h = ((const uint16_t *)p)[i];
     return dt == DT_FP16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
-}
-
-/* Rows 0..3 of inp against the 24 panel columns at pan (row stride KERN_PANEL),
- * output columns o..o+23, for the kc inputs c0..c0+kc-1 (inp and pan start at c0).
- * 4×3 accumulators stay in registers and each weight vector is loaded once for 4
- * rows. The sums run over C in blocks of kc: between blocks the partial sums wait
- * in out as floats, the same values the plain loop holds in y[o] at that point, so
- * blocking changes no rounding. */
-AVX2_INLINE void mm_tile4(float *out, const float *x, size_t rs, size_t cs, const float *pan,
-                          const float *bias, int kc, int OC, int o, int first, int last) {
-    /* named accumulators, not an array: GCC then keeps all twelve in registers */
-#define MM_ROW_ACC(r, i) __m256 r##0, r##1, r##2;                                          \
-    if (first) r##0 = r##1 = r##2 = _mm256_setzero_ps();                                    \
-    else {                                                                                  \
-        const float *y_ = out + (size_t)(i) * OC + o;                                       \
-        r##0 = _mm256_loadu_ps(y_), r##1 = _mm256_loadu_ps(y_ + 8), r##2 = _mm256_loadu_ps(y_ + 16); \
-    }
-    MM_ROW_ACC(a0, 0) MM_ROW_ACC(a1, 1) MM_ROW_ACC(a2, 2) MM_ROW_ACC(a3, 3)
-#undef MM_ROW_ACC
-    for (int c = 0; c < kc; c++) {
-        const float *wr = pan + (size_t)c * KERN_PANEL;
-        const __m256 w0 = _mm256_loadu_ps(wr), w1 = _mm256_loadu_ps(wr + 8),
-                     w2 = _mm256_loadu_ps(wr + 16);
-#define MM_ROW_STEP(r, i) {                                                                 \
-        const __m256 x_ = _mm256_broadcast_ss(x + (size_t)(i) * rs + (size_t)c * cs);       \
-        r##0 = _mm256_fmadd_ps(x_, w0, r##0);                                               \
-        r##1 = _mm256_fmadd_ps(x_, w1, r##1);                                               \
-        r##2 = _mm256_fmadd_ps(x_, w2, r##2); }
-        MM_ROW_STEP(a0, 0) MM_ROW_STEP(a1, 1) MM_ROW_STEP(a2, 2) MM_ROW_STEP(a3, 3)
-#undef MM_ROW_STEP
-    }
-    const __m256 z = _mm256_setzero_ps();
-    const __m256 b0 = last && bias ? _mm256_loadu_ps(bias + o) : z,
-                 b1 = last && bias ? _mm256_loadu_ps(bias + o + 8) : z,
-                 b2 = last && bias ? _mm256_loadu_ps(bias + o + 16) : z;
-    const int add_bias = last && bias;
-#define MM_ROW_STORE(r, i) {                                                                \
-        float *y_ = out + (size_t)(i) * OC + o;                                             \
-        _mm256_storeu_ps(y_, add_bias ? _mm256_add_ps(r##0, b0) : r##0);                     \
-        _mm256_storeu_ps(y_ + 8, add_bias ? _mm256_add_ps(r##1, b1) : r##1);                 \
-        _mm256_storeu_ps(y_ + 16, add_bias ? _mm256_add_ps(r##2, b2) : r##2); }
-    MM_ROW_STORE(a0, 0) MM_ROW_STORE(a1, 1) MM_ROW_STORE(a2, 2) MM_ROW_STORE(a3, 3)
-#undef MM_ROW_STORE
-}
-
-/* The same for one row: the rows left over when T is not a multiple of 4. */
-AVX2_INLINE void mm_tile1(float *out, const float *inp, const float *pan, const float *bias,
-                          int kc, int o, int first, int last) {
-    __m256 a0, a1, a2;
-    if (first) a0 = a1 = a2 = _mm256_setzero_ps();
-    else a0 = _mm256_loadu_ps(out + o), a1 = _mm256_loadu_ps(out + o + 8),
-         a2 = _mm256_loadu_ps(out + o + 16);
-    for (int c = 0; c < kc; c++) {
-        const float *wr = pan + (size_t)c * KERN_PANEL;
-        const __m256 x = _mm256_broadcast_ss(inp + c);
-        a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr), a0);
-        a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 8), a1);
-        a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(wr + 16), a2);
-    }
-    if (last && bias) {
-        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias + o));
-        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(bias + o + 8));
-        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(bias + o + 16));
-    }
-    _mm256_storeu_ps(out + o, a0);
-    _mm256_storeu_ps(out + o + 8, a1);
-    _mm256_storeu_ps(out + o + 16, a2);
-}
-
-/* Decode: one row x (C) against a full panel pan (C rows of 48), into y (48 outputs)
- * plus bias (48, may be NULL). Six accumulators hold the 48 sums for the whole walk
- * down the panel, which reads 192 contiguous bytes per input. end: the end of the
- * weights, so that the prefetch MM_PF rows ahead never points past them. */
-AVX2_INLINE void mv_panel(float *y, const float *x, const void *pan, Dtype dt,
-                          const float *bias, int C, const void *end) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-    const size_t row = KERN_PANEL * elem_size(dt); /* bytes: 192, or 96 for halves */
-    const size_t ahead_rows = (size_t)MM_PF * sizeof(float) / elem_size(dt); /* 6 KiB ahead */
-    const char *e = end;
-    for (int c = 0; c < C; c++) {
-        const char *wb = (const char *)pan + (size_t)c * row;
-        /* one stream per thread is easy for the hardware prefetcher, but it starts
-         * late after each jump to the next matrix: ask for the lines early */
-        if ((size_t)(e - wb) > (ahead_rows + 1) * row) {
-            const char *ahead = wb + ahead_rows * row;
-            _mm_prefetch(ahead, _MM_HINT_T0);
-            _mm_prefetch(ahead + 64, _MM_HINT_T0);
-            if (dt == DT_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
-        }
-        const size_t i = (size_t)c * KERN_PANEL;
-        const __m256 b = _mm256_broadcast_ss(x + c);
-        a0 = _mm256_fmadd_ps(b, load8w(pan, i, dt), a0);
-        a1 = _mm256_fmadd_ps(b, load8w(pan, i + 8, dt), a1);
-        a2 = _mm256_fmadd_ps(b, load8w(pan, i + 16, dt), a2);
-        a3 = _mm256_fmadd_ps(b, load8w(pan, i + 24, dt), a3);
-        a4 = _mm256_fmadd_ps(b, load8w(pan, i + 32, dt), a4);
-        a5 = _mm256_fmadd_ps(b, load8w(pan, i + 40, dt), a5);
-    }
-    if (bias) {
-        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(bias));
-        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(bias + 8));
-        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(bias + 16));
-        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(bias + 24));
-        a4 = _mm256_add_ps(a4, _mm256_loadu_ps(bias + 32));
-        a5 = _mm256_add_ps(a5, _mm256_loadu_ps(bias + 40));
-    }
-    _mm256_storeu_ps(y, a0);
-    _mm256_storeu_ps(y + 8, a1);
-    _mm256_storeu_ps(y + 16, a2);
-    _mm256_storeu_ps(y + 24, a3);
-    _mm256_storeu_ps(y + 32, a4);
-    _mm256_storeu_ps(y + 40, a5);
-}
-
-/* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
- * all T rows: 8 columns at a time, then one at a time. */
-AVX2_INLINE void mm_narrow(float *out, const float *inp, const void *pan, Dtype dt,
-                           const float *bias, int T, int C, int OC, int o, int pw) {
-    for (int t = 0; t < T; t++) {
-        const float *x = inp + (size_t)t * C;
-        float *y = out + (size_t)t * OC + o;
-        int k = 0;
-        for (; k + 8 <= pw; k += 8) {
-            __m256 acc = _mm256_setzero_ps();
-            for (int c = 0; c < C; c++)
-                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(x + c),
-                                      load8w(pan, (size_t)c * pw + k, dt), acc);
-            if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + o + k));
-            _mm256_storeu_ps(y + k, acc);
-        }
-        for (; k < pw; k++) {
-            float s = 0.0f;
-            for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
-            if (bias) s += bias[o + k];
-            y[k] = s;
-        }
-    }
 }
 
 /* A prefill walks the weights one L1 block (MM_KC rows of a panel) at a time; the block
@@ -266,74 +118,10 @@ AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, si
         if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
 }
 
-/* mm_narrow as a function of its own, for the OpenMP region of matmul_run (outlined
- * without the AVX2 target: it must call, not inline, vector code). */
-AVX2 static void narrow_avx2(float *out, const float *inp, const void *pan, Dtype dt,
-                             const float *bias, int T, int C, int OC, int o, int pw) {
-    mm_narrow(out, inp, pan, dt, bias, T, C, OC, o, pw);
-}
-
-/* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
- * read where they are; halves are converted once into buf (MM_KC·48 floats), which
- * every tile of the block then reads. */
-AVX2_INLINE const float *block_floats(float *buf, const void *pan, Dtype dt, int c0, int kc) {
-    const size_t i0 = (size_t)c0 * KERN_PANEL;
-    if (dt == DT_FP32) return (const float *)pan + i0;
-    for (size_t i = 0; i < (size_t)kc * KERN_PANEL; i += 8)
-        _mm256_store_ps(buf + i, load8w(pan, i0 + i, dt));
-    return buf;
-}
-
-/* One full panel pan (output columns o..o+47) against all T input rows. end: the end
- * of the weights, for the prefetch. */
+/* One full panel (output columns o..o+47) against all T input rows; xp: the rows
+ * packed by pack_rows, or NULL. end: the end of the weights, for the prefetch. */
 typedef void PanelFn(float *out, const float *inp, const float *xp, const void *pan,
                      const float *bias, int T, int C, int OC, int o, const void *end);
-
-AVX2_INLINE void panel2(float *out, const float *inp, const float *xp, const void *pan,
-                        Dtype dt, const float *bias, int T, int C, int OC, int o,
-                        const void *end) {
-    if (T < MM_TR) { /* decode */
-        for (int t = 0; t < T; t++)
-            mv_panel(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, dt,
-                     bias ? bias + o : NULL, C, end);
-        return;
-    }
-    /* prefill: MM_KC rows of the panel (24 KiB) stay in L1 while every block of 4
-     * input rows passes by, for each half of the panel's columns */
-    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
-    const size_t es = elem_size(dt);
-    const int Tfull = T - T % MM_TR;
-    for (int c0 = 0; c0 < C; c0 += MM_KC) {
-        const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = block_floats(buf, pan, dt, c0, kc);
-        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
-        size_t line = 0;
-        for (int h = 0; h < KERN_PANEL; h += MM_TW) {
-            for (int t = 0; t < Tfull; t += MM_TR) {
-                prefetch_share(next, end, es, &line, 2 * (Tfull / MM_TR));
-                if (xp)
-                    mm_tile4(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM_TR, 1,
-                             MM_TR, blk + h, bias, kc, OC, o + h, first, last);
-                else
-                    mm_tile4(out + (size_t)t * OC, inp + (size_t)t * C + c0, (size_t)C, 1, blk + h,
-                             bias, kc, OC, o + h, first, last);
-            }
-            for (int t = Tfull; t < T; t++)
-                mm_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
-                         first, last);
-        }
-    }
-}
-
-/* panel2 for each weight type, the type a constant so that its tests fold away. */
-#define PANEL_FN(name, body, dt)                                                            \
-    static void name(float *out, const float *inp, const float *xp, const void *pan,        \
-                     const float *bias, int T, int C, int OC, int o, const void *end) {     \
-        body(out, inp, xp, pan, dt, bias, T, C, OC, o, end);                                \
-    }
-AVX2 PANEL_FN(panel_avx2, panel2, DT_FP32)
-AVX2 PANEL_FN(panel_avx2_fp16, panel2, DT_FP16)
-AVX2 PANEL_FN(panel_avx2_bf16, panel2, DT_BF16)
 
 /* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
  * tile are left out), each tile input-major: input c of the tile's row i at
@@ -349,122 +137,6 @@ static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
             for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
     }
 }
-
-/* Threads take whole panels, so each reads one contiguous run of the weights; the last
- * panel, when narrower than 48, goes through mm_narrow. R: the rows of the panel
- * function's prefill tile, whose input rows are packed first (pack_rows) when T ≥ R
- * and memory allows; without it the tiles read inp as it is. */
-AVX2 static void matmul_run(PanelFn *panel, int R, Dtype dt, float *out, const float *inp,
-                            const void *wp, const float *bias, int T, int C, int OC) {
-    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
-    const size_t es = elem_size(dt);
-    const void *end = (const char *)wp + (size_t)C * OC * es;
-    float *xp = NULL;
-    if (T >= R) {
-        const size_t bytes = ((size_t)(T / R) * R * C * sizeof(float) + 63) / 64 * 64;
-        if ((xp = aligned_alloc(64, bytes))) pack_rows(xp, inp, T, C, R);
-    }
-    OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
-    for (int j = 0; j < npan; j++) {
-        const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        const void *pan = (const char *)wp + (size_t)o * C * es;
-        if (pw < KERN_PANEL) narrow_avx2(out, inp, pan, dt, bias, T, C, OC, o, pw);
-        else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
-    }
-    free(xp);
-}
-
-/* ---- matmul with AVX-512F, prefill only --------------------------------------
- * The same tile as mm_tile4 with 16-float vectors and 8 rows, the whole panel wide:
- * 8×3 accumulators, 3 weights and the broadcast input fit the 32 vector registers.
- * A 512-bit operation is one instruction for twice the lanes, so the loop's
- * instruction count no longer limits it and the multipliers and adders stay busy.
- * Lanes are still independent outputs with the plain order of adds: the bytes are
- * those of matmul_forward. */
-#define AVX512 __attribute__((target("avx2,fma,f16c,avx512f")))
-#define AVX512_INLINE __attribute__((target("avx2,fma,f16c,avx512f"), always_inline)) static inline
-
-enum { MM5_TR = 8 }; /* rows of a tile */
-
-/* Rows 0..R-1 (R ≤ 8) against the panel block blk (kc rows of 48), output columns
- * o..o+47. Input i of row r is x[r·rs + i·cs]: the rows as they are (rs = C, cs = 1),
- * or a tile packed by pack_rows (rs = 1, cs = 8), whose 8 inputs of one c are one
- * 32-byte read. */
-AVX512_INLINE void mm5_tile(float *out, const float *x, size_t rs, size_t cs, const float *blk,
-                            const float *bias, int R, int kc, int OC, int o, int first,
-                            int last) {
-    __m512 acc[MM5_TR][3];
-#pragma GCC unroll 8
-    for (int i = 0; i < R; i++)
-        for (int v = 0; v < 3; v++)
-            acc[i][v] = first ? _mm512_setzero_ps()
-                              : _mm512_loadu_ps(out + (size_t)i * OC + o + 16 * v);
-    for (int c = 0; c < kc; c++) {
-        const float *wr = blk + (size_t)c * KERN_PANEL;
-        const __m512 w0 = _mm512_loadu_ps(wr), w1 = _mm512_loadu_ps(wr + 16),
-                     w2 = _mm512_loadu_ps(wr + 32);
-#pragma GCC unroll 8
-        for (int i = 0; i < R; i++) {
-            const __m512 xb = _mm512_set1_ps(x[(size_t)i * rs + (size_t)c * cs]);
-            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
-            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
-            acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < R; i++)
-        for (int v = 0; v < 3; v++) {
-            __m512 y = acc[i][v];
-            if (last && bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + o + 16 * v));
-            _mm512_storeu_ps(out + (size_t)i * OC + o + 16 * v, y);
-        }
-}
-
-/* Full tiles of 8 rows with R and the strides constants, so that the compiler unrolls
- * the row loop and keeps the accumulators in registers; leftover rows one at a time. */
-AVX512 static void mm5_tile8p(float *out, const float *xt, const float *blk, const float *bias,
-                              int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, xt, 1, MM5_TR, blk, bias, MM5_TR, kc, OC, o, first, last);
-}
-AVX512 static void mm5_tile8(float *out, const float *inp, const float *blk, const float *bias,
-                             int C, int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, (size_t)C, 1, blk, bias, MM5_TR, kc, OC, o, first, last);
-}
-AVX512 static void mm5_tile1(float *out, const float *inp, const float *blk, const float *bias,
-                             int kc, int OC, int o, int first, int last) {
-    mm5_tile(out, inp, 0, 1, blk, bias, 1, kc, OC, o, first, last);
-}
-
-/* Prefill (T ≥ 8): the tiles of 8 rows (from xp, packed, when there), then the
- * leftover rows one at a time. */
-AVX512_INLINE void panel5(float *out, const float *inp, const float *xp, const void *pan,
-                          Dtype dt, const float *bias, int T, int C, int OC, int o,
-                          const void *end) {
-    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
-    const size_t es = elem_size(dt);
-    const int Tfull = T - T % MM5_TR;
-    for (int c0 = 0; c0 < C; c0 += MM_KC) {
-        const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
-        const float *blk = block_floats(buf, pan, dt, c0, kc);
-        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
-        size_t line = 0;
-        for (int t = 0; t < Tfull; t += MM5_TR) {
-            prefetch_share(next, end, es, &line, Tfull / MM5_TR);
-            if (xp)
-                mm5_tile8p(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * MM5_TR, blk,
-                           bias, kc, OC, o, first, last);
-            else
-                mm5_tile8(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, C, kc, OC,
-                          o, first, last);
-        }
-        for (int t = Tfull; t < T; t++)
-            mm5_tile1(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk, bias, kc, OC, o, first,
-                      last);
-    }
-}
-AVX512 PANEL_FN(panel_avx512, panel5, DT_FP32)
-AVX512 PANEL_FN(panel_avx512_fp16, panel5, DT_FP16)
-AVX512 PANEL_FN(panel_avx512_bf16, panel5, DT_BF16)
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -545,8 +217,9 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
-/* The shared core of exp8 and tanh8 (ops.c: ops_expf and exp_mid): n = round(y·log2 e) and
- * e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7 polynomial; the caller scales by 2^n. */
+/* ops.c's exp_reduced 8 lanes at a time, the shared core of exp8 and tanh8: n =
+ * round(y·log2 e) and e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7
+ * polynomial; the caller scales by 2^n. */
 AVX2_INLINE __m256 exp_reduced8(__m256 y, __m256 *n_out) {
 #define SET1(v) _mm256_set1_ps(v)
     const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
@@ -754,91 +427,7 @@ AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
     values_row(oi, pa, vc, pos, C, hs);
 }
 
-enum { AT_R = 8,    /* queries in a prefill block */
-       AT_DC = 64 };/* dimensions of a transposed key block held at once */
-
-/* Queries pos0..pos0+7 of one head: q, sc, pa, out point at the first one's row and
- * step by qs (q and out) and Tt (sc and pa). Keys below pos0+1 — the ones every query
- * of the block sees — go 8 at a time through a small matrix product: the 8 keys are
- * transposed once (kT[d] = dimension d of keys t..t+7) and serve the 8 queries, lane j
- * of a query's accumulator summing over d in order. The keys between pos0+1 and each
- * query's own position go through scores_row. The values likewise: every query sums
- * over t = 0..pos0 together (lanes along d, each v_t loaded once for 8 queries), then
- * each adds its own last few keys, in order. */
-AVX2 static void attention_block(float *out, float *sc, float *pa, const float *q,
-                                 const float *kc, const float *vc, int pos0, int Tt, int C,
-                                 int hs, float div) {
-    const __m256 vdiv = _mm256_set1_ps(div);
-    const size_t qs = (size_t)C;
-    const int tfull = (pos0 + 1) / 8 * 8;
-    float kT[AT_DC * 8] __attribute__((aligned(32)));
-    for (int t = 0; t < tfull; t += 8) {
-        __m256 acc[AT_R];
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) acc[r] = _mm256_setzero_ps();
-        for (int d0 = 0; d0 < hs; d0 += AT_DC) {
-            const int dc = hs - d0 < AT_DC ? hs - d0 : AT_DC;
-            const float *kb = kc + (size_t)t * C + d0;
-            int d = 0;
-            for (; d + 8 <= dc; d += 8) {
-                __m256 r0 = _mm256_loadu_ps(kb + d), r1 = _mm256_loadu_ps(kb + C + d),
-                       r2 = _mm256_loadu_ps(kb + 2 * C + d), r3 = _mm256_loadu_ps(kb + 3 * C + d),
-                       r4 = _mm256_loadu_ps(kb + 4 * C + d), r5 = _mm256_loadu_ps(kb + 5 * C + d),
-                       r6 = _mm256_loadu_ps(kb + 6 * C + d), r7 = _mm256_loadu_ps(kb + 7 * C + d);
-                TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
-                _mm256_store_ps(kT + 8 * d, r0);
-                _mm256_store_ps(kT + 8 * (d + 1), r1);
-                _mm256_store_ps(kT + 8 * (d + 2), r2);
-                _mm256_store_ps(kT + 8 * (d + 3), r3);
-                _mm256_store_ps(kT + 8 * (d + 4), r4);
-                _mm256_store_ps(kT + 8 * (d + 5), r5);
-                _mm256_store_ps(kT + 8 * (d + 6), r6);
-                _mm256_store_ps(kT + 8 * (d + 7), r7);
-            }
-            for (; d < dc; d++)
-                for (int j = 0; j < 8; j++) kT[8 * d + j] = kb[(size_t)j * C + d];
-            for (d = 0; d < dc; d++) {
-                const __m256 kd = _mm256_load_ps(kT + 8 * d);
-#pragma GCC unroll 8
-                for (int r = 0; r < AT_R; r++)
-                    acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q + r * qs + d0 + d), kd,
-                                             acc[r]);
-            }
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(sc + (size_t)r * Tt + t, _mm256_div_ps(acc[r], vdiv));
-    }
-    for (int r = 0; r < AT_R; r++)
-        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs, vdiv);
-    softmax_rows8(sc, pa, pos0, Tt);
-    int d = 0;
-    for (; d + 8 <= hs; d += 8) {
-        __m256 acc[AT_R];
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) acc[r] = _mm256_setzero_ps();
-        for (int t = 0; t <= pos0; t++) {
-            const __m256 vt = _mm256_loadu_ps(vc + (size_t)t * C + d);
-#pragma GCC unroll 8
-            for (int r = 0; r < AT_R; r++)
-                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t), vt, acc[r]);
-        }
-        /* query r also sees keys pos0+1 .. pos0+r */
-#pragma GCC unroll 8
-        for (int r = 1; r < AT_R; r++)
-            for (int t = pos0 + 1; t <= pos0 + r; t++)
-                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + (size_t)r * Tt + t),
-                                         _mm256_loadu_ps(vc + (size_t)t * C + d), acc[r]);
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) _mm256_storeu_ps(out + r * qs + d, acc[r]);
-    }
-    for (; d < hs; d++)
-        for (int r = 0; r < AT_R; r++) {
-            const float *pr = pa + (size_t)r * Tt;
-            float s = 0.0f;
-            for (int t = 0; t <= pos0 + r; t++) s = fmaf(pr[t], vc[(size_t)t * C + d], s);
-            out[r * qs + d] = s;
-        }
-}
+enum { AT_R = 8 }; /* queries in a prefill attention block */
 
 /* Decode: the one query at position pos, every head, when hs is a multiple of 8. The
  * cache is walked row by row, each key and value row read whole and in order, rather
@@ -944,75 +533,89 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
     }
 }
 
-/* ---- prefill attention with AVX-512 (hs a multiple of 32) -------------------
- * attention_block's work for 8 queries of one head, twice as wide: the scores of 16 keys
- * per vector, read from the head's keys transposed once per call (kT: hs rows of Tt,
- * kT[d·Tt + t] = dimension d of key t, so the 16 keys of one d are one load), and the
- * values 32 dimensions per pass (8 queries × 2 vectors of sums), so a head of 64 walks
- * its values twice instead of eight times. Lanes are still keys, then dimensions: each
- * sum runs in the plain order. */
-AVX512 static void attention_block5(float *out, float *sc, float *pa, const float *q,
-                                    const float *kT, const float *kc, const float *vc, int pos0,
-                                    int Tt, int C, int hs, float div) {
-    const size_t qs = (size_t)C;
-    const int tfull = (pos0 + 1) / 16 * 16;
-    const __m512 vdiv = _mm512_set1_ps(div);
-    for (int t = 0; t < tfull; t += 16) {
-        __m512 acc[AT_R];
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) acc[r] = _mm512_setzero_ps();
-        for (int d = 0; d < hs; d++) {
-            const __m512 kd = _mm512_loadu_ps(kT + (size_t)d * Tt + t);
-#pragma GCC unroll 8
-            for (int r = 0; r < AT_R; r++)
-                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r * qs + d]), kd, acc[r]);
+/* kT (C rows of Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of head h
+ * for every key. In tiles of 16 × 16, so that both sides are read and written a cache
+ * line at a time (row by row, the reads of kc would stride C floats). */
+static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
+    enum { TB = 16 };
+    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
+    for (int i0 = 0; i0 < C; i0 += TB)
+        for (int t0 = 0; t0 < Tt; t0 += TB) {
+            const int i1 = C - i0 < TB ? C : i0 + TB, t1 = Tt - t0 < TB ? Tt : t0 + TB;
+            for (int i = i0; i < i1; i++)
+                for (int t = t0; t < t1; t++) kT[(size_t)i * Tt + t] = kc[(size_t)t * C + i];
         }
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++)
-            _mm512_storeu_ps(sc + (size_t)r * Tt + t, _mm512_div_ps(acc[r], vdiv));
-    }
-    for (int r = 0; r < AT_R; r++)
-        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, C, hs,
-                   _mm256_set1_ps(div));
-    softmax_rows8(sc, pa, pos0, Tt);
-    for (int d = 0; d < hs; d += 32) {
-        __m512 a0[AT_R], a1[AT_R];
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) a0[r] = a1[r] = _mm512_setzero_ps();
-        for (int t = 0; t <= pos0; t++) {
-            const float *vt = vc + (size_t)t * C + d;
-            const __m512 v0 = _mm512_loadu_ps(vt), v1 = _mm512_loadu_ps(vt + 16);
-#pragma GCC unroll 8
-            for (int r = 0; r < AT_R; r++) {
-                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
-                a0[r] = _mm512_fmadd_ps(w, v0, a0[r]);
-                a1[r] = _mm512_fmadd_ps(w, v1, a1[r]);
-            }
-        }
-        /* query r also sees keys pos0+1 .. pos0+r */
-#pragma GCC unroll 8
-        for (int r = 1; r < AT_R; r++)
-            for (int t = pos0 + 1; t <= pos0 + r; t++) {
-                const float *vt = vc + (size_t)t * C + d;
-                const __m512 w = _mm512_set1_ps(pa[(size_t)r * Tt + t]);
-                a0[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt), a0[r]);
-                a1[r] = _mm512_fmadd_ps(w, _mm512_loadu_ps(vt + 16), a1[r]);
-            }
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) {
-            _mm512_storeu_ps(out + r * qs + d, a0[r]);
-            _mm512_storeu_ps(out + r * qs + d + 16, a1[r]);
-        }
-    }
 }
 
-/* kT (C rows of Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of head h
- * for every key. */
-static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
-    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
-    for (int i = 0; i < C; i++)
-        for (int t = 0; t < Tt; t++) kT[(size_t)i * Tt + t] = kc[(size_t)t * C + i];
-}
+/* ---- the matmul and prefill attention at each vector width (kernels_simd.h) ---- */
+#define KS_SUFFIX _avx2
+#define KS_TARGET "avx2,fma,f16c"
+#define KS_W 8
+#define KS_V __m256
+#define KS_TR 4 /* matmul tile: 4 rows × 3 vectors = 12 accumulators of 16 registers */
+#define KS_VV 1 /* attention values: 8 queries × 1 vector */
+#define KS_ZERO() _mm256_setzero_ps()
+#define KS_LOAD(p) _mm256_loadu_ps(p)
+#define KS_STORE(p, x) _mm256_storeu_ps(p, x)
+#define KS_SET1(x) _mm256_set1_ps(x)
+#define KS_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define KS_ADD(a, b) _mm256_add_ps(a, b)
+#define KS_DIV(a, b) _mm256_div_ps(a, b)
+#define KS_FP16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
+    _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#include "kernels_simd.h"
+#undef KS_SUFFIX
+#undef KS_TARGET
+#undef KS_W
+#undef KS_V
+#undef KS_TR
+#undef KS_VV
+#undef KS_ZERO
+#undef KS_LOAD
+#undef KS_STORE
+#undef KS_SET1
+#undef KS_FMA
+#undef KS_ADD
+#undef KS_DIV
+#undef KS_FP16
+#undef KS_BF16
+
+#define KS_SUFFIX _512
+#define KS_TARGET "avx2,fma,f16c,avx512f"
+#define KS_W 16
+#define KS_V __m512
+#define KS_TR 8 /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
+#define KS_VV 2 /* attention values: 8 queries × 2 vectors, 32 dimensions per pass */
+#define KS_ZERO() _mm512_setzero_ps()
+#define KS_LOAD(p) _mm512_loadu_ps(p)
+#define KS_STORE(p, x) _mm512_storeu_ps(p, x)
+#define KS_SET1(x) _mm512_set1_ps(x)
+#define KS_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define KS_ADD(a, b) _mm512_add_ps(a, b)
+#define KS_DIV(a, b) _mm512_div_ps(a, b)
+#define KS_FP16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
+    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#include "kernels_simd.h"
+#undef KS_SUFFIX
+#undef KS_TARGET
+#undef KS_W
+#undef KS_V
+#undef KS_TR
+#undef KS_VV
+#undef KS_ZERO
+#undef KS_LOAD
+#undef KS_STORE
+#undef KS_SET1
+#undef KS_FMA
+#undef KS_ADD
+#undef KS_DIV
+#undef KS_FP16
+#undef KS_BF16
+
+typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
+                     const float *kc, const float *vc, int pos0, int Tt, int C, int hs, float div);
 
 AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
                                 const float *q, const float *kc, const float *vc, int n, int p,
@@ -1025,27 +628,22 @@ AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *
     }
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
-    /* the AVX-512 blocks read the keys transposed; without memory for that, AVX2 */
+    /* the blocks read the keys transposed; without memory for that, one query at a time */
     float *kT = NULL;
-    if (lv == KERN_AVX512 && hs % 32 == 0 && n >= AT_R &&
-        (kT = aligned_alloc(64, ((size_t)C * Tt * sizeof(float) + 63) / 64 * 64)))
+    if (n >= AT_R && (kT = aligned_alloc(64, ((size_t)C * Tt * sizeof(float) + 63) / 64 * 64)))
         transpose_keys(kT, kc, Tt, C);
+    BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
-    const int nb = n / AT_R, left = n % AT_R, ntasks = (nb + left) * NH;
+    const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < ntasks; it++) {
         const int h = it % NH, u = it / NH;
         const size_t hoff = (size_t)h * hs;
-        if (u < nb && kT) {
+        if (u < nb) {
             const int i = u * AT_R;
-            attention_block5(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                             pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
-                             kT + hoff * Tt, kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
-        } else if (u < nb) {
-            const int i = u * AT_R;
-            attention_block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                            pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
-                            kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+            block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                  pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff, kT + hoff * Tt,
+                  kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
         } else {
             const int i = nb * AT_R + (u - nb);
             attention_one(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
@@ -1186,67 +784,56 @@ void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
     }
 }
 
-void kern_pack_panels(float *panels, const float *w, int C, int OC) {
-    for (int o = 0; o < OC; o += KERN_PANEL) {
-        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        float *pan = panels + (size_t)o * C;
-        for (int c = 0; c < C; c++)
-            memcpy(pan + (size_t)c * pw, w + (size_t)c * OC + o, (size_t)pw * sizeof(float));
-    }
-}
-
 float kern_round_weight(float x, Dtype dt) {
     if (dt == DT_FP16) return fp16_to_fp32(fp32_to_fp16(x));
     if (dt == DT_BF16) return bf16_to_fp32(fp32_to_bf16(x));
     return x;
 }
 
-static uint16_t to_half(float x, Dtype dt) {
-    return dt == DT_FP16 ? fp32_to_fp16(x) : fp32_to_bf16(x);
-}
-
-void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Dtype dt) {
+/* The one packing loop: element (c, o) of the (C,OC) matrix is w[c·sc + o·so] (w as it
+ * is: sc = OC, so = 1; wᵀ of a (OC,C) w: sc = 1, so = C), stored into panels as dt. */
+static void pack(void *panels, const float *w, size_t sc, size_t so, int C, int OC,
+                 Dtype dt) {
     for (int o = 0; o < OC; o += KERN_PANEL) {
         const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        uint16_t *pan = panels + (size_t)o * C;
         for (int c = 0; c < C; c++)
-            for (int k = 0; k < pw; k++)
-                pan[(size_t)c * pw + k] = to_half(w[(size_t)c * OC + o + k], dt);
+            for (int k = 0; k < pw; k++) {
+                const size_t i = (size_t)o * C + (size_t)c * pw + (size_t)k;
+                const float x = w[(size_t)c * sc + (size_t)(o + k) * so];
+                if (dt == DT_FP32) ((float *)panels)[i] = x;
+                else if (dt == DT_FP16) ((uint16_t *)panels)[i] = fp32_to_fp16(x);
+                else ((uint16_t *)panels)[i] = fp32_to_bf16(x);
+            }
     }
 }
 
-void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dtype dt) {
-    for (int o = 0; o < OC; o += KERN_PANEL) {
-        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        uint16_t *pan = panels + (size_t)o * C;
-        for (int c = 0; c < C; c++)
-            for (int k = 0; k < pw; k++)
-                pan[(size_t)c * pw + k] = to_half(w[(size_t)(o + k) * C + c], dt);
-    }
+void kern_pack_panels(float *panels, const float *w, int C, int OC) {
+    pack(panels, w, (size_t)OC, 1, C, OC, DT_FP32);
 }
 
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C) {
-    for (int o = 0; o < OC; o += KERN_PANEL) {
-        const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
-        float *pan = panels + (size_t)o * C;
-        for (int c = 0; c < C; c++)
-            for (int k = 0; k < pw; k++) pan[(size_t)c * pw + k] = w[(size_t)(o + k) * C + c];
-    }
+    pack(panels, w, 1, (size_t)C, C, OC, DT_FP32);
+}
+
+void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Dtype dt) {
+    pack(panels, w, (size_t)OC, 1, C, OC, dt);
+}
+
+void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dtype dt) {
+    pack(panels, w, 1, (size_t)C, C, OC, dt);
 }
 
 /* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
 static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
                          Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    static PanelFn *const p2[3] = {panel_avx2, panel_avx2_fp16, panel_avx2_bf16},
-                          *const p5[3] = {panel_avx512, panel_avx512_fp16, panel_avx512_bf16};
     /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
-    if (panels && lv == KERN_AVX512 && T >= MM5_TR) {
-        matmul_run(p5[dt], MM5_TR, dt, out, inp, panels, bias, T, C, OC);
+    if (panels && lv == KERN_AVX512 && T >= 8) {
+        matmul_run_512(dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
     if (panels && lv >= KERN_AVX2) {
-        matmul_run(p2[dt], MM_TR, dt, out, inp, panels, bias, T, C, OC);
+        matmul_run_avx2(dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }
 #endif

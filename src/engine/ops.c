@@ -64,9 +64,11 @@ void matmul_transposed_forward(float *out, const float *inp, const float *w,
     }
 }
 
-/* e^y for y in [1.25, 20], the only range ops_tanhf needs: y = n·ln 2 + r with n an
- * integer and |r| ≤ ln 2 / 2, then e^y = 2^n · (1 + r + r²·(1/2 + r/6 + … + r⁵/5040)). */
-static float exp_mid(float y) {
+/* The one exp core, shared by ops_expf and exp_mid (and repeated lane by lane by the
+ * vector code in kernels.c): y = n·ln 2 + r with n = round(y·log2 e) an integer and
+ * |r| ≤ ln 2 / 2 (two-part ln 2), then e^r = 1 + r + r²·(1/2 + r/6 + … + r⁵/5040).
+ * Returns e^r and sets *n; the caller scales by 2^n. */
+static float exp_reduced(float y, float *n_out) {
     const float n = fmaf(y, OPS_EXP_LOG2E, OPS_EXP_ROUND) - OPS_EXP_ROUND;
     const float r = fmaf(-n, OPS_EXP_LN2_LO, fmaf(-n, OPS_EXP_LN2_HI, y));
     float q = 1.0f / 5040.0f;
@@ -75,32 +77,33 @@ static float exp_mid(float y) {
     q = fmaf(q, r, 1.0f / 24.0f);
     q = fmaf(q, r, 1.0f / 6.0f);
     q = fmaf(q, r, 0.5f);
-    const float er = 1.0f + fmaf(r * r, q, r);
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; /* the float 2^n */
-    float two_n;
-    memcpy(&two_n, &bits, sizeof two_n);
-    return er * two_n;
+    *n_out = n;
+    return 1.0f + fmaf(r * r, q, r);
+}
+
+/* The float 2^k, for k in [-126, 127]. */
+static float two_to(int32_t k) {
+    const uint32_t bits = (uint32_t)(k + 127) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* e^y for y in [1.25, 20], the only range ops_tanhf needs. */
+static float exp_mid(float y) {
+    float n;
+    const float er = exp_reduced(y, &n);
+    return er * two_to((int32_t)n);
 }
 
 float ops_expf(float x) {
     if (x != x) return x; /* NaN */
     if (x < OPS_EXPF_LOW) x = OPS_EXPF_LOW; /* e^x rounds to 0 below: so does this */
-    /* x = n·ln 2 + r, |r| ≤ ln 2 / 2 */
-    const float n = fmaf(x, OPS_EXP_LOG2E, OPS_EXP_ROUND) - OPS_EXP_ROUND;
-    const float r = fmaf(-n, OPS_EXP_LN2_LO, fmaf(-n, OPS_EXP_LN2_HI, x));
-    float q = 1.0f / 5040.0f; /* e^r = 1 + r + r²·(1/2 + r/6 + … + r⁵/5040) */
-    q = fmaf(q, r, 1.0f / 720.0f);
-    q = fmaf(q, r, 1.0f / 120.0f);
-    q = fmaf(q, r, 1.0f / 24.0f);
-    q = fmaf(q, r, 1.0f / 6.0f);
-    q = fmaf(q, r, 0.5f);
-    const float er = 1.0f + fmaf(r * r, q, r);
+    float n;
+    const float er = exp_reduced(x, &n);
     /* · 2^n in two exact steps, 2^(n+64) then 2^-64, so that results below 2^-126
      * come out as subnormals (rounded once, by the second multiply) */
-    const uint32_t bits = (uint32_t)((int32_t)n + 64 + 127) << 23;
-    float two_n64;
-    memcpy(&two_n64, &bits, sizeof two_n64);
-    return er * two_n64 * OPS_EXPF_TWO_M64;
+    return er * two_to((int32_t)n + 64) * OPS_EXPF_TWO_M64;
 }
 
 float ops_tanhf(float x) {

@@ -23,7 +23,8 @@ The PyTorch model is GPT-2 written with torch ops as Hugging Face computes it
 its KV cache is preallocated and sliced (faster than HF's torch.cat). Like kvscope,
 the lm_head runs on the last position only.
 
-usage: bench.py --bin BENCH_BIN --kvscope KVSCOPE_BIN [--rounds R] [--quick]
+usage: bench.py --bin BENCH_BIN --kvscope KVSCOPE_BIN [--rounds R] [--quick] [--side-by-side]
+       (--side-by-side: only kvscope's steps and llama.cpp or ggml, and only that table)
        bench.py torch THREADS | sgemm THREADS      (one round, key,value lines)
 """
 import csv
@@ -294,6 +295,10 @@ def main():
     quick = "--quick" in args
     if quick:
         rounds = 1
+    other = ("llama" if os.environ.get("LLAMA_BENCH") else
+             "ggml" if os.environ.get("GGML_GPT2") else None)
+    if "--side-by-side" in args:
+        return side_by_side(binp, other, rounds)
     try:
         import torch  # noqa: F401
         have_torch = True
@@ -301,8 +306,6 @@ def main():
         have_torch = False
         print("bench: PyTorch is not importable: its columns say n/a", file=sys.stderr)
     me = [sys.executable, os.path.abspath(__file__)]
-    other = ("llama" if os.environ.get("LLAMA_BENCH") else
-             "ggml" if os.environ.get("GGML_GPT2") else None)
     load0 = os.getloadavg()
     S = Stats()
     S.other = other
@@ -346,6 +349,33 @@ def main():
                 S.add(f"small:{Lr}:{k}", v)
     report(S, have_torch, rounds, time.time() - t_start, load0, os.getloadavg())
     report_fma(S)
+    return 0
+
+
+def side_by_side(binp, other, rounds):
+    """kvscope's steps (AVX-512, float32 and fp16 weights) and llama.cpp or ggml, interleaved,
+    alternating which side runs first; then the side-by-side table alone."""
+    if not other:
+        print("bench: --side-by-side needs llama.cpp (LLAMA_BENCH=…, or built into "
+              "build/llamacpp: see README) or ggml (GGML_GPT2=…)", file=sys.stderr)
+        return 2
+    me = [sys.executable, os.path.abspath(__file__)]
+    S = Stats()
+    S.other = other
+    load0, t_start = os.getloadavg(), time.time()
+    for r in range(rounds):
+        for t in (1, 2):
+            jobs = [("s512", [binp, "steps", "avx512", "fp32"]),
+                    ("h16", [binp, "steps", "avx512", "fp16"])]
+            jobs.insert(0 if r % 2 else 2, ("ll", me + [other, str(t)]))
+            for tag, cmd in jobs:
+                print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
+                for k, v in run(cmd, t).items():
+                    S.add(f"{tag}:{t}:{k}", v)
+    load1 = os.getloadavg()
+    print(f"\nkvscope speed — {machine()}; medians of {rounds} interleaved round(s) (min–max); "
+          f"{time.time() - t_start:.0f} s; load average {load0[0]:.1f} before, {load1[0]:.1f} after")
+    report_side(S)
     return 0
 
 
@@ -526,6 +556,13 @@ def report_fma(S):
               f"({med('run:1:run_default_bytes') / 1e6:.1f} MB written), --record timing "
               f"{S.fmt('run:1:run_timing_s', 3)} s: {100 * (d - tm) / tm:+.1f} %.")
 
+    report_side(S)
+
+
+def report_side(S):
+    """kvscope/llama.cpp (or ggml) speed ratios: prefill 128 and 512, decode F32 and F16,
+    1 and 2 threads."""
+    med = S.med
     if S.other:
         name = "llama.cpp (llama-bench)" if S.other == "llama" else "ggml (examples/gpt-2)"
         print(f"\nSide by side with {name}, the same shapes and threads, interleaved; "

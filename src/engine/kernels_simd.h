@@ -1,0 +1,312 @@
+/* kernels_simd.h — the vector matmul and prefill attention of kernels.c, written once
+ * for two widths.
+ *
+ * Not a header to include elsewhere: kernels.c includes it twice, once for AVX2 + FMA
+ * (KS_W 8) and once for AVX-512F (KS_W 16), after defining
+ *   KS_SUFFIX  the name suffix (_avx2, _512)    KS_TARGET  the target attribute string
+ *   KS_W       floats per vector                KS_V       the vector type
+ *   KS_TR      rows of a prefill matmul tile    KS_VV      value vectors per query in a
+ *                                               prefill attention pass
+ *   KS_ZERO() KS_LOAD(p) KS_STORE(p, x) KS_SET1(x) KS_FMA(a, b, c) = a·b + c, rounded once
+ *   KS_ADD(a, b) KS_DIV(a, b)
+ *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
+ * and what kernels.c shares between the widths (elem_size, load1w, prefetch_share,
+ * scores_row, softmax_rows8, PanelFn, MM_KC, MM_PF, AT_R, KERN_PAR_MIN).
+ * Lanes are independent outputs, each summed in the plain order of ops.c: the bytes
+ * are those of matmul_forward and attention_forward at every width.
+ */
+
+#define KS_CAT2(a, b) a##b
+#define KS_CAT(a, b) KS_CAT2(a, b)
+#define KSF(name) KS_CAT(name, KS_SUFFIX)
+#define KS_FN __attribute__((target(KS_TARGET))) static
+#define KS_INLINE __attribute__((target(KS_TARGET), always_inline)) static inline
+
+/* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias, w in column panels ----------
+ * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
+ * A prefill tile is KS_TR rows × 3 vectors (AVX2: 4 × 24 columns, half a panel;
+ * AVX-512: 8 × 48, the whole panel): the accumulators, 3 weights and the broadcast
+ * input fill the 16 or 32 vector registers, and each weight load serves KS_TR rows. */
+
+/* Weights i .. i+KS_W-1 of p as floats. */
+KS_INLINE KS_V KSF(loadw)(const void *p, size_t i, Dtype dt) {
+    if (dt == DT_FP32) return KS_LOAD((const float *)p + i);
+    if (dt == DT_FP16) return KS_FP16((const uint16_t *)p + i);
+    return KS_BF16((const uint16_t *)p + i);
+}
+
+/* Rows 0..R-1 (R ≤ KS_TR) against 3·KS_W columns of the panel block blk (kc rows of
+ * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c·cs]: the
+ * rows as they are (rs = C, cs = 1) or a tile packed by pack_rows (rs = 1, cs = KS_TR).
+ * The sums run over C in blocks of kc: between blocks the partial sums wait in out as
+ * floats, the values the plain loop holds in y[o] at that point, so blocking changes
+ * no rounding. first: the block starts the sums at 0; last: it adds the bias. */
+KS_INLINE void KSF(mm_tile)(float *out, const float *x, size_t rs, size_t cs, const float *blk,
+                            const float *bias, int R, int kc, int OC, int o, int first,
+                            int last) {
+    KS_V acc[KS_TR][3];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++)
+            acc[i][v] = first ? KS_ZERO() : KS_LOAD(out + (size_t)i * OC + o + KS_W * v);
+    for (int c = 0; c < kc; c++) {
+        const float *wr = blk + (size_t)c * KERN_PANEL;
+        const KS_V w0 = KS_LOAD(wr), w1 = KS_LOAD(wr + KS_W), w2 = KS_LOAD(wr + 2 * KS_W);
+#pragma GCC unroll 8
+        for (int i = 0; i < R; i++) {
+            const KS_V xb = KS_SET1(x[(size_t)i * rs + (size_t)c * cs]);
+            acc[i][0] = KS_FMA(xb, w0, acc[i][0]);
+            acc[i][1] = KS_FMA(xb, w1, acc[i][1]);
+            acc[i][2] = KS_FMA(xb, w2, acc[i][2]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 3
+        for (int v = 0; v < 3; v++) {
+            KS_V y = acc[i][v];
+            if (last && bias) y = KS_ADD(y, KS_LOAD(bias + o + KS_W * v));
+            KS_STORE(out + (size_t)i * OC + o + KS_W * v, y);
+        }
+}
+
+/* Full tiles with R and the strides constants, so that the compiler unrolls the row
+ * loop and keeps the accumulators in registers; leftover rows one at a time. */
+KS_FN void KSF(tile_packed)(float *out, const float *xt, const float *blk, const float *bias,
+                            int kc, int OC, int o, int first, int last) {
+    KSF(mm_tile)(out, xt, 1, KS_TR, blk, bias, KS_TR, kc, OC, o, first, last);
+}
+KS_FN void KSF(tile_rows)(float *out, const float *inp, const float *blk, const float *bias,
+                          int C, int kc, int OC, int o, int first, int last) {
+    KSF(mm_tile)(out, inp, (size_t)C, 1, blk, bias, KS_TR, kc, OC, o, first, last);
+}
+KS_FN void KSF(tile_one)(float *out, const float *inp, const float *blk, const float *bias,
+                         int kc, int OC, int o, int first, int last) {
+    KSF(mm_tile)(out, inp, 0, 1, blk, bias, 1, kc, OC, o, first, last);
+}
+
+/* Decode: one row x (C) against a full panel pan (C rows of 48), into y (48 outputs)
+ * plus bias (48, may be NULL). 48 / KS_W accumulators hold the sums for the whole walk
+ * down the panel, which reads 192 contiguous bytes (96 for halves) per input. end: the
+ * end of the weights, so that the prefetch MM_PF rows ahead never points past them. */
+KS_INLINE void KSF(mv_panel)(float *y, const float *x, const void *pan, Dtype dt,
+                             const float *bias, int C, const void *end) {
+    enum { NA = KERN_PANEL / KS_W };
+    KS_V a[NA];
+#pragma GCC unroll 6
+    for (int v = 0; v < NA; v++) a[v] = KS_ZERO();
+    const size_t row = KERN_PANEL * elem_size(dt);
+    const size_t ahead_rows = (size_t)MM_PF * sizeof(float) / elem_size(dt); /* 6 KiB ahead */
+    const char *e = end;
+    for (int c = 0; c < C; c++) {
+        const char *wb = (const char *)pan + (size_t)c * row;
+        /* one stream per thread is easy for the hardware prefetcher, but it starts
+         * late after each jump to the next matrix: ask for the lines early */
+        if ((size_t)(e - wb) > (ahead_rows + 1) * row) {
+            const char *ahead = wb + ahead_rows * row;
+            _mm_prefetch(ahead, _MM_HINT_T0);
+            _mm_prefetch(ahead + 64, _MM_HINT_T0);
+            if (dt == DT_FP32) _mm_prefetch(ahead + 128, _MM_HINT_T0);
+        }
+        const size_t i = (size_t)c * KERN_PANEL;
+        const KS_V b = KS_SET1(x[c]);
+#pragma GCC unroll 6
+        for (int v = 0; v < NA; v++) a[v] = KS_FMA(b, KSF(loadw)(pan, i + KS_W * v, dt), a[v]);
+    }
+#pragma GCC unroll 6
+    for (int v = 0; v < NA; v++)
+        KS_STORE(y + KS_W * v, bias ? KS_ADD(a[v], KS_LOAD(bias + KS_W * v)) : a[v]);
+}
+
+/* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
+ * all T rows: KS_W columns at a time, then one at a time. */
+KS_FN void KSF(narrow)(float *out, const float *inp, const void *pan, Dtype dt,
+                       const float *bias, int T, int C, int OC, int o, int pw) {
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        float *y = out + (size_t)t * OC + o;
+        int k = 0;
+        for (; k + KS_W <= pw; k += KS_W) {
+            KS_V acc = KS_ZERO();
+            for (int c = 0; c < C; c++)
+                acc = KS_FMA(KS_SET1(x[c]), KSF(loadw)(pan, (size_t)c * pw + k, dt), acc);
+            if (bias) acc = KS_ADD(acc, KS_LOAD(bias + o + k));
+            KS_STORE(y + k, acc);
+        }
+        for (; k < pw; k++) {
+            float s = 0.0f;
+            for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
+            if (bias) s += bias[o + k];
+            y[k] = s;
+        }
+    }
+}
+
+/* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
+ * read where they are; halves are converted once into buf (MM_KC·48 floats, aligned),
+ * which every tile of the block then reads. */
+KS_INLINE const float *KSF(block_floats)(float *buf, const void *pan, Dtype dt, int c0,
+                                         int kc) {
+    const size_t i0 = (size_t)c0 * KERN_PANEL;
+    if (dt == DT_FP32) return (const float *)pan + i0;
+    for (size_t i = 0; i < (size_t)kc * KERN_PANEL; i += KS_W)
+        KS_STORE(buf + i, KSF(loadw)(pan, i0 + i, dt));
+    return buf;
+}
+
+/* One full panel pan (output columns o..o+47) against all T input rows; xp: the rows
+ * packed by pack_rows, or NULL. Decode (T < KS_TR) walks the panel once per row;
+ * prefill keeps MM_KC rows of the panel (24 KiB) in L1 while every tile of KS_TR input
+ * rows passes by, for each 3·KS_W columns of the panel. */
+KS_INLINE void KSF(panel)(float *out, const float *inp, const float *xp, const void *pan,
+                          Dtype dt, const float *bias, int T, int C, int OC, int o,
+                          const void *end) {
+    if (T < KS_TR) {
+        for (int t = 0; t < T; t++)
+            KSF(mv_panel)(out + (size_t)t * OC + o, inp + (size_t)t * C, pan, dt,
+                          bias ? bias + o : NULL, C, end);
+        return;
+    }
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    const size_t es = elem_size(dt);
+    const int Tfull = T - T % KS_TR, span = 3 * KS_W;
+    for (int c0 = 0; c0 < C; c0 += MM_KC) {
+        const int kc = C - c0 < MM_KC ? C - c0 : MM_KC, first = c0 == 0, last = c0 + kc == C;
+        const float *blk = KSF(block_floats)(buf, pan, dt, c0, kc);
+        const char *next = (const char *)pan + (size_t)(c0 + kc) * KERN_PANEL * es;
+        size_t line = 0;
+        for (int h = 0; h < KERN_PANEL; h += span) {
+            for (int t = 0; t < Tfull; t += KS_TR) {
+                prefetch_share(next, end, es, &line, KERN_PANEL / span * (Tfull / KS_TR));
+                if (xp)
+                    KSF(tile_packed)(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * KS_TR,
+                                     blk + h, bias, kc, OC, o + h, first, last);
+                else
+                    KSF(tile_rows)(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias,
+                                   C, kc, OC, o + h, first, last);
+            }
+            for (int t = Tfull; t < T; t++)
+                KSF(tile_one)(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc,
+                              OC, o + h, first, last);
+        }
+    }
+}
+
+/* panel for each weight type, the type a constant so that its tests fold away. */
+KS_FN void KSF(panel_fp32)(float *out, const float *inp, const float *xp, const void *pan,
+                           const float *bias, int T, int C, int OC, int o, const void *end) {
+    KSF(panel)(out, inp, xp, pan, DT_FP32, bias, T, C, OC, o, end);
+}
+KS_FN void KSF(panel_fp16)(float *out, const float *inp, const float *xp, const void *pan,
+                           const float *bias, int T, int C, int OC, int o, const void *end) {
+    KSF(panel)(out, inp, xp, pan, DT_FP16, bias, T, C, OC, o, end);
+}
+KS_FN void KSF(panel_bf16)(float *out, const float *inp, const float *xp, const void *pan,
+                           const float *bias, int T, int C, int OC, int o, const void *end) {
+    KSF(panel)(out, inp, xp, pan, DT_BF16, bias, T, C, OC, o, end);
+}
+
+/* Threads take whole panels, so each reads one contiguous run of the weights; the last
+ * panel, when narrower than 48, goes through narrow. The input rows are packed first
+ * (pack_rows) when T ≥ KS_TR and memory allows; without it the tiles read inp as it is. */
+KS_FN void KSF(matmul_run)(Dtype dt, float *out, const float *inp, const void *wp,
+                           const float *bias, int T, int C, int OC) {
+    PanelFn *const panel = dt == DT_FP32   ? KSF(panel_fp32)
+                           : dt == DT_FP16 ? KSF(panel_fp16) : KSF(panel_bf16);
+    const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
+    const size_t es = elem_size(dt);
+    const void *end = (const char *)wp + (size_t)C * OC * es;
+    float *xp = NULL;
+    if (T >= KS_TR) {
+        const size_t bytes = ((size_t)(T / KS_TR) * KS_TR * C * sizeof(float) + 63) / 64 * 64;
+        if ((xp = aligned_alloc(64, bytes))) pack_rows(xp, inp, T, C, KS_TR);
+    }
+    OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
+    for (int j = 0; j < npan; j++) {
+        const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
+        const void *pan = (const char *)wp + (size_t)o * C * es;
+        if (pw < KERN_PANEL) KSF(narrow)(out, inp, pan, dt, bias, T, C, OC, o, pw);
+        else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
+    }
+    free(xp);
+}
+
+/* ---- prefill attention: 8 queries of one head ---------------------------------------
+ * Queries pos0..pos0+7 (AT_R) of one head: q, sc, pa, out point at the first one's row
+ * and step by C (q and out) and Tt (sc and pa). Scores: the keys every query of the
+ * block sees (below pos0+1) KS_W at a time, read from the head's keys transposed once
+ * per call (kT: hs rows of Tt, kT[d·Tt + t] = dimension d of key t, so the KS_W keys of
+ * one d are one load), lane j summing over d in order; each query's last few keys go
+ * through scores_row. Values: every query sums over t = 0..pos0 together (lanes along
+ * d, each v_t loaded once for 8 queries), then adds its own last few keys, in order. */
+
+/* out[r][d .. d + nv·KS_W) for the 8 queries, nv ≤ KS_VV vectors of sums per query. */
+KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, int pos0,
+                                 int Tt, int C, int d, int nv) {
+    KS_V acc[AT_R][KS_VV];
+#pragma GCC unroll 8
+    for (int r = 0; r < AT_R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) acc[r][v] = KS_ZERO();
+    for (int t = 0; t <= pos0; t++) {
+        const float *vt = vc + (size_t)t * C + d;
+        KS_V vv[KS_VV];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) vv[v] = KS_LOAD(vt + KS_W * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) {
+            const KS_V w = KS_SET1(pa[(size_t)r * Tt + t]);
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++) acc[r][v] = KS_FMA(w, vv[v], acc[r][v]);
+        }
+    }
+    /* query r also sees keys pos0+1 .. pos0+r */
+#pragma GCC unroll 8
+    for (int r = 1; r < AT_R; r++)
+        for (int t = pos0 + 1; t <= pos0 + r; t++) {
+            const KS_V w = KS_SET1(pa[(size_t)r * Tt + t]);
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                acc[r][v] = KS_FMA(w, KS_LOAD(vc + (size_t)t * C + d + KS_W * v), acc[r][v]);
+        }
+#pragma GCC unroll 8
+    for (int r = 0; r < AT_R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) KS_STORE(out + (size_t)r * C + d + KS_W * v, acc[r][v]);
+}
+
+KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q,
+                                const float *kT, const float *kc, const float *vc, int pos0,
+                                int Tt, int C, int hs, float div) {
+    const size_t qs = (size_t)C;
+    const int tfull = (pos0 + 1) / KS_W * KS_W;
+    const KS_V vdiv = KS_SET1(div);
+    for (int t = 0; t < tfull; t += KS_W) {
+        KS_V acc[AT_R];
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) acc[r] = KS_ZERO();
+        for (int d = 0; d < hs; d++) {
+            const KS_V kd = KS_LOAD(kT + (size_t)d * Tt + t);
+#pragma GCC unroll 8
+            for (int r = 0; r < AT_R; r++) acc[r] = KS_FMA(KS_SET1(q[r * qs + d]), kd, acc[r]);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < AT_R; r++) KS_STORE(sc + (size_t)r * Tt + t, KS_DIV(acc[r], vdiv));
+    }
+    for (int r = 0; r < AT_R; r++)
+        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, (int)qs, hs,
+                   _mm256_set1_ps(div));
+    softmax_rows8(sc, pa, pos0, Tt);
+    int d = 0;
+    for (; d + KS_VV * KS_W <= hs; d += KS_VV * KS_W)
+        KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_VV);
+    for (; d + KS_W <= hs; d += KS_W) KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, 1);
+    for (; d < hs; d++)
+        for (int r = 0; r < AT_R; r++) {
+            const float *pr = pa + (size_t)r * Tt;
+            float s = 0.0f;
+            for (int t = 0; t <= pos0 + r; t++) s = fmaf(pr[t], vc[(size_t)t * C + d], s);
+            out[r * qs + d] = s;
+        }
+}
