@@ -99,18 +99,6 @@ kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; pr
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
 kv "$V" qp_next_pos "$(( $(printf '%s' "$PHRASE_START" | wc -c) + T0 - $(printf '%s' "$PROMPT" | wc -c) ))"
 kv "$V" qp $QP
-# Padding without a mask (one article's pad_kv_cache): a zero key scores q·0 = 0, so
-# each padded slot takes e⁰ / (Σ eˢ + n·e⁰) of the weight. With the mask it takes 0.
-awk -F, -v qp=$QP -v V="$V" -v L=$IND_L -v H=$IND_H "$AWKLIB"'
-FNR == 1 { header(); next }
-col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
-    z += exp(col("score")); if (col("key_pos") == 0) w0 = col("weight") }
-END { for (n = 1; n <= 4; n *= 4) printf "pad_share_%d,%.2g\n", n, 100 * n / (z + n) >> V
-      # as few digits as tell the two weights apart (at least 3)
-      w4 = w0 * z / (z + 4)
-      for (p = 3; p < 9 && sprintf("%." p "g", w0) == sprintf("%." p "g", w4); p++) {}
-      printf "w0,%s\nw0_pad4,%s\n", sprintf("%." p "g", w0), sprintf("%." p "g", w4) >> V }' "$D/run/attention.csv"
-claim "key 0's weight drops when four padded slots join the row" "$(value "$V" w0) > $(value "$V" w0_pad4)"
 # The weight the induction head's last query puts on the byte to copy, and its heaviest key.
 awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H -v nx="$(printf '%s' "$PHRASE_START" | wc -c)" -v V="$V" "$AWKLIB"'
 FNR == 1 { header(); next }
