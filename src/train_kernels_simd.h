@@ -104,8 +104,11 @@ TK_FN void TKF(mm_panel)(float *out, const float *a, const float *pan, int pw, i
 /* ---- dw (K,N) += aᵀ (K,T) · b (T,N) -----------------------------------------------------
  * Per element, as matmul_backward's dweight: dw = fma(a[t][k], b[t][n], dw) for
  * t = 0, 1, ... The rows of T come in blocks of TK_TB; a block's piece of a and of b is
- * first copied into contiguous buffers (rows TK_TB·4 KiB apart would touch a new page
- * per row), which stay in L1 while every row tile of the task passes by. */
+ * first packed with vector moves into contiguous buffers (rows of a and b are up to
+ * 4 KiB apart: a new page per row, and a library memcpy per row cost more than the
+ * multiply-adds), which stay in L1/L2 while every tile of the task passes by. a's piece
+ * is packed in micro-panels of TK_MR columns, so that a tile reads TK_MR adjacent floats
+ * per row of T. */
 
 /* dw rows 0..R-1 (row stride ldw), nv vectors of columns, over the tb rows of a (row
  * stride lda, at the tile's first k) and b (row stride ldb, at the tile's first n). */
@@ -144,35 +147,75 @@ TK_FN void TKF(tn_tile_any)(float *dw, const float *a, const float *b, int R, in
     TKF(tn_tile)(dw, a, b, R, nv, lda, ldb, ldw, tb);
 }
 
+/* The n floats at p (rows ld apart) into L2, as the next block of T will read them: the
+ * rows of a block are pages apart, which the hardware prefetchers do not follow. */
+TK_INLINE void TKF(prefetch_rows)(const float *p, int rows, int n, size_t ld) {
+    for (int t = 0; t < rows; t++)
+        for (int c = 0; c < n; c += 16) _mm_prefetch((const char *)(p + (size_t)t * ld + c), _MM_HINT_T1);
+}
+
+/* tb rows of n floats (row stride ld) into dst (row stride n), whole vectors as vectors.
+ * The empty asm keeps GCC from turning the loop back into a memcpy call per row. */
+TK_INLINE void TKF(pack_rows)(float *dst, const float *src, int tb, int n, size_t ld) {
+    const int nv = n - n % TK_W;
+    for (int t = 0; t < tb; t++) {
+        const float *s = src + (size_t)t * ld;
+        float *d = dst + (size_t)t * n;
+        int c = 0;
+        for (; c < nv; c += TK_W) {
+            TK_V x = TK_LOAD(s + c);
+            __asm__("" : "+v"(x));
+            TK_STORE(d + c, x);
+        }
+        for (; c < n; c++) d[c] = s[c];
+    }
+}
+
+/* tb rows of kw floats (row stride ld) into micro-panels of TK_MR columns: column k of
+ * row t at ((k / TK_MR)·tb + t)·TK_MR + k % TK_MR. */
+TK_INLINE void TKF(pack_micro)(float *dst, const float *src, int tb, int kw, size_t ld) {
+    const int full = kw - kw % TK_MR;
+    for (int t = 0; t < tb; t++) {
+        const float *s = src + (size_t)t * ld;
+        for (int k = 0; k < full; k += TK_MR) /* a constant size: one vector move */
+            memcpy(dst + ((size_t)(k / TK_MR) * tb + t) * TK_MR, s + k, TK_MR * sizeof(float));
+        for (int k = full; k < kw; k++)
+            dst[((size_t)(k / TK_MR) * tb + t) * TK_MR + k % TK_MR] = s[k];
+    }
+}
+
 /* dw rows k0..k1-1 (at most TK_KB), columns n0..n1-1 (at most TK_NB), all T rows: per block
- * of T, a's piece is copied once for the task and b's piece once per KERN_PANEL columns. */
+ * of T, a's piece is packed once for the task and b's piece once per KERN_PANEL columns. */
 TK_FN void TKF(tn_block)(float *dw, const float *a, const float *b, int k0, int k1, int n0, int n1,
                          int T, int K, int N) {
-    float ap[TK_TB * TK_KB], bp[TK_TB * KERN_PANEL];
+    float ap[TK_TB * (TK_KB + TK_MR)], bp[TK_TB * KERN_PANEL];
     const int span = TK_NV * TK_W, kw = k1 - k0;
     for (int t0 = 0; t0 < T; t0 += TK_TB) {
         const int tb = T - t0 < TK_TB ? T - t0 : TK_TB;
-        for (int t = 0; t < tb; t++)
-            memcpy(ap + (size_t)t * kw, a + (size_t)(t0 + t) * K + k0, sizeof(float) * (size_t)kw);
+        const int tn = T - t0 - tb < TK_TB ? T - t0 - tb : TK_TB; /* rows of the next block */
+        TKF(pack_micro)(ap, a + (size_t)t0 * K + k0, tb, kw, (size_t)K);
+        TKF(prefetch_rows)(a + (size_t)(t0 + tb) * K + k0, tn, kw, (size_t)K);
         for (int p0 = n0; p0 < n1; p0 += KERN_PANEL) {
             const int w = n1 - p0 < KERN_PANEL ? n1 - p0 : KERN_PANEL, wv = w - w % TK_W;
-            for (int t = 0; t < tb; t++)
-                memcpy(bp + (size_t)t * w, b + (size_t)(t0 + t) * N + p0, sizeof(float) * (size_t)w);
+            TKF(pack_rows)(bp, b + (size_t)t0 * N + p0, tb, w, (size_t)N);
+            TKF(prefetch_rows)(b + (size_t)(t0 + tb) * N + p0, tn, w, (size_t)N);
             for (int c0 = 0; c0 < wv; c0 += span) {
                 const int nv = (wv - c0) / TK_W < TK_NV ? (wv - c0) / TK_W : TK_NV;
                 float *d = dw + (size_t)k0 * N + p0 + c0;
                 int k = 0;
                 if (nv == TK_NV)
                     for (; k + TK_MR <= kw; k += TK_MR)
-                        TKF(tn_tile_full)(d + (size_t)k * N, ap + k, bp + c0, kw, w, N, tb);
+                        TKF(tn_tile_full)(d + (size_t)k * N, ap + (size_t)k * tb, bp + c0, TK_MR,
+                                          w, N, tb);
                 for (; k < kw; k += TK_MR)
-                    TKF(tn_tile_any)(d + (size_t)k * N, ap + k, bp + c0,
-                                     kw - k < TK_MR ? kw - k : TK_MR, nv, kw, w, N, tb);
+                    TKF(tn_tile_any)(d + (size_t)k * N, ap + (size_t)k * tb, bp + c0,
+                                     kw - k < TK_MR ? kw - k : TK_MR, nv, TK_MR, w, N, tb);
             }
             for (int n = wv; n < w; n++) /* columns past the last full vector */
                 for (int k = 0; k < kw; k++) {
                     float *d = dw + (size_t)(k0 + k) * N + p0 + n, s = *d;
-                    for (int t = 0; t < tb; t++) s = fmaf(ap[(size_t)t * kw + k], bp[(size_t)t * w + n], s);
+                    const float *ak = ap + (size_t)(k / TK_MR) * tb * TK_MR + k % TK_MR;
+                    for (int t = 0; t < tb; t++) s = fmaf(ak[(size_t)t * TK_MR], bp[(size_t)t * w + n], s);
                     *d = s;
                 }
         }
