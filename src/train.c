@@ -366,13 +366,13 @@ static void block_backward(Trainer *tr, int l, const float *x) {
                        a->fch_gelu + l4 * BTC * 4, w->mlp_proj_w, bp ? bp->mlp_proj_t : NULL,
                        (int)BT, 4 * C, C);
     prof_lap(tr, TP_MLP_PROJ, &pm);
-    tk_gelu_backward(a->dfch, a->fch + l4 * BTC * 4, a->fch_gelu + l4 * BTC * 4, a->dfch, BTC * 4);
+    tk_gelu_backward(lv, a->dfch, a->fch + l4 * BTC * 4, a->fch_gelu + l4 * BTC * 4, a->dfch, BTC * 4);
     prof_lap(tr, TP_GELU, &pm);
     tk_matmul_backward(lv, a->dln, GRAD(tr, w->c_fc_w), GRAD(tr, w->c_fc_b), a->dfch,
                        a->ln2 + l4 * BTC, w->c_fc_w, bp ? bp->c_fc_t : NULL, (int)BT, C, 4 * C);
     prof_lap(tr, TP_C_FC, &pm);
     /* the residual passes dresid on unchanged; ln_2 adds its part */
-    tk_layernorm_backward(a->dresid, GRAD(tr, w->ln_2_w), GRAD(tr, w->ln_2_b), a->dln,
+    tk_layernorm_backward(lv, a->dresid, GRAD(tr, w->ln_2_w), GRAD(tr, w->ln_2_b), a->dln,
                           a->resid2 + l4 * BTC, w->ln_2_w, a->ln2_mean + l4 * BT,
                           a->ln2_rstd + l4 * BT, (int)BT, C);
     prof_lap(tr, TP_LAYERNORM, &pm);
@@ -397,7 +397,7 @@ static void block_backward(Trainer *tr, int l, const float *x) {
     tk_matmul_backward(lv, a->dln, GRAD(tr, w->c_attn_w), GRAD(tr, w->c_attn_b), a->dqkv,
                        a->ln1 + l4 * BTC, w->c_attn_w, bp ? bp->c_attn_t : NULL, (int)BT, C, 3 * C);
     prof_lap(tr, TP_C_ATTN, &pm);
-    tk_layernorm_backward(a->dresid, GRAD(tr, w->ln_1_w), GRAD(tr, w->ln_1_b), a->dln, x,
+    tk_layernorm_backward(lv, a->dresid, GRAD(tr, w->ln_1_w), GRAD(tr, w->ln_1_b), a->dln, x,
                           w->ln_1_w, a->ln1_mean + l4 * BT, a->ln1_rstd + l4 * BT, (int)BT, C);
     prof_lap(tr, TP_LAYERNORM, &pm);
 }
@@ -421,7 +421,7 @@ void trainer_backward(Trainer *tr) {
     prof_lap(tr, TP_LM_HEAD, &pm);
     /* ln_f: the first gradient of the residual stream */
     memset(a->dresid, 0, BTC * sizeof(float));
-    tk_layernorm_backward(a->dresid, GRAD(tr, m->w.ln_f_w), GRAD(tr, m->w.ln_f_b), a->dln,
+    tk_layernorm_backward(tr->lv, a->dresid, GRAD(tr, m->w.ln_f_w), GRAD(tr, m->w.ln_f_b), a->dln,
                           a->resid3 + (size_t)(cfg->L - 1) * BTC, m->w.ln_f_w, a->lnf_mean,
                           a->lnf_rstd, (int)BT, C);
     prof_lap(tr, TP_LAYERNORM, &pm);
@@ -475,9 +475,9 @@ void trainer_update(Trainer *tr, const TrainOptions *o, float lr, int t) {
     for (int i = 0; i < tr->nspecs; i++) {
         const TensorSpec *sp = &tr->specs[i];
         const size_t off = sp->offset;
-        tk_adamw_update(tr->model.w.blob + off, tr->grads + off, tr->m + off, tr->v + off, sp->numel,
-                        lr, o->beta1, o->beta2, o->eps, sp->ndim == 2 ? o->weight_decay : 0.0f,
-                        bc1, bc2);
+        tk_adamw_update(tr->lv, tr->model.w.blob + off, tr->grads + off, tr->m + off, tr->v + off,
+                        sp->numel, lr, o->beta1, o->beta2, o->eps,
+                        sp->ndim == 2 ? o->weight_decay : 0.0f, bc1, bc2);
     }
     prof_lap(tr, TP_ADAMW, &pm);
     trainer_weights_changed(tr);

@@ -6,7 +6,8 @@
  *   TK_W       floats per vector                 TK_V       the vector type
  *   TK_MR      rows of a matmul tile             TK_NV      vectors across a tile
  *   TK_ZERO() TK_LOAD(p) TK_STORE(p, x) TK_SET1(x) TK_FMA(a, b, c) = a·b + c, rounded once
- *   TK_ADD(a, b) TK_SUB(a, b) TK_MUL(a, b) TK_DIV(a, b)
+ *   TK_ADD(a, b) TK_SUB(a, b) TK_MUL(a, b) TK_DIV(a, b) TK_SQRT(a)
+ *   TK_SEL_NZ(x, a, b) = a where x != 0 (or NaN), else b
  * Every element is summed as its plain twin in train_ops.c sums it; columns left over
  * when a width is not a multiple of TK_W go through the same fmaf loop, scalar.
  */
@@ -235,6 +236,69 @@ TK_FN void TKF(colsum)(float *db, const float *d, int T, int N, int n0, int n1) 
         for (int t = 0; t < T; t++) s += d[(size_t)t * N + n];
         db[n] = s;
     }
+}
+
+/* ---- elementwise and per-channel ops ---------------------------------------------------
+ * train_ops.c computes these without fused multiply-adds (ISO C mode keeps a·b + c two
+ * roundings), so the vectors below do each product and sum on its own, in the same
+ * order; division and square root are correctly rounded in both. Lanes run across
+ * elements or channels; the tail is the plain function. */
+
+/* As gelu_backward on n elements. */
+TK_FN void TKF(gelu_bwd)(float *dinp, const float *inp, const float *out, const float *dout,
+                         size_t n) {
+    const double pi = 3.14159265358979323846;
+    const float kf = (float)sqrt(2.0 / pi), c3f = 3.0f * 0.044715f;
+    const TK_V k = TK_SET1(kf), c3 = TK_SET1(c3f), half = TK_SET1(0.5f), one = TK_SET1(1.0f),
+               two = TK_SET1(2.0f);
+    size_t i = 0;
+    for (; i + TK_W <= n; i += TK_W) {
+        const TK_V x = TK_LOAD(inp + i);
+        const TK_V S = TK_SEL_NZ(x, TK_DIV(TK_MUL(two, TK_LOAD(out + i)), x), one);
+        const TK_V du = TK_MUL(k, TK_ADD(one, TK_MUL(TK_MUL(c3, x), x)));
+        const TK_V b = TK_MUL(TK_MUL(TK_MUL(TK_MUL(half, x), S), TK_SUB(two, S)), du);
+        TK_STORE(dinp + i, TK_MUL(TK_LOAD(dout + i), TK_ADD(TK_MUL(half, S), b)));
+    }
+    gelu_backward(dinp + i, inp + i, out + i, dout + i, n - i);
+}
+
+/* As adamw_update on n elements. */
+TK_FN void TKF(adamw)(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                      float beta1, float beta2, float eps, float wd, float bc1, float bc2) {
+    const TK_V b1 = TK_SET1(beta1), b2 = TK_SET1(beta2), o1 = TK_SET1(1.0f - beta1),
+               o2 = TK_SET1(1.0f - beta2), vlr = TK_SET1(lr), veps = TK_SET1(eps),
+               vwd = TK_SET1(wd), c1 = TK_SET1(bc1), c2 = TK_SET1(bc2);
+    size_t i = 0;
+    for (; i + TK_W <= n; i += TK_W) {
+        const TK_V gi = TK_LOAD(g + i), pi = TK_LOAD(p + i);
+        const TK_V mi = TK_ADD(TK_MUL(b1, TK_LOAD(m + i)), TK_MUL(o1, gi));
+        const TK_V vi = TK_ADD(TK_MUL(b2, TK_LOAD(v + i)), TK_MUL(TK_MUL(o2, gi), gi));
+        TK_STORE(m + i, mi);
+        TK_STORE(v + i, vi);
+        const TK_V mh = TK_DIV(mi, c1), vh = TK_DIV(vi, c2);
+        const TK_V step = TK_ADD(TK_DIV(mh, TK_ADD(TK_SQRT(vh), veps)), TK_MUL(vwd, pi));
+        TK_STORE(p + i, TK_SUB(pi, TK_MUL(vlr, step)));
+    }
+    adamw_update(p + i, g + i, m + i, v + i, n - i, lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
+/* As layernorm_param_backward on channels c0..c1-1. */
+TK_FN void TKF(ln_param_bwd)(float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *mean, const float *rstd, int T, int C, int c0, int c1) {
+    int i = c0;
+    for (; i + TK_W <= c1; i += TK_W) {
+        TK_V dw = TK_LOAD(dweight + i), db = TK_LOAD(dbias + i);
+        for (int t = 0; t < T; t++) {
+            const TK_V dy = TK_LOAD(dout + (size_t)t * C + i);
+            const TK_V nx = TK_MUL(TK_SUB(TK_LOAD(inp + (size_t)t * C + i), TK_SET1(mean[t])),
+                                   TK_SET1(rstd[t]));
+            dw = TK_ADD(dw, TK_MUL(nx, dy));
+            db = TK_ADD(db, dy);
+        }
+        TK_STORE(dweight + i, dw);
+        TK_STORE(dbias + i, db);
+    }
+    if (i < c1) layernorm_param_backward(dweight, dbias, dout, inp, mean, rstd, T, C, i, c1);
 }
 
 /* ---- attention backward, one sequence and one head -------------------------------------
