@@ -30,7 +30,7 @@
 #define TK_PAR_MIN 65536.0
 
 enum { TK_RB = 256,  /* rows of out per matmul task */
-       TK_KB = 64,   /* rows of dweight per task */
+       TK_KB = 128,  /* rows of dweight per task */
        TK_NB = 4 * KERN_PANEL }; /* columns of dweight per task */
 
 #if TK_HAVE_X86
@@ -45,7 +45,7 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
 #define TK_MRK 12   /* attention dk or dv tile: 12 rows × 2 vectors */
 #define TK_DV 4     /* attention datt: 4 queries × 4 vectors of keys */
 #define TK_KC 128   /* panel rows per L1 block: 128 × 48 floats = 24 KiB */
-#define TK_TB 128   /* rows of T per dweight block, copied: 128 × (64 + 48) floats = 56 KiB */
+#define TK_TB 128   /* rows of T per dweight block, packed: 128 × (128 + 48) floats = 88 KiB */
 #define TK_PF 4     /* attention rows fetched ahead */
 #define TK_ZERO() _mm512_setzero_ps()
 #define TK_LOAD(p) _mm512_loadu_ps(p)
