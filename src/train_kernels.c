@@ -31,7 +31,7 @@
 
 enum { TK_RB = 256,  /* rows of out per matmul task */
        TK_KB = 128,  /* rows of dweight per task */
-       TK_NB = 4 * KERN_PANEL }; /* columns of dweight per task */
+       TK_NB = 8 * KERN_PANEL }; /* columns of dweight per task */
 
 #if TK_HAVE_X86
 /* ---- the vector code, twice (train_kernels_simd.h) ---- */

@@ -398,6 +398,7 @@ static void expect_same(const float *a, const float *b, size_t n, const char *wh
 
 static const int mm_shapes[][3] = { /* T, C, OC: tails, narrow panels, K and T blocks */
     {1, 1, 1}, {9, 16, 48}, {37, 40, 53}, {64, 96, 144}, {130, 64, 256}, {300, 24, 40}, {20, 200, 17},
+    {140, 136, 403}, /* dW in several tasks both ways (TK_KB 128 rows, TK_NB 384 columns) */
 };
 
 START_TEST(test_matmul_fast) {
