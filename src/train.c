@@ -136,7 +136,7 @@ static size_t acts_layout(TrainActs *a, float *base, const Config *cfg, int B, i
         {&a->fch, L * BTC * 4}, {&a->fch_gelu, L * BTC * 4}, {&a->resid3, L * BTC},
         {&a->lnf, BTC}, {&a->lnf_mean, BT}, {&a->lnf_rstd, BT},
         {&a->logits, BT * V}, {&a->probs, BT * V}, {&a->losses, BT},
-        {&a->qkv, BTC * 3}, {&a->proj, BTC}, {&a->scores, NH * T * T},
+        {&a->qkv, BTC * 3}, {&a->proj, BTC}, {&a->scores, (size_t)nscratch * NH * T * T},
         {&a->dresid, BTC}, {&a->dln, BTC}, {&a->datty, BTC},
         {&a->dq, BTC}, {&a->dk, BTC}, {&a->dv, BTC}, {&a->dqkv, BTC * 3},
         {&a->dfch, BTC * 4}, {&a->dpre, att}, {&a->dlogits, BT * V},
@@ -259,6 +259,15 @@ void trainer_free(Trainer *tr) {
  * The engine's block (model.c) on B·T rows: the same kernels, at the model's level, so
  * each row's numbers are those model_forward computes for that row. */
 
+/* The calling thread's number in its team (0 without OpenMP). */
+static int thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* c_attn's output (BT, 3C) split into q, k, v (BT, C). */
 static void split_qkv(float *q, float *k, float *v, const float *qkv, size_t BT, int C) {
     OMP(omp parallel for schedule(static) if(BT * C > 65536))
@@ -293,9 +302,15 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     split_qkv(q, k, v, a->qkv, BT, C);
     prof_lap(tr, TP_FWD_OTHER, &pm);
+    /* one sequence per task, its kernel call on that thread (a nested region runs on one):
+     * B large tasks rather than B rounds of small ones, each ending at a barrier that a
+     * busy machine makes long. Sequences are independent: the same bytes either way. */
+    const size_t per = (size_t)NH * T * T;
+    OMP(omp parallel for schedule(dynamic, 1) num_threads(tr->nscratch) if(B > 1))
     for (int b = 0; b < B; b++)
-        kern_attention_forward(lv, atty + b * TC, a->scores, att + (size_t)b * NH * T * T, q + b * TC,
-                               k + b * TC, v + b * TC, T, 0, NH, hs);
+        kern_attention_forward(lv, atty + b * TC, a->scores + per * (size_t)thread_num(),
+                               att + (size_t)b * per, q + b * TC, k + b * TC, v + b * TC, T, 0,
+                               NH, hs);
     prof_lap(tr, TP_FWD_ATTENTION, &pm);
     kern_matmul_forward(lv, a->proj, atty, w->attn_proj_w, w->attn_proj_p, w->attn_proj_b, (int)BT,
                         C, C);

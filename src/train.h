@@ -78,7 +78,7 @@ typedef struct {
     /* forward scratch, reused by every layer */
     float *qkv;                   /* (B,T,3C) c_attn's output */
     float *proj;                  /* (B,T,C) c_proj's output */
-    float *scores;                /* (NH,T,T) one sequence's scores before softmax */
+    float *scores;                /* (nscratch,NH,T,T) per thread: a sequence's raw scores */
     /* backward buffers */
     float *dresid;                /* (B,T,C) gradient of the residual stream */
     float *dln, *datty;           /* (B,T,C) */
@@ -123,7 +123,7 @@ typedef struct {
     TensorSpec *specs;     /* (nspecs) the blob's tensors, model_tensor_specs */
     int nspecs;
     KernLevel lv;     /* the training kernels' level (kern_detect: the engine's levels) */
-    int nscratch;     /* threads the attention backward may use */
+    int nscratch;     /* threads the attention forward and backward may use */
     TrainProfile *prof; /* NULL (the default), or where each phase's seconds are added */
 } Trainer;
 
