@@ -112,8 +112,10 @@ def torch_round(threads):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
     loss_fn = torch_model(torch, params)
-    times = []
+    times, cpu0 = [], 0.0
     for k in range(STEPS + 1):
+        if k == 1:
+            cpu0 = time.process_time()
         x = torch.randint(0, V, (B, T))
         y = torch.randint(0, V, (B, T))
         t0 = time.perf_counter()
@@ -124,8 +126,10 @@ def torch_round(threads):
         opt.step()
         if k:
             times.append(time.perf_counter() - t0)
+    cpu = (time.process_time() - cpu0) / STEPS  # all threads, the first step left out
     s = statistics.median(times)
-    return {"threads": threads, "step_s": s, "tokens_per_s": B * T / s, "blas": blas_in_use()}
+    return {"threads": threads, "step_s": s, "tokens_per_s": B * T / s, "cpu_s_per_step": cpu,
+            "blas": blas_in_use()}
 
 
 def grads_check(d):
@@ -202,7 +206,7 @@ def main():
                 d = run(cmd, t, BLAS_UNSET if tag == "pt" else ())
                 blas = d.get("blas", blas)
                 for k, v in d.items():
-                    if k == "tokens_per_s" or k.startswith("phase_"):
+                    if k in ("tokens_per_s", "cpu_s_per_step") or k.startswith("phase_"):
                         S.setdefault((tag, t, k), []).append(v)
     print(f"\nTraining, GPT-2 L={L} NH={NH} C={C} V={V}, batch {B} × {T} tokens, float32, forward + backward "
           f"+ AdamW (+ clipping), median of {rounds} rounds × {STEPS} steps (min–max); PyTorch's BLAS "
@@ -213,6 +217,14 @@ def main():
         kv, pt = S.get(("kv", t, "tokens_per_s"), []), S.get(("pt", t, "tokens_per_s"), [])
         ratio = f"{statistics.median(kv) / statistics.median(pt):.2f}×" if kv and pt else "n/a"
         print(f"| {t} | {fmt(kv)} | {fmt(pt)} | {ratio} |")
+    print("\nCPU seconds of the process per step, all threads (less disturbed than the wall clock "
+          "when other jobs share the machine; at 2 threads it counts waiting threads too):\n")
+    print("| threads | kvscope CPU s/step | PyTorch CPU s/step | PyTorch/kvscope |")
+    print("|---|---|---|---|")
+    for t in (1, 2):
+        kv, pt = S.get(("kv", t, "cpu_s_per_step"), []), S.get(("pt", t, "cpu_s_per_step"), [])
+        ratio = f"{statistics.median(pt) / statistics.median(kv):.2f}×" if kv and pt else "n/a"
+        print(f"| {t} | {fmt(kv, 3)} | {fmt(pt, 3)} | {ratio} |")
     report_phases(S)
     return 0
 
