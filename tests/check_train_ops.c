@@ -319,7 +319,7 @@ START_TEST(test_adamw_closed_form) {
     double *pd = to_double(p, n);
     memcpy(p2, p, n * sizeof *p);
     adamw_update(p, g, m, v, n, lr, b1, b2, eps, wd, 1.0f - b1, 1.0f - b2);
-    tk_adamw_update(p2, g, m2, v2, n, lr, b1, b2, eps, wd, 1.0f - b1, 1.0f - b2);
+    tk_adamw_update(KERN_PLAIN, p2, g, m2, v2, n, lr, b1, b2, eps, wd, 1.0f - b1, 1.0f - b2);
     ck_assert_int_eq(memcmp(p, p2, n * sizeof *p), 0);
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -368,6 +368,7 @@ static void expect_same(const float *a, const float *b, size_t n, const char *wh
 
 static const int mm_shapes[][3] = { /* T, C, OC: tails, narrow panels, K and T blocks */
     {1, 1, 1}, {9, 16, 48}, {37, 40, 53}, {64, 96, 144}, {130, 64, 256}, {300, 24, 40}, {20, 200, 17},
+    {140, 136, 403}, /* dW in several tasks both ways (TK_KB 128 rows, TK_NB 384 columns) */
 };
 
 START_TEST(test_matmul_fast) {
@@ -504,7 +505,7 @@ static void rows_layernorm(int threads, const float *x, const float *w, const fl
     expect_same(mean1, mean0, T, "layernorm mean", KERN_PLAIN, threads);
     expect_same(rstd1, rstd0, T, "layernorm rstd", KERN_PLAIN, threads);
     layernorm_backward(a[0], a[1], a[2], dy, x, w, mean0, rstd0, T, C);
-    tk_layernorm_backward(a[3], a[4], a[5], dy, x, w, mean0, rstd0, T, C);
+    tk_layernorm_backward(KERN_PLAIN, a[3], a[4], a[5], dy, x, w, mean0, rstd0, T, C);
     expect_same(a[3], a[0], n, "layernorm dinp", KERN_PLAIN, threads);
     expect_same(a[4], a[1], C, "layernorm dweight", KERN_PLAIN, threads);
     expect_same(a[5], a[2], C, "layernorm dbias", KERN_PLAIN, threads);
@@ -524,7 +525,7 @@ static void rows_gelu_ce(int threads, const float *x, const float *dy, int T, in
     double *rg = to_double(g0, n), *rl = to_double(g0, T), *rp = to_double(g0, nv), *rd = to_double(g0, nv);
     gelu_forward(out, x, n);
     gelu_backward(g0, x, out, dy, n);
-    tk_gelu_backward(g1, x, out, dy, n);
+    tk_gelu_backward(KERN_PLAIN, g1, x, out, dy, n);
     expect_same(g1, g0, n, "gelu dinp", KERN_PLAIN, threads);
     gelu_ref(rg, x, dy, n);
     expect_close(g1, rg, n, "gelu dinp");
@@ -563,6 +564,52 @@ START_TEST(test_rowwise_threads) {
 }
 END_TEST
 
+/* The vector GELU backward, AdamW and layernorm backward against the plain loops: lengths
+ * and channel counts with tails at both widths, inputs at exactly 0 (GELU's other branch),
+ * several AdamW steps so that the moments are not zero. */
+START_TEST(test_rowwise_fast) {
+    LEVEL_OR_SKIP(lv, threads);
+    const size_t ns[] = {1, 15, 17, 40000 + 13}; /* the last spans several chunks */
+    for (size_t s = 0; s < sizeof ns / sizeof ns[0]; s++) {
+        const size_t n = ns[s];
+        float *x = falloc(n, 61, 4.0f), *dy = falloc(n, 62, 1.0f), *out = falloc(n, 0, 0);
+        float *g0 = falloc(n, 0, 0), *g1 = falloc(n, 0, 0);
+        for (size_t i = 0; i < n; i += 7) x[i] = 0.0f;
+        gelu_forward(out, x, n);
+        gelu_backward(g0, x, out, dy, n);
+        tk_gelu_backward(lv, g1, x, out, dy, n);
+        expect_same(g1, g0, n, "gelu dinp", lv, threads);
+        float *p0 = falloc(n, 63, 1.0f), *p1 = falloc(n, 63, 1.0f), *m0 = falloc(n, 0, 0);
+        float *m1 = falloc(n, 0, 0), *v0 = falloc(n, 0, 0), *v1 = falloc(n, 0, 0);
+        for (int step = 1; step <= 3; step++) {
+            fill(dy, n, 64 + (uint32_t)step, 0.1f);
+            dy[0] = 0.0f;
+            const float c1 = 1.0f - powf(0.9f, (float)step), c2 = 1.0f - powf(0.95f, (float)step);
+            adamw_update(p0, dy, m0, v0, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, c1, c2);
+            tk_adamw_update(lv, p1, dy, m1, v1, n, 1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, c1, c2);
+        }
+        expect_same(p1, p0, n, "adamw p", lv, threads);
+        expect_same(m1, m0, n, "adamw m", lv, threads);
+        expect_same(v1, v0, n, "adamw v", lv, threads);
+        free(x), free(dy), free(out), free(g0), free(g1);
+        free(p0), free(p1), free(m0), free(m1), free(v0), free(v1);
+    }
+    const int T = 130, C = 77; /* 77 = 4·16 + 13 = 9·8 + 5: a tail at both widths */
+    const size_t n = (size_t)T * C;
+    float *x = falloc(n, 71, 2.0f), *w = falloc(C, 72, 1.0f), *dy = falloc(n, 73, 1.0f);
+    float *mean = falloc(T, 0, 0), *rstd = falloc(T, 0, 0), *a[6];
+    for (int j = 0; j < 6; j++) a[j] = falloc(j % 3 == 0 ? n : (size_t)C, 74, 0.1f);
+    layernorm_stats(mean, rstd, x, T, C, 1e-5f);
+    layernorm_backward(a[0], a[1], a[2], dy, x, w, mean, rstd, T, C);
+    tk_layernorm_backward(lv, a[3], a[4], a[5], dy, x, w, mean, rstd, T, C);
+    expect_same(a[3], a[0], n, "layernorm dinp", lv, threads);
+    expect_same(a[4], a[1], C, "layernorm dweight", lv, threads);
+    expect_same(a[5], a[2], C, "layernorm dbias", lv, threads);
+    free(x), free(w), free(dy), free(mean), free(rstd);
+    for (int j = 0; j < 6; j++) free(a[j]);
+}
+END_TEST
+
 Suite *make_train_ops_suite(void) {
     Suite *s = suite_create("train_ops");
     TCase *t = tcase_create("finite differences");
@@ -581,6 +628,7 @@ Suite *make_train_ops_suite(void) {
     tcase_add_loop_test(t, test_matmul_fast, 0, 2 * (KERN_LEVEL_COUNT - 1));
     tcase_add_loop_test(t, test_attention_fast, 0, 2 * (KERN_LEVEL_COUNT - 1));
     tcase_add_loop_test(t, test_rowwise_threads, 0, 2);
+    tcase_add_loop_test(t, test_rowwise_fast, 0, 2 * (KERN_LEVEL_COUNT - 1));
     suite_add_tcase(s, t);
     return s;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bigbuf.h"
 #include "kernels.h"
 #include "ops.h"
 #include "rng.h"
@@ -60,6 +61,42 @@ float train_lr(const TrainOptions *o, int s) {
     return (float)(o->lr * (o->lr_final + (1.0 - o->lr_final) * c));
 }
 
+/* ---- the profile (Trainer.prof) ------------------------------------------------ */
+
+static const char *const phase_names[TP_N] = {
+    "fwd_matmul", "fwd_attention", "fwd_other", "bwd_zero_grads", "bwd_crossentropy",
+    "bwd_lm_head", "bwd_layernorm", "bwd_mlp_proj", "bwd_gelu", "bwd_c_fc", "bwd_attn_proj",
+    "bwd_attention", "bwd_qkv_join", "bwd_c_attn", "bwd_encoder", "upd_adamw", "upd_panels"};
+
+const char *train_phase_name(int phase) {
+    return phase >= 0 && phase < TP_N ? phase_names[phase] : "?";
+}
+
+typedef struct {
+    double wall, cpu;
+} ProfMark;
+
+/* Now, when tr is profiled (no clock is read otherwise). */
+static ProfMark prof_start(const Trainer *tr) {
+    ProfMark m = {0.0, 0.0};
+    if (!tr->prof) return m;
+    struct timespec w, c;
+    clock_gettime(CLOCK_MONOTONIC, &w);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+    m.wall = (double)w.tv_sec + 1e-9 * (double)w.tv_nsec;
+    m.cpu = (double)c.tv_sec + 1e-9 * (double)c.tv_nsec;
+    return m;
+}
+
+/* The time since *m goes to phase; *m restarts. */
+static void prof_lap(Trainer *tr, int phase, ProfMark *m) {
+    if (!tr->prof) return;
+    const ProfMark n = prof_start(tr);
+    tr->prof->wall[phase] += n.wall - m->wall;
+    tr->prof->cpu[phase] += n.cpu - m->cpu;
+    *m = n;
+}
+
 /* ---- initialisation ------------------------------------------------------------- */
 
 /* GPT-2's scheme (see train.h); tensor i draws from rng_stream(seed, i). */
@@ -99,7 +136,7 @@ static size_t acts_layout(TrainActs *a, float *base, const Config *cfg, int B, i
         {&a->fch, L * BTC * 4}, {&a->fch_gelu, L * BTC * 4}, {&a->resid3, L * BTC},
         {&a->lnf, BTC}, {&a->lnf_mean, BT}, {&a->lnf_rstd, BT},
         {&a->logits, BT * V}, {&a->probs, BT * V}, {&a->losses, BT},
-        {&a->qkv, BTC * 3}, {&a->proj, BTC}, {&a->scores, NH * T * T},
+        {&a->qkv, BTC * 3}, {&a->proj, BTC}, {&a->scores, (size_t)nscratch * NH * T * T},
         {&a->dresid, BTC}, {&a->dln, BTC}, {&a->datty, BTC},
         {&a->dq, BTC}, {&a->dk, BTC}, {&a->dv, BTC}, {&a->dqkv, BTC * 3},
         {&a->dfch, BTC * 4}, {&a->dpre, att}, {&a->dlogits, BT * V},
@@ -125,7 +162,7 @@ static int pack_backward_panels(Trainer *tr, int alloc) {
     const Config *cfg = &tr->model.cfg;
     const size_t C = (size_t)cfg->C, L = (size_t)cfg->L, V = (size_t)cfg->V;
     if (alloc) {
-        tr->panels = malloc((L * 12 * C * C + V * C) * sizeof(float));
+        tr->panels = bigbuf_calloc(L * 12 * C * C + V * C, sizeof(float));
         tr->bp = calloc(L, sizeof *tr->bp);
         if (!tr->panels || !tr->bp) return TRAIN_NOMEM;
         float *p = tr->panels;
@@ -179,10 +216,11 @@ int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, doubl
     tr->nscratch = 1;
 #endif
     const size_t na = acts_layout(&tr->a, NULL, cfg, B, tr->nscratch);
-    tr->grads = calloc(n, sizeof(float));
-    tr->m = calloc(n, sizeof(float));
-    tr->v = calloc(n, sizeof(float));
-    tr->acts = calloc(na, sizeof(float));
+    /* on huge pages where offered (bigbuf.h): the kernels read them in rows pages apart */
+    tr->grads = bigbuf_calloc(n, sizeof(float));
+    tr->m = bigbuf_calloc(n, sizeof(float));
+    tr->v = bigbuf_calloc(n, sizeof(float));
+    tr->acts = bigbuf_calloc(na, sizeof(float));
     tr->inputs = calloc((size_t)B * tr->T, sizeof(int));
     tr->targets = calloc((size_t)B * tr->T, sizeof(int));
     tr->nspecs = model_tensor_specs(cfg, NULL);
@@ -221,6 +259,15 @@ void trainer_free(Trainer *tr) {
  * The engine's block (model.c) on B·T rows: the same kernels, at the model's level, so
  * each row's numbers are those model_forward computes for that row. */
 
+/* The calling thread's number in its team (0 without OpenMP). */
+static int thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* c_attn's output (BT, 3C) split into q, k, v (BT, C). */
 static void split_qkv(float *q, float *k, float *v, const float *qkv, size_t BT, int C) {
     OMP(omp parallel for schedule(static) if(BT * C > 65536))
@@ -245,26 +292,44 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     float *resid2 = a->resid2 + l4 * BTC, *ln2 = a->ln2 + l4 * BTC, *resid3 = a->resid3 + l4 * BTC;
     float *fch = a->fch + l4 * BTC * 4, *fch_gelu = a->fch_gelu + l4 * BTC * 4;
 
+    ProfMark pm = prof_start(tr);
+
     /* attention: ln_1 → c_attn → causal self-attention per sequence → c_proj → residual */
     kern_layernorm_forward(lv, ln1, x, w->ln_1_w, w->ln_1_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->ln1_mean + l4 * BT, a->ln1_rstd + l4 * BT, x, (int)BT, C, cfg->eps);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     kern_matmul_forward(lv, a->qkv, ln1, w->c_attn_w, w->c_attn_p, w->c_attn_b, (int)BT, C, 3 * C);
+    prof_lap(tr, TP_FWD_MATMUL, &pm);
     split_qkv(q, k, v, a->qkv, BT, C);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
+    /* one sequence per task, its kernel call on that thread (a nested region runs on one):
+     * B large tasks rather than B rounds of small ones, each ending at a barrier that a
+     * busy machine makes long. Sequences are independent: the same bytes either way. */
+    const size_t per = (size_t)NH * T * T;
+    OMP(omp parallel for schedule(dynamic, 1) num_threads(tr->nscratch) if(B > 1))
     for (int b = 0; b < B; b++)
-        kern_attention_forward(lv, atty + b * TC, a->scores, att + (size_t)b * NH * T * T, q + b * TC,
-                               k + b * TC, v + b * TC, T, 0, NH, hs);
+        kern_attention_forward(lv, atty + b * TC, a->scores + per * (size_t)thread_num(),
+                               att + (size_t)b * per, q + b * TC, k + b * TC, v + b * TC, T, 0,
+                               NH, hs);
+    prof_lap(tr, TP_FWD_ATTENTION, &pm);
     kern_matmul_forward(lv, a->proj, atty, w->attn_proj_w, w->attn_proj_p, w->attn_proj_b, (int)BT,
                         C, C);
+    prof_lap(tr, TP_FWD_MATMUL, &pm);
     residual_forward(resid2, x, a->proj, BTC);
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
     kern_layernorm_forward(lv, ln2, resid2, w->ln_2_w, w->ln_2_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->ln2_mean + l4 * BT, a->ln2_rstd + l4 * BT, resid2, (int)BT, C, cfg->eps);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     kern_matmul_forward(lv, fch, ln2, w->c_fc_w, w->c_fc_p, w->c_fc_b, (int)BT, C, 4 * C);
+    prof_lap(tr, TP_FWD_MATMUL, &pm);
     kern_gelu_forward(lv, fch_gelu, fch, BTC * 4);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     kern_matmul_forward(lv, a->proj, fch_gelu, w->mlp_proj_w, w->mlp_proj_p, w->mlp_proj_b,
                         (int)BT, 4 * C, C);
+    prof_lap(tr, TP_FWD_MATMUL, &pm);
     residual_forward(resid3, resid2, a->proj, BTC);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
 }
 
 float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
@@ -275,19 +340,25 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
     TrainActs *a = &tr->a;
     if (inputs != tr->inputs) memcpy(tr->inputs, inputs, BT * sizeof *inputs);
 
+    ProfMark pm = prof_start(tr);
     encoder_forward(a->encoded, inputs, m->w.wte, m->w.wpe, B, T, C);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     for (int l = 0; l < cfg->L; l++)
         block_forward(tr, l, l == 0 ? a->encoded : a->resid3 + (size_t)(l - 1) * BTC);
     /* ln_f and the tied lm_head, on every position */
+    pm = prof_start(tr);
     const float *x = a->resid3 + (size_t)(cfg->L - 1) * BTC;
     kern_layernorm_forward(m->kern, a->lnf, x, m->w.ln_f_w, m->w.ln_f_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->lnf_mean, a->lnf_rstd, x, (int)BT, C, cfg->eps);
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     kern_matmul_transposed_forward(m->kern, a->logits, a->lnf, m->w.wte, m->w.wte_p, (int)BT, C, V);
+    prof_lap(tr, TP_FWD_MATMUL, &pm);
     if (!targets) return 0.0f;
     if (targets != tr->targets) memcpy(tr->targets, targets, BT * sizeof *targets);
     tk_crossentropy_forward(a->losses, a->probs, a->logits, targets, (int)BT, V);
     double sum = 0.0;
     for (size_t r = 0; r < BT; r++) sum += a->losses[r];
+    prof_lap(tr, TP_FWD_OTHER, &pm);
     return (float)(sum / (double)BT);
 }
 
@@ -303,25 +374,33 @@ static void block_backward(Trainer *tr, int l, const float *x) {
     const size_t BT = (size_t)B * T, BTC = BT * C, l4 = (size_t)l;
     TrainActs *a = &tr->a;
 
+    ProfMark pm = prof_start(tr);
+
     /* MLP, from the block output's gradient in dresid */
     tk_matmul_backward(lv, a->dfch, GRAD(tr, w->mlp_proj_w), GRAD(tr, w->mlp_proj_b), a->dresid,
                        a->fch_gelu + l4 * BTC * 4, w->mlp_proj_w, bp ? bp->mlp_proj_t : NULL,
                        (int)BT, 4 * C, C);
-    tk_gelu_backward(a->dfch, a->fch + l4 * BTC * 4, a->fch_gelu + l4 * BTC * 4, a->dfch, BTC * 4);
+    prof_lap(tr, TP_MLP_PROJ, &pm);
+    tk_gelu_backward(lv, a->dfch, a->fch + l4 * BTC * 4, a->fch_gelu + l4 * BTC * 4, a->dfch, BTC * 4);
+    prof_lap(tr, TP_GELU, &pm);
     tk_matmul_backward(lv, a->dln, GRAD(tr, w->c_fc_w), GRAD(tr, w->c_fc_b), a->dfch,
                        a->ln2 + l4 * BTC, w->c_fc_w, bp ? bp->c_fc_t : NULL, (int)BT, C, 4 * C);
+    prof_lap(tr, TP_C_FC, &pm);
     /* the residual passes dresid on unchanged; ln_2 adds its part */
-    tk_layernorm_backward(a->dresid, GRAD(tr, w->ln_2_w), GRAD(tr, w->ln_2_b), a->dln,
+    tk_layernorm_backward(lv, a->dresid, GRAD(tr, w->ln_2_w), GRAD(tr, w->ln_2_b), a->dln,
                           a->resid2 + l4 * BTC, w->ln_2_w, a->ln2_mean + l4 * BT,
                           a->ln2_rstd + l4 * BT, (int)BT, C);
+    prof_lap(tr, TP_LAYERNORM, &pm);
 
     /* attention */
     tk_matmul_backward(lv, a->datty, GRAD(tr, w->attn_proj_w), GRAD(tr, w->attn_proj_b), a->dresid,
                        a->atty + l4 * BTC, w->attn_proj_w, bp ? bp->attn_proj_t : NULL, (int)BT, C,
                        C);
+    prof_lap(tr, TP_ATTN_PROJ, &pm);
     tk_attention_backward(lv, a->dq, a->dk, a->dv, a->dpre, a->datty, a->q + l4 * BTC,
                           a->k + l4 * BTC, a->v + l4 * BTC, a->att + l4 * B * NH * T * T, B, T, NH,
                           hs, a->scratch, tr->nscratch);
+    prof_lap(tr, TP_ATTENTION, &pm);
     OMP(omp parallel for schedule(static) if(BTC > 65536))
     for (size_t r = 0; r < BT; r++) { /* dq, dk, dv side by side, as c_attn wrote q, k, v */
         float *row = a->dqkv + r * 3 * C;
@@ -329,10 +408,13 @@ static void block_backward(Trainer *tr, int l, const float *x) {
         memcpy(row + C, a->dk + r * C, (size_t)C * sizeof(float));
         memcpy(row + 2 * C, a->dv + r * C, (size_t)C * sizeof(float));
     }
+    prof_lap(tr, TP_QKV_JOIN, &pm);
     tk_matmul_backward(lv, a->dln, GRAD(tr, w->c_attn_w), GRAD(tr, w->c_attn_b), a->dqkv,
                        a->ln1 + l4 * BTC, w->c_attn_w, bp ? bp->c_attn_t : NULL, (int)BT, C, 3 * C);
-    tk_layernorm_backward(a->dresid, GRAD(tr, w->ln_1_w), GRAD(tr, w->ln_1_b), a->dln, x,
+    prof_lap(tr, TP_C_ATTN, &pm);
+    tk_layernorm_backward(lv, a->dresid, GRAD(tr, w->ln_1_w), GRAD(tr, w->ln_1_b), a->dln, x,
                           w->ln_1_w, a->ln1_mean + l4 * BT, a->ln1_rstd + l4 * BT, (int)BT, C);
+    prof_lap(tr, TP_LAYERNORM, &pm);
 }
 
 void trainer_backward(Trainer *tr) {
@@ -341,22 +423,29 @@ void trainer_backward(Trainer *tr) {
     const int B = tr->B, T = tr->T, C = cfg->C, V = cfg->V;
     const size_t BT = (size_t)B * T, BTC = BT * C;
     TrainActs *a = &tr->a;
+    ProfMark pm = prof_start(tr);
     memset(tr->grads, 0, m->w.num_params * sizeof(float));
+    prof_lap(tr, TP_ZERO_GRADS, &pm);
 
     /* the mean loss: each row weighs 1/(B·T) */
     tk_crossentropy_backward(a->dlogits, a->probs, tr->targets, 1.0f / (float)BT, (int)BT, V);
+    prof_lap(tr, TP_XENT, &pm);
     /* lm_head, tied to wte */
     tk_matmul_transposed_backward(tr->lv, a->dln, GRAD(tr, m->w.wte), a->dlogits, a->lnf, m->w.wte,
                                   tr->panels ? tr->wte_p : NULL, (int)BT, C, V);
+    prof_lap(tr, TP_LM_HEAD, &pm);
     /* ln_f: the first gradient of the residual stream */
     memset(a->dresid, 0, BTC * sizeof(float));
-    tk_layernorm_backward(a->dresid, GRAD(tr, m->w.ln_f_w), GRAD(tr, m->w.ln_f_b), a->dln,
+    tk_layernorm_backward(tr->lv, a->dresid, GRAD(tr, m->w.ln_f_w), GRAD(tr, m->w.ln_f_b), a->dln,
                           a->resid3 + (size_t)(cfg->L - 1) * BTC, m->w.ln_f_w, a->lnf_mean,
                           a->lnf_rstd, (int)BT, C);
+    prof_lap(tr, TP_LAYERNORM, &pm);
     for (int l = cfg->L - 1; l >= 0; l--)
         block_backward(tr, l, l == 0 ? a->encoded : a->resid3 + (size_t)(l - 1) * BTC);
     /* token and position embeddings */
+    pm = prof_start(tr);
     encoder_backward(GRAD(tr, m->w.wte), GRAD(tr, m->w.wpe), a->dresid, tr->inputs, B, T, C);
+    prof_lap(tr, TP_ENCODER, &pm);
 }
 
 /* ---- the update ------------------------------------------------------------------------ */
@@ -398,15 +487,18 @@ void trainer_clip_grads(Trainer *tr, float clip, double norm) {
 
 void trainer_update(Trainer *tr, const TrainOptions *o, float lr, int t) {
     const float bc1 = (float)(1.0 - pow(o->beta1, t)), bc2 = (float)(1.0 - pow(o->beta2, t));
+    ProfMark pm = prof_start(tr);
     /* tensor by tensor: the 2-D ones decay, biases and layernorm weights do not */
     for (int i = 0; i < tr->nspecs; i++) {
         const TensorSpec *sp = &tr->specs[i];
         const size_t off = sp->offset;
-        tk_adamw_update(tr->model.w.blob + off, tr->grads + off, tr->m + off, tr->v + off, sp->numel,
-                        lr, o->beta1, o->beta2, o->eps, sp->ndim == 2 ? o->weight_decay : 0.0f,
-                        bc1, bc2);
+        tk_adamw_update(tr->lv, tr->model.w.blob + off, tr->grads + off, tr->m + off, tr->v + off,
+                        sp->numel, lr, o->beta1, o->beta2, o->eps,
+                        sp->ndim == 2 ? o->weight_decay : 0.0f, bc1, bc2);
     }
+    prof_lap(tr, TP_ADAMW, &pm);
     trainer_weights_changed(tr);
+    prof_lap(tr, TP_PANELS, &pm);
 }
 
 int trainer_set_batch(Trainer *tr, int B, int T) {

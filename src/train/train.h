@@ -78,7 +78,7 @@ typedef struct {
     /* forward scratch, reused by every layer */
     float *qkv;                   /* (B,T,3C) c_attn's output */
     float *proj;                  /* (B,T,C) c_proj's output */
-    float *scores;                /* (NH,T,T) one sequence's scores before softmax */
+    float *scores;                /* (nscratch,NH,T,T) per thread: a sequence's raw scores */
     /* backward buffers */
     float *dresid;                /* (B,T,C) gradient of the residual stream */
     float *dln, *datty;           /* (B,T,C) */
@@ -95,6 +95,19 @@ typedef struct {
     float *c_attn_t, *attn_proj_t, *c_fc_t, *mlp_proj_t; /* each matrix transposed */
 } BlockPanels;
 
+/* Where a training step's time goes: the forward by kind of kernel, each backward op
+ * (summed over the layers), the update. */
+enum { TP_FWD_MATMUL, TP_FWD_ATTENTION, TP_FWD_OTHER, /* forward: layernorm, GELU, loss, ... */
+       TP_ZERO_GRADS, TP_XENT, TP_LM_HEAD, TP_LAYERNORM, TP_MLP_PROJ, TP_GELU, TP_C_FC,
+       TP_ATTN_PROJ, TP_ATTENTION, TP_QKV_JOIN, TP_C_ATTN, TP_ENCODER, /* backward */
+       TP_ADAMW, TP_PANELS, /* update */
+       TP_N };
+typedef struct {
+    double wall[TP_N], cpu[TP_N]; /* seconds (wall clock, process CPU) summed over calls */
+} TrainProfile;
+/* A phase's name ("bwd_c_fc", ...), or "?" out of range. */
+const char *train_phase_name(int phase);
+
 typedef struct {
     Model model;      /* config, parameters (model.w.blob) and the forward's panels */
     int B, T;         /* the batch of the next forward (trainer_set_batch) */
@@ -110,7 +123,8 @@ typedef struct {
     TensorSpec *specs;     /* (nspecs) the blob's tensors, model_tensor_specs */
     int nspecs;
     KernLevel lv;     /* the training kernels' level (kern_detect: the engine's levels) */
-    int nscratch;     /* threads the attention backward may use */
+    int nscratch;     /* threads the attention forward and backward may use */
+    TrainProfile *prof; /* NULL (the default), or where each phase's seconds are added */
 } Trainer;
 
 /* Results of the functions below. */

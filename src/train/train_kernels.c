@@ -30,8 +30,8 @@
 #define TK_PAR_MIN 65536.0
 
 enum { TK_RB = 256,  /* rows of out per matmul task */
-       TK_KB = 64,   /* rows of dweight per task */
-       TK_NB = 4 * KERN_PANEL }; /* columns of dweight per task */
+       TK_KB = 128,  /* rows of dweight per task */
+       TK_NB = 8 * KERN_PANEL }; /* columns of dweight per task */
 
 #if TK_HAVE_X86
 /* ---- the vector code, twice (train_kernels_simd.h) ---- */
@@ -45,7 +45,7 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
 #define TK_MRK 12   /* attention dk or dv tile: 12 rows × 2 vectors */
 #define TK_DV 4     /* attention datt: 4 queries × 4 vectors of keys */
 #define TK_KC 128   /* panel rows per L1 block: 128 × 48 floats = 24 KiB */
-#define TK_TB 128   /* rows of T per dweight block, copied: 128 × (64 + 48) floats = 56 KiB */
+#define TK_TB 128   /* rows of T per dweight block, packed: 128 × (128 + 48) floats = 88 KiB */
 #define TK_PF 4     /* attention rows fetched ahead */
 #define TK_ZERO() _mm512_setzero_ps()
 #define TK_LOAD(p) _mm512_loadu_ps(p)
@@ -56,6 +56,9 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
 #define TK_SUB(a, b) _mm512_sub_ps(a, b)
 #define TK_MUL(a, b) _mm512_mul_ps(a, b)
 #define TK_DIV(a, b) _mm512_div_ps(a, b)
+#define TK_SQRT(a) _mm512_sqrt_ps(a)
+#define TK_SEL_NZ(x, a, b) \
+    _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NEQ_UQ), b, a)
 #include "train_kernels_simd.h"
 #undef TK_SUFFIX
 #undef TK_TARGET
@@ -75,6 +78,8 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
 #undef TK_SUB
 #undef TK_MUL
 #undef TK_DIV
+#undef TK_SQRT
+#undef TK_SEL_NZ
 
 #define TK_SUFFIX _avx2
 #define TK_TARGET "avx2,fma"
@@ -94,6 +99,8 @@ enum { TK_RB = 256,  /* rows of out per matmul task */
 #define TK_SUB(a, b) _mm256_sub_ps(a, b)
 #define TK_MUL(a, b) _mm256_mul_ps(a, b)
 #define TK_DIV(a, b) _mm256_div_ps(a, b)
+#define TK_SQRT(a) _mm256_sqrt_ps(a)
+#define TK_SEL_NZ(x, a, b) _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NEQ_UQ))
 #include "train_kernels_simd.h"
 #endif /* TK_HAVE_X86 */
 
@@ -229,11 +236,37 @@ void tk_attention_backward(KernLevel lv, float *dq, float *dk, float *dv, float 
     }
 }
 
-/* ---- row-wise ops: the plain code on disjoint rows, channels or chunks ---------------- */
+/* ---- row-wise ops: disjoint rows, channels or chunks ------------------------------------ */
 
-void tk_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                           const float *inp, const float *weight, const float *mean,
-                           const float *rstd, int T, int C) {
+typedef void LnParamFn(float *dweight, float *dbias, const float *dout, const float *inp,
+                       const float *mean, const float *rstd, int T, int C, int c0, int c1);
+typedef void GeluBwdFn(float *dinp, const float *inp, const float *out, const float *dout,
+                       size_t n);
+typedef void AdamwFn(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                     float beta1, float beta2, float eps, float wd, float bc1, float bc2);
+
+typedef struct {
+    LnParamFn *ln_param;
+    GeluBwdFn *gelu;
+    AdamwFn *adamw;
+} RowFns;
+
+/* The functions of lv: vectors where the CPU has them, else train_ops.c's loops. */
+static RowFns row_fns(KernLevel lv) {
+#if TK_HAVE_X86
+    if (lv == KERN_AVX512 && kern_supported(lv))
+        return (RowFns){ln_param_bwd_512, gelu_bwd_512, adamw_512};
+    if (lv == KERN_AVX2 && kern_supported(lv))
+        return (RowFns){ln_param_bwd_avx2, gelu_bwd_avx2, adamw_avx2};
+#endif
+    (void)lv;
+    return (RowFns){layernorm_param_backward, gelu_backward, adamw_update};
+}
+
+void tk_layernorm_backward(KernLevel lv, float *dinp, float *dweight, float *dbias,
+                           const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, int T, int C) {
+    LnParamFn *param = row_fns(lv).ln_param;
     const int par = (double)T * C > TK_PAR_MIN;
     (void)par;
     OMP(omp parallel for schedule(static) if(par))
@@ -243,8 +276,7 @@ void tk_layernorm_backward(float *dinp, float *dweight, float *dbias, const floa
     const int nb = (C + 63) / 64;
     OMP(omp parallel for schedule(static) if(par))
     for (int j = 0; j < nb; j++)
-        layernorm_param_backward(dweight, dbias, dout, inp, mean, rstd, T, C, 64 * j,
-                                 64 * j + 64 < C ? 64 * j + 64 : C);
+        param(dweight, dbias, dout, inp, mean, rstd, T, C, 64 * j, 64 * j + 64 < C ? 64 * j + 64 : C);
 }
 
 void tk_layernorm_stats(float *mean, float *rstd, const float *inp, int T, int C, float eps) {
@@ -254,12 +286,14 @@ void tk_layernorm_stats(float *mean, float *rstd, const float *inp, int T, int C
 
 enum { TK_CHUNK = 16384 }; /* elements per task of the elementwise ops */
 
-void tk_gelu_backward(float *dinp, const float *inp, const float *out, const float *dout, size_t n) {
+void tk_gelu_backward(KernLevel lv, float *dinp, const float *inp, const float *out,
+                      const float *dout, size_t n) {
+    GeluBwdFn *gelu = row_fns(lv).gelu;
     const long nc = (long)((n + TK_CHUNK - 1) / TK_CHUNK);
     OMP(omp parallel for schedule(static) if(nc > 1))
     for (long j = 0; j < nc; j++) {
         const size_t a = (size_t)j * TK_CHUNK, len = n - a < TK_CHUNK ? n - a : TK_CHUNK;
-        gelu_backward(dinp + a, inp + a, out + a, dout + a, len);
+        gelu(dinp + a, inp + a, out + a, dout + a, len);
     }
 }
 
@@ -278,12 +312,13 @@ void tk_crossentropy_backward(float *dlogits, const float *probs, const int *tar
         crossentropy_backward(dlogits + (size_t)t * V, probs + (size_t)t * V, targets + t, dloss, 1, V);
 }
 
-void tk_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                     float beta2, float eps, float wd, float bc1, float bc2) {
+void tk_adamw_update(KernLevel lv, float *p, const float *g, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float wd, float bc1, float bc2) {
+    AdamwFn *adamw = row_fns(lv).adamw;
     const long nc = (long)((n + TK_CHUNK - 1) / TK_CHUNK);
     OMP(omp parallel for schedule(static) if(nc > 1))
     for (long j = 0; j < nc; j++) {
         const size_t a = (size_t)j * TK_CHUNK, len = n - a < TK_CHUNK ? n - a : TK_CHUNK;
-        adamw_update(p + a, g + a, m + a, v + a, len, lr, beta1, beta2, eps, wd, bc1, bc2);
+        adamw(p + a, g + a, m + a, v + a, len, lr, beta1, beta2, eps, wd, bc1, bc2);
     }
 }

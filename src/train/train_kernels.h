@@ -43,17 +43,20 @@ void tk_attention_backward(KernLevel lv, float *dq, float *dk, float *dv, float 
                            const float *att, int B, int T, int NH, int hs, float *scratch,
                            int nscratch);
 
-/* The row-wise ops, threads over rows or channels; the plain code at every level. */
-void tk_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                           const float *inp, const float *weight, const float *mean,
-                           const float *rstd, int T, int C);
+/* The row-wise ops, threads over rows, channels or chunks. At a vector level, the
+ * layernorm's weight and bias gradients (lanes across channels), the GELU backward and
+ * AdamW (lanes across elements) run as vectors; the rest is the plain code. */
+void tk_layernorm_backward(KernLevel lv, float *dinp, float *dweight, float *dbias,
+                           const float *dout, const float *inp, const float *weight,
+                           const float *mean, const float *rstd, int T, int C);
 void tk_layernorm_stats(float *mean, float *rstd, const float *inp, int T, int C, float eps);
-void tk_gelu_backward(float *dinp, const float *inp, const float *out, const float *dout, size_t n);
+void tk_gelu_backward(KernLevel lv, float *dinp, const float *inp, const float *out,
+                      const float *dout, size_t n);
 void tk_crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets,
                              int T, int V);
 void tk_crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss,
                               int T, int V);
-void tk_adamw_update(float *p, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                     float beta2, float eps, float wd, float bc1, float bc2);
+void tk_adamw_update(KernLevel lv, float *p, const float *g, float *m, float *v, size_t n,
+                     float lr, float beta1, float beta2, float eps, float wd, float bc1, float bc2);
 
 #endif

@@ -6,7 +6,8 @@
  *   TK_W       floats per vector                 TK_V       the vector type
  *   TK_MR      rows of a matmul tile             TK_NV      vectors across a tile
  *   TK_ZERO() TK_LOAD(p) TK_STORE(p, x) TK_SET1(x) TK_FMA(a, b, c) = a·b + c, rounded once
- *   TK_ADD(a, b) TK_SUB(a, b) TK_MUL(a, b) TK_DIV(a, b)
+ *   TK_ADD(a, b) TK_SUB(a, b) TK_MUL(a, b) TK_DIV(a, b) TK_SQRT(a)
+ *   TK_SEL_NZ(x, a, b) = a where x != 0 (or NaN), else b
  * Every element is summed as its plain twin in train_ops.c sums it; columns left over
  * when a width is not a multiple of TK_W go through the same fmaf loop, scalar.
  */
@@ -104,8 +105,11 @@ TK_FN void TKF(mm_panel)(float *out, const float *a, const float *pan, int pw, i
 /* ---- dw (K,N) += aᵀ (K,T) · b (T,N) -----------------------------------------------------
  * Per element, as matmul_backward's dweight: dw = fma(a[t][k], b[t][n], dw) for
  * t = 0, 1, ... The rows of T come in blocks of TK_TB; a block's piece of a and of b is
- * first copied into contiguous buffers (rows TK_TB·4 KiB apart would touch a new page
- * per row), which stay in L1 while every row tile of the task passes by. */
+ * first packed with vector moves into contiguous buffers (rows of a and b are up to
+ * 4 KiB apart: a new page per row, and a library memcpy per row cost more than the
+ * multiply-adds), which stay in L1/L2 while every tile of the task passes by. a's piece
+ * is packed in micro-panels of TK_MR columns, so that a tile reads TK_MR adjacent floats
+ * per row of T. */
 
 /* dw rows 0..R-1 (row stride ldw), nv vectors of columns, over the tb rows of a (row
  * stride lda, at the tile's first k) and b (row stride ldb, at the tile's first n). */
@@ -144,35 +148,75 @@ TK_FN void TKF(tn_tile_any)(float *dw, const float *a, const float *b, int R, in
     TKF(tn_tile)(dw, a, b, R, nv, lda, ldb, ldw, tb);
 }
 
+/* The n floats at p (rows ld apart) into L2, as the next block of T will read them: the
+ * rows of a block are pages apart, which the hardware prefetchers do not follow. */
+TK_INLINE void TKF(prefetch_rows)(const float *p, int rows, int n, size_t ld) {
+    for (int t = 0; t < rows; t++)
+        for (int c = 0; c < n; c += 16) _mm_prefetch((const char *)(p + (size_t)t * ld + c), _MM_HINT_T1);
+}
+
+/* tb rows of n floats (row stride ld) into dst (row stride n), whole vectors as vectors.
+ * The empty asm keeps GCC from turning the loop back into a memcpy call per row. */
+TK_INLINE void TKF(pack_rows)(float *dst, const float *src, int tb, int n, size_t ld) {
+    const int nv = n - n % TK_W;
+    for (int t = 0; t < tb; t++) {
+        const float *s = src + (size_t)t * ld;
+        float *d = dst + (size_t)t * n;
+        int c = 0;
+        for (; c < nv; c += TK_W) {
+            TK_V x = TK_LOAD(s + c);
+            __asm__("" : "+v"(x));
+            TK_STORE(d + c, x);
+        }
+        for (; c < n; c++) d[c] = s[c];
+    }
+}
+
+/* tb rows of kw floats (row stride ld) into micro-panels of TK_MR columns: column k of
+ * row t at ((k / TK_MR)·tb + t)·TK_MR + k % TK_MR. */
+TK_INLINE void TKF(pack_micro)(float *dst, const float *src, int tb, int kw, size_t ld) {
+    const int full = kw - kw % TK_MR;
+    for (int t = 0; t < tb; t++) {
+        const float *s = src + (size_t)t * ld;
+        for (int k = 0; k < full; k += TK_MR) /* a constant size: one vector move */
+            memcpy(dst + ((size_t)(k / TK_MR) * tb + t) * TK_MR, s + k, TK_MR * sizeof(float));
+        for (int k = full; k < kw; k++)
+            dst[((size_t)(k / TK_MR) * tb + t) * TK_MR + k % TK_MR] = s[k];
+    }
+}
+
 /* dw rows k0..k1-1 (at most TK_KB), columns n0..n1-1 (at most TK_NB), all T rows: per block
- * of T, a's piece is copied once for the task and b's piece once per KERN_PANEL columns. */
+ * of T, a's piece is packed once for the task and b's piece once per KERN_PANEL columns. */
 TK_FN void TKF(tn_block)(float *dw, const float *a, const float *b, int k0, int k1, int n0, int n1,
                          int T, int K, int N) {
-    float ap[TK_TB * TK_KB], bp[TK_TB * KERN_PANEL];
+    float ap[TK_TB * (TK_KB + TK_MR)], bp[TK_TB * KERN_PANEL];
     const int span = TK_NV * TK_W, kw = k1 - k0;
     for (int t0 = 0; t0 < T; t0 += TK_TB) {
         const int tb = T - t0 < TK_TB ? T - t0 : TK_TB;
-        for (int t = 0; t < tb; t++)
-            memcpy(ap + (size_t)t * kw, a + (size_t)(t0 + t) * K + k0, sizeof(float) * (size_t)kw);
+        const int tn = T - t0 - tb < TK_TB ? T - t0 - tb : TK_TB; /* rows of the next block */
+        TKF(pack_micro)(ap, a + (size_t)t0 * K + k0, tb, kw, (size_t)K);
+        TKF(prefetch_rows)(a + (size_t)(t0 + tb) * K + k0, tn, kw, (size_t)K);
         for (int p0 = n0; p0 < n1; p0 += KERN_PANEL) {
             const int w = n1 - p0 < KERN_PANEL ? n1 - p0 : KERN_PANEL, wv = w - w % TK_W;
-            for (int t = 0; t < tb; t++)
-                memcpy(bp + (size_t)t * w, b + (size_t)(t0 + t) * N + p0, sizeof(float) * (size_t)w);
+            TKF(pack_rows)(bp, b + (size_t)t0 * N + p0, tb, w, (size_t)N);
+            TKF(prefetch_rows)(b + (size_t)(t0 + tb) * N + p0, tn, w, (size_t)N);
             for (int c0 = 0; c0 < wv; c0 += span) {
                 const int nv = (wv - c0) / TK_W < TK_NV ? (wv - c0) / TK_W : TK_NV;
                 float *d = dw + (size_t)k0 * N + p0 + c0;
                 int k = 0;
                 if (nv == TK_NV)
                     for (; k + TK_MR <= kw; k += TK_MR)
-                        TKF(tn_tile_full)(d + (size_t)k * N, ap + k, bp + c0, kw, w, N, tb);
+                        TKF(tn_tile_full)(d + (size_t)k * N, ap + (size_t)k * tb, bp + c0, TK_MR,
+                                          w, N, tb);
                 for (; k < kw; k += TK_MR)
-                    TKF(tn_tile_any)(d + (size_t)k * N, ap + k, bp + c0,
-                                     kw - k < TK_MR ? kw - k : TK_MR, nv, kw, w, N, tb);
+                    TKF(tn_tile_any)(d + (size_t)k * N, ap + (size_t)k * tb, bp + c0,
+                                     kw - k < TK_MR ? kw - k : TK_MR, nv, TK_MR, w, N, tb);
             }
             for (int n = wv; n < w; n++) /* columns past the last full vector */
                 for (int k = 0; k < kw; k++) {
                     float *d = dw + (size_t)(k0 + k) * N + p0 + n, s = *d;
-                    for (int t = 0; t < tb; t++) s = fmaf(ap[(size_t)t * kw + k], bp[(size_t)t * w + n], s);
+                    const float *ak = ap + (size_t)(k / TK_MR) * tb * TK_MR + k % TK_MR;
+                    for (int t = 0; t < tb; t++) s = fmaf(ak[(size_t)t * TK_MR], bp[(size_t)t * w + n], s);
                     *d = s;
                 }
         }
@@ -192,6 +236,69 @@ TK_FN void TKF(colsum)(float *db, const float *d, int T, int N, int n0, int n1) 
         for (int t = 0; t < T; t++) s += d[(size_t)t * N + n];
         db[n] = s;
     }
+}
+
+/* ---- elementwise and per-channel ops ---------------------------------------------------
+ * train_ops.c computes these without fused multiply-adds (ISO C mode keeps a·b + c two
+ * roundings), so the vectors below do each product and sum on its own, in the same
+ * order; division and square root are correctly rounded in both. Lanes run across
+ * elements or channels; the tail is the plain function. */
+
+/* As gelu_backward on n elements. */
+TK_FN void TKF(gelu_bwd)(float *dinp, const float *inp, const float *out, const float *dout,
+                         size_t n) {
+    const double pi = 3.14159265358979323846;
+    const float kf = (float)sqrt(2.0 / pi), c3f = 3.0f * 0.044715f;
+    const TK_V k = TK_SET1(kf), c3 = TK_SET1(c3f), half = TK_SET1(0.5f), one = TK_SET1(1.0f),
+               two = TK_SET1(2.0f);
+    size_t i = 0;
+    for (; i + TK_W <= n; i += TK_W) {
+        const TK_V x = TK_LOAD(inp + i);
+        const TK_V S = TK_SEL_NZ(x, TK_DIV(TK_MUL(two, TK_LOAD(out + i)), x), one);
+        const TK_V du = TK_MUL(k, TK_ADD(one, TK_MUL(TK_MUL(c3, x), x)));
+        const TK_V b = TK_MUL(TK_MUL(TK_MUL(TK_MUL(half, x), S), TK_SUB(two, S)), du);
+        TK_STORE(dinp + i, TK_MUL(TK_LOAD(dout + i), TK_ADD(TK_MUL(half, S), b)));
+    }
+    gelu_backward(dinp + i, inp + i, out + i, dout + i, n - i);
+}
+
+/* As adamw_update on n elements. */
+TK_FN void TKF(adamw)(float *p, const float *g, float *m, float *v, size_t n, float lr,
+                      float beta1, float beta2, float eps, float wd, float bc1, float bc2) {
+    const TK_V b1 = TK_SET1(beta1), b2 = TK_SET1(beta2), o1 = TK_SET1(1.0f - beta1),
+               o2 = TK_SET1(1.0f - beta2), vlr = TK_SET1(lr), veps = TK_SET1(eps),
+               vwd = TK_SET1(wd), c1 = TK_SET1(bc1), c2 = TK_SET1(bc2);
+    size_t i = 0;
+    for (; i + TK_W <= n; i += TK_W) {
+        const TK_V gi = TK_LOAD(g + i), pi = TK_LOAD(p + i);
+        const TK_V mi = TK_ADD(TK_MUL(b1, TK_LOAD(m + i)), TK_MUL(o1, gi));
+        const TK_V vi = TK_ADD(TK_MUL(b2, TK_LOAD(v + i)), TK_MUL(TK_MUL(o2, gi), gi));
+        TK_STORE(m + i, mi);
+        TK_STORE(v + i, vi);
+        const TK_V mh = TK_DIV(mi, c1), vh = TK_DIV(vi, c2);
+        const TK_V step = TK_ADD(TK_DIV(mh, TK_ADD(TK_SQRT(vh), veps)), TK_MUL(vwd, pi));
+        TK_STORE(p + i, TK_SUB(pi, TK_MUL(vlr, step)));
+    }
+    adamw_update(p + i, g + i, m + i, v + i, n - i, lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
+/* As layernorm_param_backward on channels c0..c1-1. */
+TK_FN void TKF(ln_param_bwd)(float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *mean, const float *rstd, int T, int C, int c0, int c1) {
+    int i = c0;
+    for (; i + TK_W <= c1; i += TK_W) {
+        TK_V dw = TK_LOAD(dweight + i), db = TK_LOAD(dbias + i);
+        for (int t = 0; t < T; t++) {
+            const TK_V dy = TK_LOAD(dout + (size_t)t * C + i);
+            const TK_V nx = TK_MUL(TK_SUB(TK_LOAD(inp + (size_t)t * C + i), TK_SET1(mean[t])),
+                                   TK_SET1(rstd[t]));
+            dw = TK_ADD(dw, TK_MUL(nx, dy));
+            db = TK_ADD(db, dy);
+        }
+        TK_STORE(dweight + i, dw);
+        TK_STORE(dbias + i, db);
+    }
+    if (i < c1) layernorm_param_backward(dweight, dbias, dout, inp, mean, rstd, T, C, i, c1);
 }
 
 /* ---- attention backward, one sequence and one head -------------------------------------

@@ -26,7 +26,7 @@ bench:
 	@$(MAKE) --no-print-directory OMP=1 B=build/bench BIN=build/bench/kvscope bench-run bench-train-run
 
 bench-run: $(BENCH_BIN) $(BIN)
-	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0
+	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0-pthread
 	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) --kvscope $(BIN) $(BENCH_ARGS)
 
 # The side-by-side table alone, one round: kvscope's steps against llama.cpp (found as

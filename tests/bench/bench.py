@@ -117,6 +117,7 @@ def torch_round(threads):
                 what = "full" if full else "blocks"
                 timed(lambda: forward(tokens[p:p + 1], p, full), 5, f"decode_{what}_{p}_ms")
         timed(lambda: forward(tokens[:129], 0), 1, "recompute_128_ms")
+    out["blas"] = blas_in_use()
     return out
 
 
@@ -236,15 +237,49 @@ def parse(text):
     return d
 
 
-def env_for(threads):
+# Unset for the OpenBLAS commands only (PyTorch, sgemm): a forced core type or L2 size
+# (e.g. OPENBLAS_CORETYPE=Haswell) keeps OpenBLAS from its AVX-512 kernels on this machine.
+BLAS_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def env_for(threads, unset=()):
     e = dict(os.environ)
     e.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
              MKL_NUM_THREADS=str(threads))
+    for k in unset:
+        e.pop(k, None)
     return e
 
 
-def run(cmd, threads):
-    r = subprocess.run(cmd, env=env_for(threads), stdout=subprocess.PIPE, text=True)
+def blas_in_use():
+    """The BLAS this process has loaded (after a matmul): OpenBLAS's own config string and
+    core when it is OpenBLAS, and the library's real path (Debian picks libblas.so.3 by
+    alternatives: reference BLAS unless an OpenBLAS package is installed)."""
+    import ctypes
+    libs = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            if "blas" in os.path.basename(path) and path not in libs:
+                libs.append(path)
+    if not libs:
+        return "none loaded (statically linked?)"
+    found = {}  # what the library says it is -> its files
+    for path in libs:
+        what = "not OpenBLAS"
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            what = f"{lib.openblas_get_config().decode()}, core {lib.openblas_get_corename().decode()}"
+        except (OSError, AttributeError):
+            pass
+        found.setdefault(what, []).append(os.path.realpath(path))
+    return "; ".join(f"{w} ({', '.join(p)})" for w, p in found.items())
+
+
+def run(cmd, threads, unset=()):
+    r = subprocess.run(cmd, env=env_for(threads, unset), stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode})")
     return parse(r.stdout)
@@ -266,6 +301,7 @@ class Stats:
     def __init__(self):
         self.v = {}
         self.kernels = "?"
+        self.blas = "n/a"
 
     def add(self, key, value):
         if isinstance(value, float):
@@ -320,16 +356,19 @@ def main():
                         ("h16", [binp, "steps", "avx512", "fp16"]),
                         ("hbf", [binp, "steps", "avx512", "bf16"]),
                         ("blas", me + ["sgemm", str(t)]), ("mem", [binp, "triad"])]
+                blas_jobs = ("pt", "blas")  # OpenBLAS: BLAS_UNSET unset
                 if have_torch:
                     jobs.insert(1 if r % 2 == 0 else 0, ("pt", me + ["torch", str(t)]))
                 if other:  # llama.cpp or ggml next to kvscope's own steps, alternating sides
                     jobs.insert(2 if r % 2 == 0 else 4, ("ll", me + [other, str(t)]))
                 for tag, cmd in jobs:
                     print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
-                    for k, v in run(cmd, t).items():
+                    for k, v in run(cmd, t, BLAS_UNSET if tag in blas_jobs else ()).items():
                         S.add(f"{tag}:{t}:{k}", v)
                         if k == "kernels":
                             S.kernels = v
+                        if k == "blas":
+                            S.blas = v
             print(f"bench: round {r + 1}/{rounds}: recording", file=sys.stderr)
             rec = os.path.join(work, "rec")
             os.makedirs(rec, exist_ok=True)
@@ -384,7 +423,8 @@ def report(S, have_torch, rounds, secs, load0, load1):
     print(f"kernels: {S.kernels}; medians of {rounds} interleaved rounds "
           f"(min–max); {secs:.0f} s in all; load average {load0[0]:.1f} before, "
           f"{load1[0]:.1f} after" + (" (above the core count: other jobs shared the machine)"
-                                     if max(load0[0], load1[0]) > os.cpu_count() else "") + "\n")
+                                     if max(load0[0], load1[0]) > os.cpu_count() else ""))
+    print(f"PyTorch's BLAS (run with {' and '.join(BLAS_UNSET)} unset): {S.blas}\n")
     print("| measure | threads | kvscope | PyTorch | PyTorch/kvscope | share of machine limit |")
     print("|---|---|---|---|---|---|")
     for t in (1, 2):

@@ -8,5 +8,5 @@ $(BENCH_TRAIN_BIN): tests/bench/bench_train.c $(LIB)
 
 .PHONY: bench-train-run
 bench-train-run: $(BENCH_TRAIN_BIN) $(BIN)
-	@sh .ci/deps.sh python3-torch python3-numpy
+	@sh .ci/deps.sh python3-torch python3-numpy libopenblas0-pthread
 	/usr/bin/python3 tests/bench/bench_train.py --bin $(BENCH_TRAIN_BIN) --kvscope $(BIN) $(BENCH_ARGS)

@@ -7,7 +7,10 @@
 2. Speed, in interleaved rounds, each in its own process with its thread count pinned:
    kvscope's bench_train and this script's `torch` mode train the same GPT-2 (shape
    below, V = 256, float32) on the same batch size: forward + backward + AdamW step.
-   Medians over the rounds with min-max, tokens per second.
+   Medians over the rounds with min-max, tokens per second. PyTorch runs with
+   OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (bench.BLAS_UNSET), and the table names
+   the BLAS it loaded.
+3. Where kvscope's step goes: bench_train's phases (train.h, TrainProfile), medians.
 
 usage: bench_train.py --bin BENCH_TRAIN_BIN --kvscope KVSCOPE [--rounds R] [--quick]
        bench_train.py torch THREADS | grads DIR     (one measurement, key,value lines)
@@ -22,7 +25,8 @@ import time
 
 import numpy as np
 
-from bench import run  # one measurement in its own process, thread count pinned
+# one measurement in its own process, thread count pinned; the BLAS a process loaded
+from bench import BLAS_UNSET, blas_in_use, run
 
 L, NH, C, T, B, V = 4, 4, 256, 256, 16, 256   # the issue's PyTorch figures: 4 x 256, 16 x 256
 STEPS = 5
@@ -108,8 +112,10 @@ def torch_round(threads):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.95), eps=1e-8)
     loss_fn = torch_model(torch, params)
-    times = []
+    times, cpu0 = [], 0.0
     for k in range(STEPS + 1):
+        if k == 1:
+            cpu0 = time.process_time()
         x = torch.randint(0, V, (B, T))
         y = torch.randint(0, V, (B, T))
         t0 = time.perf_counter()
@@ -120,8 +126,10 @@ def torch_round(threads):
         opt.step()
         if k:
             times.append(time.perf_counter() - t0)
+    cpu = (time.process_time() - cpu0) / STEPS  # all threads, the first step left out
     s = statistics.median(times)
-    return {"threads": threads, "step_s": s, "tokens_per_s": B * T / s}
+    return {"threads": threads, "step_s": s, "tokens_per_s": B * T / s, "cpu_s_per_step": cpu,
+            "blas": blas_in_use()}
 
 
 def grads_check(d):
@@ -187,7 +195,7 @@ def main():
               f"PyTorch autograd in float64 on the same weights and tokens: loss {gr['loss_kvscope']:.7f} vs "
               f"{gr['loss_torch']:.7f}; largest gradient difference {gr['worst_rel']:.2e} of the tensor's "
               f"largest entry ({gr['worst_tensor']})")
-    S = {}
+    S, blas = {}, "n/a"
     for r in range(rounds):
         for t in (1, 2):
             jobs = [("kv", [binp, str(L), str(NH), str(C), str(T), str(B), str(STEPS)])]
@@ -195,17 +203,50 @@ def main():
                 jobs.insert(r % 2, ("pt", me + ["torch", str(t)]))
             for tag, cmd in jobs:
                 print(f"bench_train: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
-                d = run(cmd, t)
-                S.setdefault((tag, t), []).append(d["tokens_per_s"])
+                d = run(cmd, t, BLAS_UNSET if tag == "pt" else ())
+                blas = d.get("blas", blas)
+                for k, v in d.items():
+                    if k in ("tokens_per_s", "cpu_s_per_step") or k.startswith("phase_"):
+                        S.setdefault((tag, t, k), []).append(v)
     print(f"\nTraining, GPT-2 L={L} NH={NH} C={C} V={V}, batch {B} × {T} tokens, float32, forward + backward "
-          f"+ AdamW (+ clipping), median of {rounds} rounds × {STEPS} steps (min–max):\n")
+          f"+ AdamW (+ clipping), median of {rounds} rounds × {STEPS} steps (min–max); PyTorch's BLAS "
+          f"({' and '.join(BLAS_UNSET)} unset): {blas}\n")
     print("| threads | kvscope tokens/s | PyTorch tokens/s | kvscope/PyTorch |")
     print("|---|---|---|---|")
     for t in (1, 2):
-        kv, pt = S.get(("kv", t), []), S.get(("pt", t), [])
+        kv, pt = S.get(("kv", t, "tokens_per_s"), []), S.get(("pt", t, "tokens_per_s"), [])
         ratio = f"{statistics.median(kv) / statistics.median(pt):.2f}×" if kv and pt else "n/a"
         print(f"| {t} | {fmt(kv)} | {fmt(pt)} | {ratio} |")
+    print("\nCPU seconds of the process per step, all threads (less disturbed than the wall clock "
+          "when other jobs share the machine; at 2 threads it counts waiting threads too):\n")
+    print("| threads | kvscope CPU s/step | PyTorch CPU s/step | PyTorch/kvscope |")
+    print("|---|---|---|---|")
+    for t in (1, 2):
+        kv, pt = S.get(("kv", t, "cpu_s_per_step"), []), S.get(("pt", t, "cpu_s_per_step"), [])
+        ratio = f"{statistics.median(pt) / statistics.median(kv):.2f}×" if kv and pt else "n/a"
+        print(f"| {t} | {fmt(kv, 3)} | {fmt(pt, 3)} | {ratio} |")
+    report_phases(S)
     return 0
+
+
+def report_phases(S):
+    """kvscope's step by phase: wall ms per step (median, min-max) and share of the sum."""
+    names = [k[2][len("phase_"):-len("_s")] for k in S if k[0] == "kv" and k[1] == 1 and
+             k[2].startswith("phase_") and not k[2].endswith("_cpu_s")]
+    if not names:
+        return
+    print("\nWhere kvscope's training step goes (ms per step, wall clock; fwd: the forward by kind "
+          "of kernel, bwd: each backward op over all layers, upd: the update):\n")
+    print("| phase | 1 thread | share | 2 threads | share |")
+    print("|---|---|---|---|---|")
+    total = {t: sum(statistics.median(S[("kv", t, f"phase_{n}_s")]) for n in names) for t in (1, 2)}
+    for n in names:
+        cells = []
+        for t in (1, 2):
+            v = [1e3 * x for x in S[("kv", t, f"phase_{n}_s")]]
+            cells += [fmt(v, 1), f"{100 * statistics.median(v) / 1e3 / total[t]:.0f} %"]
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    print(f"| sum | {1e3 * total[1]:,.1f} | | {1e3 * total[2]:,.1f} | |")
 
 
 if __name__ == "__main__":

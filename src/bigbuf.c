@@ -1,0 +1,28 @@
+/* bigbuf.c — large zeroed buffers on 2 MiB pages; see bigbuf.h. */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
+#include "bigbuf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+enum { BIGBUF_PAGE = 2 << 20, BIGBUF_MIN = 4 << 20 }; /* huge page; below this, plain calloc */
+
+void *bigbuf_calloc(size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) return NULL;
+    const size_t bytes = n * size;
+    if (bytes < BIGBUF_MIN) return calloc(n, size);
+    /* whole huge pages, so that the advice covers the last one too */
+    const size_t span = (bytes + BIGBUF_PAGE - 1) / BIGBUF_PAGE * BIGBUF_PAGE;
+    void *p = NULL;
+    if (posix_memalign(&p, BIGBUF_PAGE, span)) return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    (void)madvise(p, span, MADV_HUGEPAGE); /* advice only: refused means 4 KiB pages */
+#endif
+    memset(p, 0, span); /* zeroed, as calloc, and faulted in now rather than mid-step */
+    return p;
+}

@@ -1,0 +1,18 @@
+/* bigbuf.h — large zeroed buffers on 2 MiB pages, where the kernel offers them.
+ *
+ * The trainer's activations and gradients are tens of MiB read in rows that lie pages
+ * apart (a (T,4C) matrix: one 4 KiB page per row); on 4 KiB pages every such row costs a
+ * TLB miss. bigbuf_calloc aligns the buffer to 2 MiB and asks Linux for transparent huge
+ * pages (madvise MADV_HUGEPAGE); elsewhere, or when refused, the buffer is an ordinary
+ * one. The contents are the same either way: only the speed differs.
+ */
+#ifndef KVSCOPE_BIGBUF_H
+#define KVSCOPE_BIGBUF_H
+
+#include <stddef.h>
+
+/* n · size zeroed bytes, to be released with free(); NULL when out of memory or when
+ * n · size overflows. */
+void *bigbuf_calloc(size_t n, size_t size);
+
+#endif
