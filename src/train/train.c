@@ -11,16 +11,12 @@
 #include "bigbuf.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel.h"
 #include "rng.h"
+#include "sysinfo.h"
 #include "train_kernels.h"
 #include "train_ops.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#define OMP(directive) _Pragma(#directive)
-#else
-#define OMP(directive)
-#endif
 
 /* The gradient of the parameter tensor at p (a pointer into the blob). */
 #define GRAD(tr, p) ((tr)->grads + ((p) - (tr)->model.w.blob))
@@ -533,12 +529,6 @@ float trainer_eval(Trainer *tr, const Corpus *c, size_t windows, int bos) {
 }
 
 /* ---- the loop ---------------------------------------------------------------------------- */
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int log_append(TrainLog *log, const TrainLogRow *row) {
     if (log->n == log->cap) {

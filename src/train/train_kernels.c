@@ -10,14 +10,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "parallel.h"
 #include "train_ops.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#define OMP(directive) _Pragma(#directive)
-#else
-#define OMP(directive)
-#endif
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define TK_HAVE_X86 1
