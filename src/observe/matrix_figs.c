@@ -396,7 +396,8 @@ static void channel_ticks_y(Fig *f, int x, int y0, int u, int hs) {
 }
 
 /* The panels' headings; Q's ends at Q's right edge where Q is too narrow for it (a head
- * of a few channels), so that it stays clear of Kᵀ's. */
+ * of a few channels), and Kᵀ's takes two lines where Kᵀ is (a prompt of a few tokens),
+ * so that each stays clear of its neighbour's. */
 static void qkv_headings(Fig *f, const QkvDraw *d) {
     const int T = d->q->T, hs = d->q->hs;
     char h[96];
@@ -405,7 +406,11 @@ static void qkv_headings(Fig *f, const QkvDraw *d) {
         fig_text(f, d->xq + hs * d->uc, d->yq - 10, HEAD_PX, FIG_RIGHT, INK, h);
     else fig_text(f, d->xq, d->yq - 10, HEAD_PX, FIG_LEFT, INK, h);
     snprintf(h, sizeof h, "K^T (%d×%d): keys, transposed", hs, T);
-    fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, h);
+    if (fig_text_width(f, HEAD_PX, h) > d->xv - d->xk - 12) {
+        snprintf(h, sizeof h, "K^T (%d×%d):", hs, T);
+        fig_text(f, d->xk, d->yk - 33, HEAD_PX, FIG_LEFT, INK, h);
+        fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, "keys, transposed");
+    } else fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, h);
     snprintf(h, sizeof h, "V (%d×%d): values", T, hs);
     fig_text(f, d->xv, d->yv - 10, HEAD_PX, FIG_LEFT, INK, h);
 }
