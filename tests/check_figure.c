@@ -414,6 +414,60 @@ START_TEST(test_qkv_fills) {
 }
 END_TEST
 
+/* Kᵀ once kept the channel cells of Q and V: for lesson 1's shape a strip across the top
+ * of the middle column, the colour bar under it and the lower 40 % of the column empty.
+ * Kᵀ's channels now take the column's height, for long and short prompts and narrow and
+ * wide heads: Kᵀ is at least 60 % of the canvas tall and leaves room under it for its
+ * token labels and the colour bar; the pixel 3/4 down the middle of Kᵀ is the cell
+ * the grid says, coloured by its own value; nothing leaves the canvas. */
+static const int qkv_shapes[][2] = {{15, 32}, {60, 32}, {3, 32}, {16, 4}, {16, 64}, {12, 1}};
+
+START_TEST(test_qkv_k_fills) {
+    const int T = qkv_shapes[_i][0], HS = qkv_shapes[_i][1];
+    char dir[64], png[128], err[512], text[64];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    for (int i = 0; i < T; i++) text[i] = (char)('a' + i % 26);
+    text[T] = '\0';
+    TokenTexts t;
+    set_text(&t, text);
+    float *q = malloc(sizeof(float) * T * HS), *k = malloc(sizeof(float) * T * HS);
+    ck_assert(q && k);
+    for (int i = 0; i < T * HS; i++) q[i] = (float)(i % 7) - 3.0f, k[i] = (float)((i * 5) % 11) * 0.5f - 2.5f;
+    HfQkv f = {{&t, 0, 0, 0, T}, T, HS, q, k, q, HS, 3.0f};
+    snprintf(png, sizeof png, "%s/qkv.png", dir);
+    ck_assert_int_eq(heatfig_qkv(&f, png, NULL, err, sizeof err), 0);
+    Png p;
+    ck_assert_int_eq(png_load(png, &p), 0);
+    ck_assert_int_eq(p.w, 1600);
+    ck_assert_int_eq(p.h, 900);
+    int g[4], gk[4], gv[2];
+    grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
+    grid_of(p.desc, "grid_k=", gk, 2);
+    const int x = gk[0] + T * g[3] / 2, y = 3 * p.h / 4;
+    const unsigned char *mid = pix(&p, x, y);
+    ck_assert_msg(mid[0] < 250 || mid[1] < 250 || mid[2] < 250,
+                  "T=%d hs=%d: the middle column is white 3/4 down", T, HS);
+    grid_of(p.desc, "grid_k=", gk, 4); /* Kᵀ's x, y, token width, channel height */
+    grid_of(p.desc, "grid_v=", gv, 2);
+    const int kh = HS * gk[3];
+    ck_assert_msg(kh >= 6 * p.h / 10, "T=%d hs=%d: K^T is %d px of a %d px canvas", T, HS, kh, p.h);
+    ck_assert_int_le(gk[1] + kh, p.h - 90); /* its token labels and the colour bar */
+    ck_assert_int_eq(gk[2], g[3]);           /* tokens as wide in Kᵀ as tall in Q */
+    ck_assert_int_lt(g[0] + HS * g[2], gk[0]);
+    ck_assert_int_lt(gk[0] + T * gk[2], gv[0]);
+    ck_assert_int_le(gv[0] + HS * g[2], p.w - 20);
+    const int c = (y - gk[1]) / gk[3], tok = T / 2;
+    ck_assert_int_eq((x - gk[0]) / gk[2], tok);
+    ck_assert_rgb_is(pix(&p, x, y), colormap_diverging(k[tok * HS + c], 3.0f));
+    free(p.px);
+    free(q);
+    free(k);
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
 /* ---- the slide deck (plots/slides.sh) ---- */
 
 /* Runs cmd in a shell; its output (stdout and stderr) into out. The exit status. */
@@ -593,6 +647,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_start_label_glyphs);
     tcase_add_test(tc, test_qkv_fills);
+    tcase_add_loop_test(tc, test_qkv_k_fills, 0, (int)(sizeof qkv_shapes / sizeof qkv_shapes[0]));
     tcase_add_test(tc, test_slides_deck);
     tcase_add_test(tc, test_render_optional);
     suite_add_tcase(s, tc);

@@ -311,23 +311,29 @@ int heatfig_square_rgb(const HfSquare *s, unsigned char *rgb) {
 
 typedef struct {
     const HfQkv *q;
-    int ut, uc, W;        /* px per token, px per channel, canvas width */
+    int ut, uc, uk, W;    /* px per token, per channel of Q and V, per channel of Kᵀ; width */
     int xq, yq, xk, yk, xv, yv;
-    int xbar, ybar;       /* the colour bar, under Kᵀ */
+    int klab;             /* height of Kᵀ's token labels (measured: it depends on the font) */
+    int xbar, ybar;       /* the colour bar, under Kᵀ's token labels */
     char title[256];
 } QkvDraw;
 
-/* Q | Kᵀ | V in a row. Tokens and channels have their own cell sizes (as in the step
- * figure): the token axis takes the height free under the titles (Q and V run down it,
- * Kᵀ across), the channels share what width is left, and the colour bar sits under Kᵀ,
- * so the three panels fill the canvas instead of a third of it. */
+/* Q | Kᵀ | V in a row, each filling the height under the titles. Tokens and channels
+ * have their own cell sizes (as in the step figure): the token axis takes the height
+ * (Q and V run down it) and Kᵀ's width is the same tokens across; Q and V share the
+ * width left for channels. Kᵀ's channels get cells of their own height, so that Kᵀ,
+ * its token labels and the colour bar under them fill the middle column down to the
+ * channel ticks of Q and V instead of a strip at its top. */
 #define QKV_TOP 134
 #define QKV_FREE_H (HEATFIG_H - QKV_TOP - 50) /* above the channel ticks */
-#define QKV_BAR_H 110                         /* Kᵀ's token labels, the bar and its caption */
+#define QKV_BOTTOM (QKV_TOP + QKV_FREE_H + 22) /* the lowest text: channel ticks, bar ticks */
+#define QKV_BAR_ABOVE 30 /* from Kᵀ's labels to the bar: its caption and some air */
+#define QKV_BAR_H 18
+#define QKV_BAR_BELOW 26 /* the bar's tick numbers */
 static void qkv_layout(QkvDraw *d) {
     const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 50, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
     d->ut = clampi(QKV_FREE_H / T, 1, 48);
-    d->uc = clampi(imin((aw - T * d->ut) / (2 * hs), (QKV_FREE_H - QKV_BAR_H) / hs), 1, 40);
+    d->uc = clampi((aw - T * d->ut) / (2 * hs), 1, 40);
     while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) { /* very long T */
         if (d->ut > 1) d->ut--;
         if (2 * hs * d->uc + T * d->ut > aw && d->uc > 1) d->uc--;
@@ -338,63 +344,124 @@ static void qkv_layout(QkvDraw *d) {
     d->xq = x0 + LAB, d->yq = top;
     d->xk = d->xq + hs * d->uc + G, d->yk = top;
     d->xv = d->xk + T * d->ut + G + LAB, d->yv = top;
-    d->xbar = d->xk + T * d->ut / 2, d->ybar = top + hs * d->uc + 80;
     snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: Q, K^T and V of the %d prompt tokens",
              d->q->at.layer, d->q->at.head, T);
 }
 
+/* Kᵀ's channel cells: as tall as lets Kᵀ, its token labels (klab high) and the colour
+ * bar end at QKV_BOTTOM, however few channels a head has (--heads 16 of a narrow
+ * model: a few tall bands), so that the middle column is never half empty. */
+static void qkv_fit_k(QkvDraw *d) {
+    const int hs = d->q->hs;
+    const int room = QKV_BOTTOM - d->yk - d->klab - QKV_BAR_ABOVE - QKV_BAR_H - QKV_BAR_BELOW;
+    d->uk = imax(room / hs, 1);
+    d->xbar = d->xk + d->q->T * d->ut / 2;
+    d->ybar = d->yk + hs * d->uk + d->klab + QKV_BAR_ABOVE;
+}
+
+/* Measures Kᵀ's token labels by drawing them on a scratch canvas (see qkv_fit_k). */
+static int qkv_measure(Fig *f, void *user) {
+    QkvDraw *d = user;
+    TokLabel *l = malloc((size_t)d->q->T * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(d->q->at.tok, NULL, d->q->T, l);
+    d->klab = col_labels(f, l, m, 0, d->ut, 0);
+    free(l);
+    return 0;
+}
+
+/* "0", "hs-1" and "channel" under a channel axis of hs cells of u px from x0, at y;
+ * the end numbers only where they leave the word room. */
 static void channel_ticks_x(Fig *f, int x0, int y, int u, int hs) {
     char b[16];
-    fig_text(f, x0 + u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "0");
     snprintf(b, sizeof b, "%d", hs - 1);
-    fig_text(f, x0 + (hs - 0.5) * u, y + 18, 15, FIG_CENTER, SOFT, b);
+    const double need = fig_text_width(f, 15, "channel") + 2 * fig_text_width(f, 15, b) + 16;
+    if (hs * u >= need) {
+        fig_text(f, x0 + u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "0");
+        fig_text(f, x0 + (hs - 0.5) * u, y + 18, 15, FIG_CENTER, SOFT, b);
+    }
     fig_text(f, x0 + hs * u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "channel");
+}
+
+/* The same left of Kᵀ's channel rows (x: Kᵀ's left edge), "channel" turned. */
+static void channel_ticks_y(Fig *f, int x, int y0, int u, int hs) {
+    char b[16];
+    snprintf(b, sizeof b, "%d", hs - 1);
+    const double word = fig_text_width(f, 15, "channel");
+    if (hs * u >= word + 2 * 15 + 16) {
+        fig_text_mid(f, x - 5, y0 + u / 2.0, 15, FIG_RIGHT, SOFT, "0");
+        if (hs > 1) fig_text_mid(f, x - 5, y0 + (hs - 0.5) * u, 15, FIG_RIGHT, SOFT, b);
+    }
+    fig_text_turned(f, x - 36, y0 + hs * u / 2.0, 15, -90, FIG_CENTER, SOFT, "channel");
+}
+
+/* The panels' headings; Q's ends at Q's right edge where Q is too narrow for it (a head
+ * of a few channels), and Kᵀ's takes two lines where Kᵀ is (a prompt of a few tokens),
+ * so that each stays clear of its neighbour's. */
+static void qkv_headings(Fig *f, const QkvDraw *d) {
+    const int T = d->q->T, hs = d->q->hs;
+    char h[96];
+    snprintf(h, sizeof h, "Q (%d×%d): queries", T, hs);
+    if (fig_text_width(f, HEAD_PX, h) > hs * d->uc + 40)
+        fig_text(f, d->xq + hs * d->uc, d->yq - 10, HEAD_PX, FIG_RIGHT, INK, h);
+    else fig_text(f, d->xq, d->yq - 10, HEAD_PX, FIG_LEFT, INK, h);
+    snprintf(h, sizeof h, "K^T (%d×%d): keys, transposed", hs, T);
+    if (fig_text_width(f, HEAD_PX, h) > d->xv - d->xk - 12) {
+        snprintf(h, sizeof h, "K^T (%d×%d):", hs, T);
+        fig_text(f, d->xk, d->yk - 33, HEAD_PX, FIG_LEFT, INK, h);
+        fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, "keys, transposed");
+    } else fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, h);
+    snprintf(h, sizeof h, "V (%d×%d): values", T, hs);
+    fig_text(f, d->xv, d->yv - 10, HEAD_PX, FIG_LEFT, INK, h);
 }
 
 static int qkv_draw(Fig *f, void *user) {
     QkvDraw *d = user;
     const HfQkv *q = d->q;
     const int T = q->T, hs = q->hs, ut = d->ut, uc = d->uc;
-    titles(f, d->title, "rows of Q and V and columns of K^T are the tokens; the other axis: "
-                        "the head's hs channels");
+    char sub[200], note[64];
+    snprintf(sub, sizeof sub, "rows of Q and V and columns of K^T are the tokens%s; the other axis: "
+             "the head's hs channels", stride_note(note, sizeof note, axis_stride(ut)));
+    titles(f, d->title, sub);
     HfMatrix mq = {T, hs, q->q, q->row, 1, NULL, q->R}, mk = {hs, T, q->k, 1, q->row, NULL, q->R},
              mv = {T, hs, q->v, q->row, 1, NULL, q->R};
     draw_matrix(f, &mq, d->xq, d->yq, uc, ut);
-    draw_matrix(f, &mk, d->xk, d->yk, ut, uc);
+    draw_matrix(f, &mk, d->xk, d->yk, ut, d->uk);
     draw_matrix(f, &mv, d->xv, d->yv, uc, ut);
-    char h[96];
-    snprintf(h, sizeof h, "Q (%d×%d): queries", T, hs);
-    fig_text(f, d->xq, d->yq - 10, HEAD_PX, FIG_LEFT, INK, h);
-    snprintf(h, sizeof h, "K^T (%d×%d): keys, transposed", hs, T);
-    fig_text(f, d->xk, d->yk - 10, HEAD_PX, FIG_LEFT, INK, h);
-    snprintf(h, sizeof h, "V (%d×%d): values", T, hs);
-    fig_text(f, d->xv, d->yv - 10, HEAD_PX, FIG_LEFT, INK, h);
+    qkv_headings(f, d);
     TokLabel *l = malloc((size_t)T * sizeof *l);
     if (!l) return -1;
     const int m = toklabel_axis(q->at.tok, NULL, T, l);
     row_labels(f, l, m, d->xq - 6, d->yq, ut, -1);
     row_labels(f, l, m, d->xv - 6, d->yv, ut, -1);
-    col_labels(f, l, m, d->xk, ut, d->yk + hs * uc);
+    col_labels(f, l, m, d->xk, ut, d->yk + hs * d->uk);
     free(l);
     channel_ticks_x(f, d->xq, d->yq + T * ut, uc, hs);
     channel_ticks_x(f, d->xv, d->yv + T * ut, uc, hs);
+    channel_ticks_y(f, d->xk, d->yk, d->uk, hs);
     char cap[96];
     snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (their largest |value|)", (double)q->R);
     const int wbar = imax(imin(T * d->ut, 440), 300);
-    colorbar_h(f, d->xbar - wbar / 2, d->ybar, wbar, 18, q->R, cap);
+    colorbar_h(f, d->xbar - wbar / 2, d->ybar, wbar, QKV_BAR_H, q->R, cap);
     return 0;
 }
 
 int heatfig_qkv(const HfQkv *q, const char *png, const char *svg, char *err, size_t n) {
     QkvDraw d = {.q = q};
     qkv_layout(&d);
+    unsigned char scratch[3];
+    if (fig_render_rgb(scratch, 1, 1, qkv_measure, &d)) {
+        snprintf(err, n, "%s: out of memory measuring the token labels", png);
+        return -1;
+    }
+    qkv_fit_k(&d);
     char desc[640];
     snprintf(desc, sizeof desc,
              "phase=prefill step=0 layer=%d head=%d matrices=Q|K^T|V shape=%dx%d|%dx%d|%dx%d "
              "colormap=cool-warm range=+/-%g (one scale, clipped beyond) grid=%d,%d,%d,%d "
-             "grid_k=%d,%d grid_v=%d,%d",
+             "grid_k=%d,%d,%d,%d grid_v=%d,%d",
              q->at.layer, q->at.head, q->T, q->hs, q->hs, q->T, q->T, q->hs, (double)q->R, d.xq,
-             d.yq, d.uc, d.ut, d.xk, d.yk, d.xv, d.yv);
+             d.yq, d.uc, d.ut, d.xk, d.yk, d.ut, d.uk, d.xv, d.yv);
     PngText t = {d.title, desc};
     return fig_write(png, svg, d.W, HEATFIG_H, qkv_draw, &d, &t, err, n);
 }

@@ -17,7 +17,9 @@
  * The figures:
  *   square  T×T attention (prefill weights or scores; the staircase after a decode
  *           step, on a T_max × T_max canvas that every step shares)
- *   qkv     Q (T×hs), Kᵀ (hs×T), V (T×hs) on one scale, arranged to fill the canvas
+ *   qkv     Q (T×hs), Kᵀ (hs×T), V (T×hs) on one scale, each as tall as the canvas
+ *           allows (Kᵀ's channel cells have their own height; its token labels and
+ *           the colour bar under it); Description: grid (Q), grid_k=x,y,cw,ch, grid_v
  *   step    one attention step of one head from its real values: decode (q 1×hs
  *           against the K cache t×hs, the 1×t scores and weights, the V cache, the
  *           output z) or prefill (Q, K, V T×hs; scores and weights T×T; Z T×hs)
