@@ -47,7 +47,7 @@ do for [fmt in FORMATS] {
     set label 1 sprintf("ridge: %.1f FLOPs/byte\nbelow it, memory-bound", ridge) at ridge * 1.15, peak / 300.0 left font ',15' textcolor rgb '#555555'
     plot roof(x) with lines lw 4 lc rgb '#000000' title sprintf('roof: %.0f GFLOP/s peak, %.1f GB/s', peak, bw), \
          in using 'flops_per_byte':'gflops_s' with linespoints ls 1 title 'decode step, batch of B', \
-         in using 'flops_per_byte':'gflops_s':(sprintf('B=%d', column('B'))) with labels offset char 0, 1.3 font ',14' textcolor rgb '#0072B2' notitle
+         in using 'flops_per_byte':'gflops_s':(sprintf('B=%d', column('B'))) with labels offset char 0, -1.4 font ',14' textcolor rgb '#0072B2' notitle
     unset arrow; unset label
     # ---- right: time to first token and per output token ----
     set origin 0.58, 0
@@ -60,7 +60,7 @@ do for [fmt in FORMATS] {
     set format x '%g'
     set xlabel 'batch size B' font ',20'
     set ylabel 'time (ms, measured)' font ',20'
-    set key bottom right Left reverse font ',16' samplen 2 opaque
+    set key top left Left reverse font ',16' samplen 2 opaque
     plot in using 'B':(1e3 * column('ttft_s')) with linespoints ls 2 title 'time to first token (prefill)', \
          in using 'B':(1e3 * column('step_s')) with linespoints ls 1 title 'time per output token'
     unset multiplot
