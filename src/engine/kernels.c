@@ -565,21 +565,6 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
 #define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
     _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #include "kernels_simd.h"
-#undef KS_SUFFIX
-#undef KS_TARGET
-#undef KS_W
-#undef KS_V
-#undef KS_TR
-#undef KS_VV
-#undef KS_ZERO
-#undef KS_LOAD
-#undef KS_STORE
-#undef KS_SET1
-#undef KS_FMA
-#undef KS_ADD
-#undef KS_DIV
-#undef KS_FP16
-#undef KS_BF16
 
 #define KS_SUFFIX _512
 #define KS_TARGET "avx2,fma,f16c,avx512f"
@@ -598,21 +583,6 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
 #define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
     _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
 #include "kernels_simd.h"
-#undef KS_SUFFIX
-#undef KS_TARGET
-#undef KS_W
-#undef KS_V
-#undef KS_TR
-#undef KS_VV
-#undef KS_ZERO
-#undef KS_LOAD
-#undef KS_STORE
-#undef KS_SET1
-#undef KS_FMA
-#undef KS_ADD
-#undef KS_DIV
-#undef KS_FP16
-#undef KS_BF16
 
 typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
                      const float *kc, const float *vc, int pos0, int Tt, int C, int hs, float div);

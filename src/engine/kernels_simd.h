@@ -10,7 +10,8 @@
  *   KS_ZERO() KS_LOAD(p) KS_STORE(p, x) KS_SET1(x) KS_FMA(a, b, c) = a·b + c, rounded once
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
- * and what kernels.c shares between the widths (elem_size, load1w, prefetch_share,
+ * (it undefines them at its end, ready for the next width) and what kernels.c shares
+ * between the widths (elem_size, load1w, prefetch_share,
  * scores_row, softmax_rows8, PanelFn, MM_KC, MM_PF, AT_R, KERN_PAR_MIN).
  * Lanes are independent outputs, each summed in the plain order of ops.c: the bytes
  * are those of matmul_forward and attention_forward at every width.
@@ -310,3 +311,20 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
             out[r * qs + d] = s;
         }
 }
+
+/* the parameters of this width: the next inclusion defines its own */
+#undef KS_SUFFIX
+#undef KS_TARGET
+#undef KS_W
+#undef KS_V
+#undef KS_TR
+#undef KS_VV
+#undef KS_ZERO
+#undef KS_LOAD
+#undef KS_STORE
+#undef KS_SET1
+#undef KS_FMA
+#undef KS_ADD
+#undef KS_DIV
+#undef KS_FP16
+#undef KS_BF16
