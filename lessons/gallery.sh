@@ -27,16 +27,9 @@ words_en() {
 words_zh() {
     echo "# 图表一览"
     echo
-    echo "[English](README.md) · 各课的全部图表，均由 kvscope 生成（\`make lessons\` 重新生成全部）。"
-    echo "点击缩略图看完整的 PNG；SVG 是同一张图的矢量版，适合放进幻灯片。"
-    echo "热力图由 \`kvscope run\` 自己绘制；折线图、柱状图由本目录下的 gnuplot 脚本绘制。图中文字为英文，"
-    echo "每张图的中文说明写在表格里。每课的运行还有一个探索页面（\`kvscope run --html\`）：一个可离线"
-    echo "在浏览器中打开的 HTML 文件，可逐步查看预填充（prefill）与解码（decode），鼠标悬停查看任一格的数值。"
+    echo "[English](README.md) · 各课的全部图表，均由 kvscope 生成（\`make lessons\` 重新生成全部）。点击缩略图看完整的 PNG；SVG 是同一张图的矢量版，适合放进幻灯片。热力图由 \`kvscope run\` 自己绘制；折线图、柱状图由本目录下的 gnuplot 脚本绘制。图中文字为英文，每张图的中文说明写在表格里。每课的运行还有一个探索页面（\`kvscope run --html\`）：一个可离线在浏览器中打开的 HTML 文件，可逐步查看预填充（prefill）与解码（decode），鼠标悬停查看任一格的数值。"
     echo
-    echo "**做幻灯片：** [slides.pdf](slides.pdf)（\`make slides\`）按课程顺序收录各课链接的每一张图，"
-    echo "每页一张 16:9 图，附标题和一行说明。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；"
-    echo "PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片："
-    echo "\`pdftocairo -png -r 200 -f N -l N plots/slides.pdf page\`。"
+    echo "**做幻灯片：** [slides.pdf](slides.pdf)（\`make slides\`）按课程顺序收录各课链接的每一张图，每页一张 16:9 图，附标题和一行说明。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片：\`pdftocairo -png -r 200 -f N -l N plots/slides.pdf page\`。"
 }
 
 # gallery LANG: the page, on stdout. LANG is en or zh.
