@@ -94,9 +94,10 @@ START_TEST(test_matmul_exact) {
     LEVEL_OR_SKIP(lv, _i, 1);
     static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
     /* OC: under one panel, one and several full panels, narrow last panels (70 =
-     * 48 + 22, 131 = 2·48 + 35, 200 = 4·48 + 8) */
+     * 48 + 22, 131 = 2·48 + 35, 200 = 4·48 + 8, 341 = 7·48 + 5: decode walks groups of
+     * 2 or 4 panels and then the panels left over) */
     static const int shapes[][2] = {{1, 1}, {3, 7}, {8, 8}, {17, 24}, {33, 70}, {64, 200},
-                                    {96, 288}, {5, 131}, {40, 48}};
+                                    {96, 288}, {5, 131}, {40, 48}, {50, 341}};
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
@@ -183,7 +184,8 @@ END_TEST
 START_TEST(test_matmul_half_exact) {
     LEVEL_OR_SKIP(lv, _i, 1);
     static const int Ts[] = {1, 3, 4, 8, 13};
-    static const int shapes[][2] = {{1, 1}, {17, 24}, {33, 70}, {64, 200}, {300, 96}, {5, 131}};
+    static const int shapes[][2] = {{1, 1},    {17, 24}, {33, 70}, {64, 200},
+                                    {300, 96}, {5, 131}, {50, 341}};
     for (int dt = DT_FP16; dt <= DT_BF16; dt++)
         for (int thr = 1; thr <= 2; thr++) {
             set_threads(thr);

@@ -89,8 +89,7 @@ const char *kern_name(KernLevel lv) {
  * the row-major w, each thread would read a short piece of every row, which the
  * hardware prefetchers follow at half the speed of one long stream.) */
 
-enum { MM_KC = 128,  /* panel rows per L1 block: 128·48 floats = 24 KiB */
-       MM_PF = 32 }; /* decode: panel rows fetched ahead (6 KiB) */
+enum { MM_KC = 128 }; /* panel rows per L1 block: 128·48 floats = 24 KiB */
 
 /* Panels hold float32, or halves (DT_FP16, DT_BF16) that become float32 as they
  * are read: every half is a float32 value, so the sums are those of the float32
@@ -106,37 +105,32 @@ static float load1w(const void *p, size_t i, Dtype dt) {
 
 /* A prefill walks the weights one L1 block (MM_KC rows of a panel) at a time; the block
  * that comes next (the panel's next one, or the next panel's first: panels are
- * contiguous) is fetched into L2 a share at a time while the current block's ntiles
- * tiles run, lines *line onwards. Without it each new block starts with a stall
- * (measured: a fifth of the matmul time). */
-AVX2_INLINE void prefetch_share(const void *next, const void *end, size_t es, size_t *line,
-                                int ntiles) {
+ * contiguous) is fetched into L2 while the current block's ntiles tiles run, a share of
+ * its lines each, one line per step of the tile's loop. Without it each new block
+ * starts with a stall (measured: a fifth of the matmul time); fetched all at once at
+ * the start of a tile, the lines stall the tile instead. Returns the first line of tile
+ * number tile's share and puts their count in *n (0 past end). */
+AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t es, int tile,
+                                       int ntiles, int *n) {
     const size_t lines = (size_t)MM_KC * KERN_PANEL * es / 64,
-                 per = lines / (size_t)ntiles + 1;
-    const char *p = (const char *)next, *e = (const char *)end;
-    for (size_t k = 0; k < per && *line < lines; k++, (*line)++)
-        if (p + 64 * *line < e) _mm_prefetch(p + 64 * *line, _MM_HINT_T1);
+                 per = (lines + (size_t)ntiles - 1) / (size_t)ntiles, first = per * (size_t)tile;
+    const char *p = (const char *)next + 64 * first, *e = (const char *)end;
+    size_t k = first < lines ? lines - first : 0;
+    if (k > per) k = per;
+    if (p >= e) k = 0;
+    else if ((size_t)(e - p) / 64 < k) k = (size_t)(e - p) / 64;
+    *n = (int)k;
+    return p;
 }
 
 /* One full panel (output columns o..o+47) against all T input rows; xp: the rows
  * packed by pack_rows, or NULL. end: the end of the weights, for the prefetch. */
 typedef void PanelFn(float *out, const float *inp, const float *xp, const void *pan,
                      const float *bias, int T, int C, int OC, int o, const void *end);
-
-/* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
- * tile are left out), each tile input-major: input c of the tile's row i at
- * tile·C + c·R + i. A prefill tile then reads the R inputs it broadcasts for one c
- * from one 16- or 32-byte line, instead of from R rows C floats apart. */
-static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
-    const int ntiles = T / R;
-    OMP(omp parallel for schedule(static) if((double)T * C > 16 * KERN_PAR_MIN))
-    for (int b = 0; b < ntiles; b++) {
-        float *dst = xp + (size_t)b * R * C;
-        const float *src = inp + (size_t)b * R * C;
-        for (int c = 0; c < C; c++)
-            for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
-    }
-}
+/* Decode rows (T < the tile's rows) against unit u of the panels: a group of neighbour
+ * panels (u < ng) or one left over. */
+typedef void DecodeFn(float *out, const float *inp, const void *wp, const float *bias, int T,
+                      int C, int OC, int u, int ng);
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -163,6 +157,38 @@ static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
     r5 = _mm256_permute2f128_ps(s1, s5, 0x31);                                                \
     r6 = _mm256_permute2f128_ps(s2, s6, 0x31);                                                \
     r7 = _mm256_permute2f128_ps(s3, s7, 0x31); }
+
+/* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
+ * tile are left out), each tile input-major: input c of the tile's row i at
+ * tile·C + c·R + i. A prefill tile then reads the R inputs it broadcasts for one c
+ * from one 16- or 32-byte line, instead of from R rows C floats apart. Tiles of 8 are
+ * transposed 8 × 8 at a time in registers. */
+AVX2 static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
+    const int ntiles = T / R;
+    OMP(omp parallel for schedule(static) if((double)T * C > 16 * KERN_PAR_MIN))
+    for (int b = 0; b < ntiles; b++) {
+        float *dst = xp + (size_t)b * R * C;
+        const float *src = inp + (size_t)b * R * C;
+        int c = 0;
+        for (; R == 8 && c + 8 <= C; c += 8) {
+            __m256 r0 = _mm256_loadu_ps(src + c), r1 = _mm256_loadu_ps(src + C + c),
+                   r2 = _mm256_loadu_ps(src + 2 * (size_t)C + c),
+                   r3 = _mm256_loadu_ps(src + 3 * (size_t)C + c),
+                   r4 = _mm256_loadu_ps(src + 4 * (size_t)C + c),
+                   r5 = _mm256_loadu_ps(src + 5 * (size_t)C + c),
+                   r6 = _mm256_loadu_ps(src + 6 * (size_t)C + c),
+                   r7 = _mm256_loadu_ps(src + 7 * (size_t)C + c);
+            TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+            float *d = dst + (size_t)c * 8;
+            _mm256_storeu_ps(d, r0), _mm256_storeu_ps(d + 8, r1);
+            _mm256_storeu_ps(d + 16, r2), _mm256_storeu_ps(d + 24, r3);
+            _mm256_storeu_ps(d + 32, r4), _mm256_storeu_ps(d + 40, r5);
+            _mm256_storeu_ps(d + 48, r6), _mm256_storeu_ps(d + 56, r7);
+        }
+        for (; c < C; c++)
+            for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
+    }
+}
 
 /* acc lane i += x[d..d+7]·(row i)[d..d+7], one product after the other, for the 8
  * rows at p, p + stride, ... */
@@ -554,6 +580,7 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
 #define KS_V __m256
 #define KS_TR 4 /* matmul tile: 4 rows × 3 vectors = 12 accumulators of 16 registers */
 #define KS_VV 1 /* attention values: 8 queries × 1 vector */
+#define KS_NP 2 /* decode: 2 panels × 6 vectors = 12 accumulators */
 #define KS_ZERO() _mm256_setzero_ps()
 #define KS_LOAD(p) _mm256_loadu_ps(p)
 #define KS_STORE(p, x) _mm256_storeu_ps(p, x)
@@ -572,6 +599,7 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
 #define KS_V __m512
 #define KS_TR 8 /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
 #define KS_VV 2 /* attention values: 8 queries × 2 vectors, 32 dimensions per pass */
+#define KS_NP 4 /* decode: 4 panels × 3 vectors = 12 accumulators */
 #define KS_ZERO() _mm512_setzero_ps()
 #define KS_LOAD(p) _mm512_loadu_ps(p)
 #define KS_STORE(p, x) _mm512_storeu_ps(p, x)
@@ -671,6 +699,72 @@ AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
     gelu_forward(out + i, inp + i, n - i);
 }
 
+/* gelu_avx2 16 lanes at a time (AVX-512F): exp_reduced8, tanh8 and the GELU line by line
+ * on the same constants. AVX-512F has no float and/or: the sign bits go through the
+ * integer ones, which move the same bits. */
+#define AVX512_INLINE __attribute__((target("avx2,fma,f16c,avx512f"), always_inline)) static inline
+AVX512_INLINE __m512 exp_reduced16(__m512 y, __m512 *n_out) {
+#define SET1(v) _mm512_set1_ps(v)
+    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
+                                   SET1(OPS_EXP_ROUND));
+    const __m512 r = _mm512_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
+                                      _mm512_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
+    __m512 q = SET1(1.0f / 5040.0f);
+    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 720.0f));
+    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 120.0f));
+    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 24.0f));
+    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 6.0f));
+    q = _mm512_fmadd_ps(q, r, SET1(0.5f));
+    *n_out = n;
+    return _mm512_add_ps(SET1(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r));
+#undef SET1
+}
+
+AVX512_INLINE __m512 tanh16(__m512 x) {
+#define SET1(v) _mm512_set1_ps(v)
+#define I(v) _mm512_castps_si512(v)
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512 a = _mm512_min_ps(_mm512_castsi512_ps(_mm512_andnot_epi32(sign, I(x))),
+                                   SET1(OPS_TANH_CLAMP));
+    const __m512 z = _mm512_mul_ps(a, a);
+    __m512 p = SET1(OPS_TANH_P5);
+    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P4));
+    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P3));
+    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P2));
+    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P1));
+    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P0));
+    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, z), p, a);
+    __m512 n;
+    const __m512 er = exp_reduced16(_mm512_mul_ps(SET1(2.0f), a), &n);
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
+                                                            _mm512_set1_epi32(127)), 23);
+    const __m512 e = _mm512_mul_ps(er, _mm512_castsi512_ps(bits));
+    const __m512 large = _mm512_sub_ps(SET1(1.0f),
+                                       _mm512_div_ps(SET1(2.0f), _mm512_add_ps(e, SET1(1.0f))));
+    __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, SET1(OPS_TANH_SMALL), _CMP_LT_OQ),
+                                    large, small);
+    t = _mm512_castsi512_ps(_mm512_or_epi32(I(t), _mm512_and_epi32(I(x), sign)));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), t, x);
+#undef I
+#undef SET1
+}
+
+__attribute__((target("avx2,fma,f16c,avx512f"))) static void gelu_512(float *out,
+                                                                        const float *inp,
+                                                                        size_t n) {
+    const double pi = 3.14159265358979323846; /* as ops.c */
+    const __m512 k = _mm512_set1_ps((float)sqrt(2.0 / pi)), c = _mm512_set1_ps(0.044715f),
+                 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(inp + i);
+        const __m512 cx2 = _mm512_mul_ps(_mm512_mul_ps(c, x), x);
+        const __m512 t = tanh16(_mm512_mul_ps(k, _mm512_fmadd_ps(cx2, x, x)));
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, t)));
+    }
+    gelu_avx2(out + i, inp + i, n - i);
+}
+
 /* ---- layernorm -------------------------------------------------------------
  * layernorm_forward's operations, row for row: the mean and the variance in double,
  * summed in order of i (here for 4 rows side by side: 4 independent chains of adds
@@ -744,6 +838,10 @@ void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n) {
     for (long j = 0; j < nchunks; j++) {
         size_t a = (size_t)j * chunk, len = n - a < chunk ? n - a : chunk;
 #if KERN_HAVE_AVX2
+        if (lv == KERN_AVX512) {
+            gelu_512(out + a, inp + a, len);
+            continue;
+        }
         if (lv >= KERN_AVX2) {
             gelu_avx2(out + a, inp + a, len);
             continue;
@@ -797,8 +895,8 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
 static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
                          Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
-    /* AVX-512 for prefill only: decode is memory-bound, and AVX2 streams as well */
-    if (panels && lv == KERN_AVX512 && T >= 8) {
+    /* decode too: memory-bound, it reads a line in half the loads */
+    if (panels && lv == KERN_AVX512) {
         matmul_run_512(dt, out, inp, panels, bias, T, C, OC);
         return 1;
     }

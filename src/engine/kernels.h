@@ -18,8 +18,9 @@
  * The level is picked at run time (kern_detect), so one binary runs everywhere:
  *   KERN_PLAIN   the ops.c kernels as they are (any CPU)
  *   KERN_AVX2    8-wide AVX2 vectors with FMA (x86-64 with AVX2, FMA and F16C)
- *   KERN_AVX512  KERN_AVX2, with 16-wide AVX-512F prefill (8 rows or more): matmul and
- *                attention (src/engine/kernels_simd.h is written once for both widths)
+ *   KERN_AVX512  KERN_AVX2, with 16-wide AVX-512F matmuls (prefill and decode) and
+ *                prefill attention (src/engine/kernels_simd.h is written once for both
+ *                widths)
  * Layernorm repeats the ops.c code row by row (4 rows side by side); GELU's
  * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
  * Exactness needs the Makefile's -ffp-contract=off: the compiler then fuses nothing on

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "kernels.h"
 #include "ops.h"
 #include "rng.h"
@@ -178,7 +179,7 @@ static int pack_half_panels(Model *m, Dtype dt);
 static int pack_panels(Model *m) {
     size_t pad[4], lm, total;
     if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
-    float *p = aligned_alloc(64, total * sizeof(float));
+    float *p = bigbuf_calloc(total, sizeof(float)); /* decode streams them: huge pages */
     if (!p) return -1;
     m->w.panels = p;
     fill_panels(m);
@@ -198,7 +199,7 @@ static int pack_half_panels(Model *m, Dtype dt) {
     for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 31) / 32 * 32; /* 64-byte lines */
     const size_t lm = (V * C + 31) / 32 * 32;
     if (per > (SIZE_MAX / sizeof(uint16_t) - lm) / L) return -1;
-    uint16_t *p = aligned_alloc(64, (L * per + lm) * sizeof(uint16_t));
+    uint16_t *p = bigbuf_calloc(L * per + lm, sizeof(uint16_t));
     if (!p) return -1;
     m->w.half_panels = p;
     kern_pack_panels_t_half(p, m->w.wte, (int)V, (int)C, dt);

@@ -9,7 +9,11 @@
  *                             L layers: prefill 128, decode with the cache and recompute at
  *                             128/256/512/1024 cached tokens (recompute: once, it is slow)
  *   bench_kvscope triad       STREAM-style triad a = b + s·c over 3 × 128 MiB, GB/s, and
- *                             the read-only bandwidth over the same 384 MiB
+ *                             the read bandwidth: a float sum over 1 GiB on huge pages,
+ *                             the best of 1, 4 and 8 streams per thread
+ *   bench_kvscope decode-share  a decode step (GPT-2 small, float32, 128 cached) and a
+ *                             float sum of as many bytes, alternated: the step's GB/s as
+ *                             a share of the read bandwidth, round by round
  *   bench_kvscope peak        the FMA peak, GFLOP/s: a loop of independent vector FMAs on
  *                             registers only, per vector level the CPU has, on every thread
  *   bench_kvscope steps LEVEL WEIGHTS   GPT-2 small prefill 128/512 and decode at 128/512/1024
@@ -35,10 +39,12 @@
 #include <omp.h>
 #endif
 
+#include "bigbuf.h"
 #include "hooks.h"
 #include "kernels.h"
 #include "kvcache.h"
 #include "model.h"
+#include "parallel.h"
 #include "record_csv.h"
 #include "select.h"
 #include "sysinfo.h"
@@ -266,6 +272,94 @@ static int omp_thread(void) {
 #endif
 }
 
+/* ---- the read bandwidth: a float sum, as a decode step reads its weights ----------
+ * Each thread sums its contiguous share of the buffer with the widest vectors the CPU
+ * has, cut into S pieces read side by side (S streams, as a decode step walks 2 or 4
+ * panels at once); the adds never limit the speed, the memory does. The bandwidth is
+ * the best over S = 1, 4 and 8: one stream alone leaves part of the memory idle. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <immintrin.h>
+#define SUM_STREAMS(name, TGT, V, W, ZERO, LOAD, ADD)                                       \
+    __attribute__((target(TGT))) static float name(const float *p, long n, int S) {         \
+        V a[8];                                                                              \
+        const long m = n / S / W * W; /* floats per stream */                                \
+        for (int s = 0; s < 8; s++) a[s] = ZERO();                                           \
+        if (S == 1)                                                                          \
+            for (long i = 0; i < m; i += 4 * W)                                              \
+                for (int s = 0; s < 4; s++) a[s] = ADD(a[s], LOAD(p + i + s * W));          \
+        else if (S == 4)                                                                     \
+            for (long i = 0; i < m; i += 2 * W)                                              \
+                for (int s = 0; s < 8; s++) a[s] = ADD(a[s], LOAD(p + (s / 2) * m + i + (s % 2) * W)); \
+        else                                                                                 \
+            for (long i = 0; i < m; i += W)                                                  \
+                for (int s = 0; s < 8; s++) a[s] = ADD(a[s], LOAD(p + s * m + i));           \
+        float f[W], t = 0.0f;                                                                \
+        for (int s = 1; s < 8; s++) a[0] = ADD(a[0], a[s]);                                  \
+        memcpy(f, &a[0], sizeof f);                                                          \
+        for (int k = 0; k < W; k++) t += f[k];                                               \
+        return t;                                                                            \
+    }
+SUM_STREAMS(sum_avx512, "avx512f", __m512, 16, _mm512_setzero_ps, _mm512_load_ps, _mm512_add_ps)
+SUM_STREAMS(sum_avx2, "avx2", __m256, 8, _mm256_setzero_ps, _mm256_load_ps, _mm256_add_ps)
+#endif
+static float sum_plain(const float *p, long n, int S) {
+    float a[4] = {0};
+    (void)S;
+    for (long i = 0; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++) a[j] += p[i + j];
+    return a[0] + a[1] + a[2] + a[3];
+}
+
+/* Seconds to read the n floats at p (n a multiple of 1024 per thread) once, all threads,
+ * S streams per thread. */
+static double time_read(const float *p, long n, int S) {
+    float sink = 0.0f;
+    const double t0 = now_seconds();
+    OMP(omp parallel reduction(+ : sink)) {
+        const long nt = kern_threads(), id = omp_thread();
+        const long lo = n / 1024 * id / nt * 1024, hi = n / 1024 * (id + 1) / nt * 1024;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+        if (kern_supported(KERN_AVX512)) sink += sum_avx512(p + lo, hi - lo, S);
+        else if (kern_supported(KERN_AVX2)) sink += sum_avx2(p + lo, hi - lo, S);
+        else
+#endif
+            sink += sum_plain(p + lo, hi - lo, S);
+    }
+    const double t = now_seconds() - t0;
+    if (sink == 12345.0f) printf("read_sink,1\n"); /* keeps the sums */
+    return t;
+}
+
+/* GB/s of the best of the three stream counts, each read once. */
+static double best_read_gbs(const float *p, long n) {
+    static const int S[] = {1, 4, 8};
+    double best = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const double g = (double)n * sizeof(float) / (time_read(p, n, S[i]) * 1e9);
+        best = g > best ? g : best;
+    }
+    return best;
+}
+
+/* A buffer of n floats (ones) on huge pages where offered, as the weight panels are. */
+static float *read_buffer(long n) {
+    float *p = bigbuf_calloc((size_t)n, sizeof(float));
+    if (!p) die("out of memory (read buffer)");
+    OMP(omp parallel for schedule(static))
+    for (long i = 0; i < n; i++) p[i] = 1.0f;
+    return p;
+}
+
+/* read_gbs: the median over 7 rounds of the best read of 1 GiB. */
+static void read_bandwidth(void) {
+    const long n = 1L << 28;
+    float *p = read_buffer(n);
+    double v[7];
+    for (int r = 0; r < 7; r++) v[r] = best_read_gbs(p, n);
+    printf("read_gbs,%.3f\n", median(v, 7));
+    free(p);
+}
+
 static void run_triad(void) {
     const size_t n = (size_t)1 << 25; /* 128 MiB per array: far beyond the caches */
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
@@ -293,41 +387,41 @@ static void run_triad(void) {
     /* STREAM counts 3 arrays: 2 read, 1 written */
     printf("threads,%d\ntriad_gbs,%.3f\n", kern_threads(), 3.0 * n * sizeof(float) / (median(v, 7) * 1e9));
     if (a[12345] != 7.0f) die("triad result");
-    /* read only, as a decode step mostly does: each array as 16-byte words (a GCC
-     * vector type: SSE2 on any x86-64) XORed into 8 independent accumulators, integer
-     * work that never limits the speed */
-    typedef uint64_t u64x2 __attribute__((vector_size(16)));
-    const long nw = (long)(n / 4);
-    u64x2 sink = {0, 0};
-    for (int r = 0; r < 7; r++) {
-        double t0 = now_seconds();
-        for (int k = 0; k < 3; k++) {
-            const u64x2 *p = (const u64x2 *)(k == 0 ? a : k == 1 ? b : c);
-#ifdef _OPENMP
-#pragma omp parallel
-#endif
-            {
-                /* each thread its contiguous share, as schedule(static) would give */
-                const long nt = kern_threads(), id = omp_thread();
-                const long lo = nw / 8 * id / nt * 8, hi = nw / 8 * (id + 1) / nt * 8;
-                u64x2 x0 = {0, 0}, x1 = x0, x2 = x0, x3 = x0, x4 = x0, x5 = x0, x6 = x0, x7 = x0;
-                for (long i = lo; i < hi; i += 8) {
-                    x0 ^= p[i], x1 ^= p[i + 1], x2 ^= p[i + 2], x3 ^= p[i + 3];
-                    x4 ^= p[i + 4], x5 ^= p[i + 5], x6 ^= p[i + 6], x7 ^= p[i + 7];
-                }
-#ifdef _OPENMP
-#pragma omp critical
-#endif
-                sink ^= x0 ^ x1 ^ x2 ^ x3 ^ x4 ^ x5 ^ x6 ^ x7;
-            }
-        }
-        v[r] = now_seconds() - t0;
-    }
-    printf("read_gbs,%.3f\n", 3.0 * n * sizeof(float) / (median(v, 7) * 1e9));
-    if (sink[0] == 1) printf("read_sink,1\n"); /* keeps the loop: the XOR of equal words is 0 */
     free(a);
     free(b);
     free(c);
+    read_bandwidth();
+}
+
+/* Decode against the read bandwidth, side by side: rounds of one float sum over as
+ * many bytes as a decode step reads (GPT-2 small, float32 weights, 128 cached, logits
+ * included) and one decode step, alternated so that whatever else the machine does hits
+ * both alike. The share is each round's decode GB/s over the same round's read GB/s. */
+static void run_decode_share(void) {
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
+    Bench b;
+    bench_init(&b, &cfg);
+    header(&cfg);
+    const int p = 128, R = 15;
+    const double bytes = decode_bytes(&cfg, p, 1);
+    const long n = (long)(bytes / sizeof(float)) / 1024 * 1024;
+    float *buf = read_buffer(n);
+    fill_cache(&b, p);
+    time_decode(&b, p, 1, NULL);
+    (void)best_read_gbs(buf, n);
+    double rd[16], dc[16], sh[16];
+    for (int r = 0; r < R; r++) {
+        rd[r] = best_read_gbs(buf, n);
+        dc[r] = time_decode(&b, p, 1, NULL);
+        sh[r] = bytes / (dc[r] * 1e9) / rd[r];
+    }
+    double mn = sh[0], mx = sh[0];
+    for (int r = 1; r < R; r++) mn = sh[r] < mn ? sh[r] : mn, mx = sh[r] > mx ? sh[r] : mx;
+    printf("share_read_gbs,%.3f\nshare_decode_ms,%.4f\nshare_decode_bytes,%.0f\n"
+           "share_median,%.4f\nshare_min,%.4f\nshare_max,%.4f\n", median(rd, R),
+           1e3 * median(dc, R), bytes, median(sh, R), mn, mx);
+    free(buf);
+    bench_free(&b);
 }
 
 /* ---- where the time goes ---------------------------------------------------- */
@@ -511,10 +605,11 @@ int main(int argc, char **argv) {
         run_small(atoi(argv[2]), argc < 4 || strcmp(argv[3], "--no-recompute") != 0);
     else if (argc >= 2 && strcmp(argv[1], "triad") == 0) run_triad();
     else if (argc >= 2 && strcmp(argv[1], "peak") == 0) run_peak();
+    else if (argc >= 2 && strcmp(argv[1], "decode-share") == 0) run_decode_share();
     else if (argc >= 4 && strcmp(argv[1], "steps") == 0) run_steps(argv[2], argv[3]);
     else if (argc >= 3 && strcmp(argv[1], "record") == 0) run_record(argv[2]);
     else {
-        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad | peak | "
+        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad | peak | decode-share | "
                         "steps avx2|avx512 fp32|fp16|bf16 | record DIR\n");
         return 2;
     }

@@ -9,7 +9,9 @@ Runs, in interleaved rounds, each in its own process with its thread count pinne
   - bench_kvscope peak         the FMA peak per vector level (machine limit)
   - this script's `torch`      the same computation in PyTorch on the CPU
   - this script's `sgemm`      OpenBLAS cblas_sgemm on the prefill shapes (machine limit)
-  - bench_kvscope triad        STREAM-style triad and read-only bandwidth (machine limits)
+  - bench_kvscope triad        STREAM-style triad and read bandwidth (machine limits)
+  - bench_kvscope decode-share a decode step against a float sum of as many bytes, side
+                               by side: the step's share of the read bandwidth
   - bench_kvscope record DIR   the recording's own speed (attention.csv MB/s), and
     `kvscope run` at 128 tokens with its default recording against --record timing
   - optional, when given: llama.cpp's llama-bench (LLAMA_BENCH, with LLAMA_MODEL_F32 and
@@ -188,7 +190,12 @@ def llama_round(threads):
             continue
         cmd = [os.environ["LLAMA_BENCH"], "-m", model, "-p", "128,512", "-n", "16", "-t",
                str(threads), "-r", "3", "-o", "csv"]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+        # its shared libraries sit beside it: found even when the build was moved
+        env = dict(os.environ)
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            [os.path.dirname(os.path.abspath(cmd[0]))] +
+            ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
         if r.returncode != 0:
             raise RuntimeError(f"llama-bench failed ({r.returncode})")
         for row in csv.DictReader(r.stdout.splitlines()):
@@ -240,14 +247,19 @@ def parse(text):
 # Unset for the OpenBLAS commands only (PyTorch, sgemm): a forced core type or L2 size
 # (e.g. OPENBLAS_CORETYPE=Haswell) keeps OpenBLAS from its AVX-512 kernels on this machine.
 BLAS_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Set for PyTorch only: its OpenMP threads otherwise spin while OpenBLAS's own threads
+# run the matmul, on the same cores (measured: training at 2 threads 2,921 tokens/s
+# spinning, 4,997 passive; no change at 1 thread).
+TORCH_SET = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
-def env_for(threads, unset=()):
+def env_for(threads, unset=(), extra=None):
     e = dict(os.environ)
     e.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
              MKL_NUM_THREADS=str(threads))
     for k in unset:
         e.pop(k, None)
+    e.update(extra or {})
     return e
 
 
@@ -278,8 +290,8 @@ def blas_in_use():
     return "; ".join(f"{w} ({', '.join(p)})" for w, p in found.items())
 
 
-def run(cmd, threads, unset=()):
-    r = subprocess.run(cmd, env=env_for(threads, unset), stdout=subprocess.PIPE, text=True)
+def run(cmd, threads, unset=(), extra=None):
+    r = subprocess.run(cmd, env=env_for(threads, unset, extra), stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode})")
     return parse(r.stdout)
@@ -355,7 +367,8 @@ def main():
                         ("s2", [binp, "steps", "avx2", "fp32"]),
                         ("h16", [binp, "steps", "avx512", "fp16"]),
                         ("hbf", [binp, "steps", "avx512", "bf16"]),
-                        ("blas", me + ["sgemm", str(t)]), ("mem", [binp, "triad"])]
+                        ("blas", me + ["sgemm", str(t)]), ("mem", [binp, "triad"]),
+                        ("share", [binp, "decode-share"])]
                 blas_jobs = ("pt", "blas")  # OpenBLAS: BLAS_UNSET unset
                 if have_torch:
                     jobs.insert(1 if r % 2 == 0 else 0, ("pt", me + ["torch", str(t)]))
@@ -363,7 +376,8 @@ def main():
                     jobs.insert(2 if r % 2 == 0 else 4, ("ll", me + [other, str(t)]))
                 for tag, cmd in jobs:
                     print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
-                    for k, v in run(cmd, t, BLAS_UNSET if tag in blas_jobs else ()).items():
+                    for k, v in run(cmd, t, BLAS_UNSET if tag in blas_jobs else (),
+                                    TORCH_SET if tag == "pt" else None).items():
                         S.add(f"{tag}:{t}:{k}", v)
                         if k == "kernels":
                             S.kernels = v
@@ -388,6 +402,7 @@ def main():
                 S.add(f"small:{Lr}:{k}", v)
     report(S, have_torch, rounds, time.time() - t_start, load0, os.getloadavg())
     report_fma(S)
+    report_targets(S)
     return 0
 
 
@@ -405,7 +420,8 @@ def side_by_side(binp, other, rounds):
     for r in range(rounds):
         for t in (1, 2):
             jobs = [("s512", [binp, "steps", "avx512", "fp32"]),
-                    ("h16", [binp, "steps", "avx512", "fp16"])]
+                    ("h16", [binp, "steps", "avx512", "fp16"]), ("peak", [binp, "peak"]),
+                    ("share", [binp, "decode-share"])]
             jobs.insert(0 if r % 2 else 2, ("ll", me + [other, str(t)]))
             for tag, cmd in jobs:
                 print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
@@ -415,6 +431,7 @@ def side_by_side(binp, other, rounds):
     print(f"\nkvscope speed — {machine()}; medians of {rounds} interleaved round(s) (min–max); "
           f"{time.time() - t_start:.0f} s; load average {load0[0]:.1f} before, {load1[0]:.1f} after")
     report_side(S)
+    report_targets(S)
     return 0
 
 
@@ -424,7 +441,8 @@ def report(S, have_torch, rounds, secs, load0, load1):
           f"(min–max); {secs:.0f} s in all; load average {load0[0]:.1f} before, "
           f"{load1[0]:.1f} after" + (" (above the core count: other jobs shared the machine)"
                                      if max(load0[0], load1[0]) > os.cpu_count() else ""))
-    print(f"PyTorch's BLAS (run with {' and '.join(BLAS_UNSET)} unset): {S.blas}\n")
+    print(f"PyTorch's BLAS (run with {' and '.join(BLAS_UNSET)} unset, "
+          f"{', '.join(f'{k}={v}' for k, v in TORCH_SET.items())}): {S.blas}\n")
     print("| measure | threads | kvscope | PyTorch | PyTorch/kvscope | share of machine limit |")
     print("|---|---|---|---|---|---|")
     for t in (1, 2):
@@ -443,10 +461,10 @@ def report(S, have_torch, rounds, secs, load0, load1):
                 k = f"decode_{what}_{p}_ms"
                 kv, pt = S.med(f"kv:{t}:{k}"), S.med(f"pt:{t}:{k}")
                 by = S.med(f"kv:{t}:decode_{what}_{p}_bytes")
-                bw = S.med(f"mem:{t}:triad_gbs")
+                bw = S.med(f"mem:{t}:read_gbs")
                 gbs = by / (kv * 1e6)
                 ratio = f"{pt / kv:.2f}×" if pt else "n/a"
-                share = f"{gbs:.1f} GB/s = {100 * gbs / bw:.0f} % of triad {bw:.1f}"
+                share = f"{gbs:.1f} GB/s = {100 * gbs / bw:.0f} % of read {bw:.1f}"
                 label = "full model" if what == "full" else "blocks only"
                 print(f"| decode, cache {p}, {label}, ms/step | {t} | {S.fmt(f'kv:{t}:{k}', 2)} | "
                       f"{S.fmt(f'pt:{t}:{k}', 2)} | {ratio} | {share} |")
@@ -620,6 +638,43 @@ def report_side(S):
                 print(f"| {label} | {t} | {S.fmt(a, 2)} | {S.fmt(b, 2)} | {r} |")
         print("\n(decode: kvscope with 128 cached tokens, the other over 16 steps after a "
               "128-token prompt)")
+
+
+
+def report_targets(S):
+    """Issue 27's targets, each against its measure: decode's share of the read bandwidth
+    (side by side, round by round), prefill 128's share of the FMA peak, the ratios to
+    llama.cpp. Training's are in bench_train.py's table."""
+    med = S.med
+
+    def pct(key):
+        v = S.v.get(key)
+        return f"{100 * med(key):.0f} % ({100 * min(v):.0f}–{100 * max(v):.0f})" if v else "n/a"
+
+    print("\nTargets (medians over the rounds, min–max):\n")
+    print("| measure | threads | measured | target |")
+    print("|---|---|---|---|")
+    for t in (1, 2):
+        print(f"| decode F32 (128 cached), bytes read per second as a share of the read "
+              f"bandwidth, side by side ({S.fmt(f'share:{t}:share_decode_ms', 2)} ms against "
+              f"{S.fmt(f'share:{t}:share_read_gbs')} GB/s) | {t} | "
+              f"{pct(f'share:{t}:share_median')} | {'≥ 97 %' if t == 1 else '–'} |")
+    for t in (1, 2):
+        ms, fl, pk = (med(f"s512:{t}:prefill_128_ms"), med(f"s512:{t}:prefill_128_flops"),
+                      med(f"peak:{t}:peak_avx512_gflops"))
+        got = f"{fl / (ms * 1e6):.1f} GFLOP/s = {100 * fl / (ms * 1e6) / pk:.0f} % of {pk:.1f}" \
+            if ms and fl and pk else "n/a"
+        print(f"| prefill 128, AVX-512, share of the FMA peak | {t} | {got} | "
+              f"{'≥ 80 %' if t == 1 else '–'} |")
+    if S.other:
+        for t in (1, 2):
+            for label, a, b, goal in (
+                    ("prefill 128 F32, kvscope/llama.cpp", f"s512:{t}:prefill_128_ms",
+                     f"ll:{t}:F32_prefill_128_ms", "≥ 1.5×" if t == 1 else "–"),
+                    ("decode F32, kvscope/llama.cpp", f"s512:{t}:decode_128_ms",
+                     f"ll:{t}:F32_decode_ms", "≥ 1.0×")):
+                x, y = med(a), med(b)
+                print(f"| {label} | {t} | {f'{y / x:.2f}×' if x and y else 'n/a'} | {goal} |")
 
 
 if __name__ == "__main__":

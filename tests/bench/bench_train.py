@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 # one measurement in its own process, thread count pinned; the BLAS a process loaded
-from bench import BLAS_UNSET, blas_in_use, run
+from bench import BLAS_UNSET, TORCH_SET, blas_in_use, run
 
 L, NH, C, T, B, V = 4, 4, 256, 256, 16, 256   # the issue's PyTorch figures: 4 x 256, 16 x 256
 STEPS = 5
@@ -96,6 +96,35 @@ def read_safetensors(path):
 
 # ---- one measurement per process ------------------------------------------------------
 
+MM_N = 1024  # the square matmul timed in the PyTorch process, by torch.mm and by OpenBLAS
+
+
+def matmul_rates(torch):
+    """GFLOP/s of an MM_N² float32 matmul in this process: torch.mm, and OpenBLAS's
+    cblas_sgemm on the same arrays (what PyTorch's own matmul path costs on top)."""
+    import ctypes
+    a, b = np.random.rand(MM_N, MM_N).astype(np.float32), np.random.rand(MM_N, MM_N).astype(np.float32)
+    c = np.zeros((MM_N, MM_N), dtype=np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    blas = ctypes.CDLL("libopenblas.so.0")
+    blas.openblas_set_num_threads(torch.get_num_threads())
+    P = lambda x: x.ctypes.data_as(ctypes.c_void_p)
+
+    def sgemm():
+        blas.cblas_sgemm(101, 111, 111, MM_N, MM_N, MM_N, ctypes.c_float(1.0), P(a), MM_N, P(b),
+                         MM_N, ctypes.c_float(0.0), P(c), MM_N)
+    out = {}
+    for key, f in (("mm_gflops", lambda: torch.mm(ta, tb)), ("sgemm_gflops", sgemm)):
+        f()
+        v = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            f()
+            v.append(time.perf_counter() - t0)
+        out[key] = 2.0 * MM_N ** 3 / statistics.median(v) / 1e9
+    return out
+
+
 def torch_round(threads):
     import torch
     torch.set_num_threads(threads)
@@ -129,7 +158,7 @@ def torch_round(threads):
     cpu = (time.process_time() - cpu0) / STEPS  # all threads, the first step left out
     s = statistics.median(times)
     return {"threads": threads, "step_s": s, "tokens_per_s": B * T / s, "cpu_s_per_step": cpu,
-            "blas": blas_in_use()}
+            **matmul_rates(torch), "blas": blas_in_use()}
 
 
 def grads_check(d):
@@ -203,14 +232,22 @@ def main():
                 jobs.insert(r % 2, ("pt", me + ["torch", str(t)]))
             for tag, cmd in jobs:
                 print(f"bench_train: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
-                d = run(cmd, t, BLAS_UNSET if tag == "pt" else ())
+                d = run(cmd, t, *((BLAS_UNSET, TORCH_SET) if tag == "pt" else ()))
                 blas = d.get("blas", blas)
                 for k, v in d.items():
-                    if k in ("tokens_per_s", "cpu_s_per_step") or k.startswith("phase_"):
+                    if k in ("tokens_per_s", "cpu_s_per_step", "mm_gflops", "sgemm_gflops") or \
+                            k.startswith("phase_"):
                         S.setdefault((tag, t, k), []).append(v)
     print(f"\nTraining, GPT-2 L={L} NH={NH} C={C} V={V}, batch {B} × {T} tokens, float32, forward + backward "
           f"+ AdamW (+ clipping), median of {rounds} rounds × {STEPS} steps (min–max); PyTorch's BLAS "
-          f"({' and '.join(BLAS_UNSET)} unset): {blas}\n")
+          f"({' and '.join(BLAS_UNSET)} unset, {', '.join(f'{k}={v}' for k, v in TORCH_SET.items())}): "
+          f"{blas}")
+    for t in (1, 2):
+        mm, sg = S.get(("pt", t, "mm_gflops"), []), S.get(("pt", t, "sgemm_gflops"), [])
+        if mm and sg:
+            print(f"In the PyTorch process, {t} thread(s), a {MM_N}² float32 matmul: torch.mm "
+                  f"{fmt(mm, 1)} GFLOP/s, OpenBLAS's cblas_sgemm called directly {fmt(sg, 1)}")
+    print()
     print("| threads | kvscope tokens/s | PyTorch tokens/s | kvscope/PyTorch |")
     print("|---|---|---|---|")
     for t in (1, 2):

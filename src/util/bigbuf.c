@@ -15,7 +15,11 @@ enum { BIGBUF_PAGE = 2 << 20, BIGBUF_MIN = 4 << 20 }; /* huge page; below this, 
 void *bigbuf_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     const size_t bytes = n * size;
-    if (bytes < BIGBUF_MIN) return calloc(n, size);
+    if (bytes < BIGBUF_MIN) { /* small: ordinary pages, still on a 64-byte line */
+        void *p = NULL;
+        if (posix_memalign(&p, 64, bytes ? bytes : 1)) return NULL;
+        return memset(p, 0, bytes);
+    }
     /* whole huge pages, so that the advice covers the last one too */
     const size_t span = (bytes + BIGBUF_PAGE - 1) / BIGBUF_PAGE * BIGBUF_PAGE;
     void *p = NULL;
