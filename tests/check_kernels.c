@@ -95,9 +95,11 @@ START_TEST(test_matmul_exact) {
     static const int Ts[] = {1, 2, 3, 4, 5, 7, 9, 13};
     /* OC: under one panel, one and several full panels, narrow last panels (70 =
      * 48 + 22, 131 = 2·48 + 35, 200 = 4·48 + 8, 341 = 7·48 + 5: decode walks groups of
-     * 2 or 4 panels and then the panels left over) */
-    static const int shapes[][2] = {{1, 1}, {3, 7}, {8, 8}, {17, 24}, {33, 70}, {64, 200},
-                                    {96, 288}, {5, 131}, {40, 48}, {50, 341}};
+     * 2 or 4 panels and then the panels left over); C = 800: a prefill sums over blocks
+     * of 768 panel rows, then the 32 left */
+    static const int shapes[][2] = {{1, 1},   {3, 7},   {8, 8},    {17, 24},  {33, 70},
+                                    {64, 200}, {96, 288}, {5, 131}, {40, 48}, {50, 341},
+                                    {800, 100}};
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
@@ -129,7 +131,7 @@ END_TEST
  * columns, 131 = 16·8 + 3 rows), prefill and decode. */
 START_TEST(test_matmul_large_exact) {
     LEVEL_OR_SKIP(lv, _i, 1);
-    const int C = 600, OC = 600;
+    const int C = 900, OC = 600; /* C: a block of 768 panel rows, then 132 */
     for (int T = 1; T <= 131; T += 130) {
         float *x = alloc_filled((size_t)T * C, 11), *w = alloc_filled((size_t)C * OC, 12);
         float *wp = packed(w, C, OC), *b = alloc_filled((size_t)OC, 13);
@@ -184,8 +186,8 @@ END_TEST
 START_TEST(test_matmul_half_exact) {
     LEVEL_OR_SKIP(lv, _i, 1);
     static const int Ts[] = {1, 3, 4, 8, 13};
-    static const int shapes[][2] = {{1, 1},    {17, 24}, {33, 70}, {64, 200},
-                                    {300, 96}, {5, 131}, {50, 341}};
+    static const int shapes[][2] = {{1, 1},    {17, 24}, {33, 70},  {64, 200},
+                                    {300, 96}, {5, 131}, {50, 341}, {800, 100}};
     for (int dt = DT_FP16; dt <= DT_BF16; dt++)
         for (int thr = 1; thr <= 2; thr++) {
             set_threads(thr);

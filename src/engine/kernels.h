@@ -22,7 +22,8 @@
  *                prefill attention (src/engine/kernels_simd.h is written once for both
  *                widths)
  * Layernorm repeats the ops.c code row by row (4 rows side by side); GELU's
- * tanh is ops_tanhf, plain float arithmetic that the AVX2 code repeats lane by lane.
+ * tanh is ops_tanhf, plain float arithmetic that the AVX2 and AVX-512 code repeat lane by
+ * lane.
  * Exactness needs the Makefile's -ffp-contract=off: the compiler then fuses nothing on
  * its own (clang would by default, gcc in its GNU modes), so a multiply-add is fused
  * exactly where the source says fmaf or _mm*_fmadd_ps. -ffast-math breaks it.

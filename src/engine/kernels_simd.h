@@ -148,7 +148,7 @@ KS_FN void KSF(narrow)(float *out, const float *inp, const void *pan, Dtype dt,
     }
 }
 
-/* The L1 block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
+/* The block of a prefill: panel rows c0 .. c0+kc-1 as floats. Float32 panels are
  * read where they are; halves are converted once into buf (MM_KC·48 floats, aligned),
  * which every tile of the block then reads. */
 KS_INLINE const float *KSF(block_floats)(float *buf, const void *pan, Dtype dt, int c0,
@@ -161,13 +161,13 @@ KS_INLINE const float *KSF(block_floats)(float *buf, const void *pan, Dtype dt, 
 }
 
 /* One full panel pan (output columns o..o+47) against all T ≥ KS_TR input rows; xp:
- * the rows packed by pack_rows, or NULL. Prefill keeps MM_KC rows of the panel (24 KiB)
- * in L1 while every tile of KS_TR input rows passes by, for each 3·KS_W columns of the
+ * the rows packed by pack_rows, or NULL. Prefill keeps MM_KC rows of the panel (144 KiB)
+ * in L2 while every tile of KS_TR input rows passes by, for each 3·KS_W columns of the
  * panel. */
 KS_INLINE void KSF(panel)(float *out, const float *inp, const float *xp, const void *pan,
                           Dtype dt, const float *bias, int T, int C, int OC, int o,
                           const void *end) {
-    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64)));
+    float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64))); /* 144 KiB of stack */
     const size_t es = elem_size(dt);
     const int Tfull = T - T % KS_TR, span = 3 * KS_W;
     for (int c0 = 0; c0 < C; c0 += MM_KC) {
