@@ -439,6 +439,30 @@ START_TEST(test_gelu_layernorm_exact) {
 }
 END_TEST
 
+/* The residual add: out = a + b as residual_forward gives it, in place (out = a) as the
+ * engine calls it, over more than one task and a tail past the last full vector. */
+START_TEST(test_residual_exact) {
+    LEVEL_OR_SKIP(lv, _i, 1);
+    const size_t n = 2 * 16384 + 13;
+    float *a = alloc_filled(n, 51), *b = alloc_filled(n, 52), *y0 = alloc_filled(n, 0);
+    float *y1 = alloc_filled(n, 1);
+    static const float special[] = {NAN, INFINITY, -INFINITY, -0.0f, 3e38f, 1e-40f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++) a[5 * i] = special[i];
+    b[5] = INFINITY; /* inf + -inf: a NaN, either way */
+    residual_forward(y0, a, b, n);
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        fill(y1, n, 7);
+        kern_residual_forward(lv, y1, a, b, n);
+        ck_assert_msg(memcmp(y0, y1, n * sizeof(float)) == 0, "residual differs, threads=%d", thr);
+        memcpy(y1, a, n * sizeof(float));
+        kern_residual_forward(lv, y1, y1, b, n); /* in place */
+        ck_assert_msg(memcmp(y0, y1, n * sizeof(float)) == 0, "in place differs, threads=%d", thr);
+    }
+    free(a), free(b), free(y0), free(y1);
+}
+END_TEST
+
 /* Run a prompt and 6 decode steps; every step's logits into out (7·V). */
 static void run_model(Model *m, float *out) {
     KVCache c;
@@ -510,6 +534,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_test(tc, test_tanh_accuracy);
     tcase_add_test(tc, test_exp_accuracy);
     tcase_add_loop_test(tc, test_gelu_layernorm_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_residual_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_model_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     suite_add_tcase(s, tc);
     return s;

@@ -35,6 +35,8 @@
  * a few microseconds. The result is the same either way. */
 #define KERN_PAR_MIN 32768.0
 
+enum { LN_R = 8 }; /* layernorm: rows side by side, 8 chains of double adds */
+
 int kern_threads(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
@@ -770,12 +772,20 @@ __attribute__((target("avx2,fma,f16c,avx512f"))) static void gelu_512(float *out
     gelu_avx2(out + i, inp + i, n - i);
 }
 
+/* ---- the residual add: one add a value, in lanes --------------------------- */
+AVX2 static void residual_avx2(float *out, const float *a, const float *b, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    residual_forward(out + i, a + i, b + i, n - i);
+}
+
 /* ---- layernorm -------------------------------------------------------------
  * layernorm_forward's operations, row for row: the mean and the variance in double,
- * summed in order of i (here for 4 rows side by side: 4 independent chains of adds
- * instead of one, with fma inlined), then the output 8 floats at a time. */
+ * summed in order of i (here for LN_R rows side by side: LN_R independent chains of
+ * adds instead of one, with fma inlined), then the output 8 floats at a time. */
 AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int R, int C, float eps) {
-    double s[4] = {0.0, 0.0, 0.0, 0.0}, v[4] = {0.0, 0.0, 0.0, 0.0};
+    double s[LN_R] = {0.0}, v[LN_R] = {0.0};
     for (int i = 0; i < C; i++)
         for (int r = 0; r < R; r++) s[r] += x[(size_t)r * C + i];
     for (int r = 0; r < R; r++) s[r] /= C;
@@ -792,10 +802,10 @@ AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int R, int
 
 AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, const float *b,
                                 int T, int C, float eps) {
-    for (int t = 0; t < T; t += 4) {
-        const int R = T - t < 4 ? T - t : 4;
-        double mean[4], rstd[4];
-        if (R == 4) ln_stats(mean, rstd, inp + (size_t)t * C, 4, C, eps);
+    for (int t = 0; t < T; t += LN_R) {
+        const int R = T - t < LN_R ? T - t : LN_R;
+        double mean[LN_R], rstd[LN_R];
+        if (R == LN_R) ln_stats(mean, rstd, inp + (size_t)t * C, LN_R, C, eps);
         else
             for (int r = 0; r < R; r++)
                 ln_stats(mean + r, rstd + r, inp + (size_t)(t + r) * C, 1, C, eps);
@@ -818,13 +828,13 @@ AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, co
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-/* layernorm_avx2 and layernorm_forward on blocks of 4 rows split over threads. */
+/* layernorm_avx2 and layernorm_forward on blocks of LN_R rows split over threads. */
 void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
                             const float *b, int T, int C, float eps) {
-    const int nb = (T + 3) / 4;
+    const int nb = (T + LN_R - 1) / LN_R;
     OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
     for (int j = 0; j < nb; j++) {
-        const int t = 4 * j, R = T - t < 4 ? T - t : 4;
+        const int t = LN_R * j, R = T - t < LN_R ? T - t : LN_R;
 #if KERN_HAVE_AVX2
         if (lv >= KERN_AVX2) {
             layernorm_avx2(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
@@ -833,6 +843,23 @@ void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const fl
 #endif
         (void)lv;
         layernorm_forward(out + (size_t)t * C, inp + (size_t)t * C, w, b, R, C, eps);
+    }
+}
+
+void kern_residual_forward(KernLevel lv, float *out, const float *a, const float *b, size_t n) {
+    const size_t chunk = 16384; /* elements per task */
+    const long nchunks = (long)((n + chunk - 1) / chunk);
+    OMP(omp parallel for schedule(static) if(nchunks > 1))
+    for (long j = 0; j < nchunks; j++) {
+        const size_t i = (size_t)j * chunk, len = n - i < chunk ? n - i : chunk;
+#if KERN_HAVE_AVX2
+        if (lv >= KERN_AVX2) {
+            residual_avx2(out + i, a + i, b + i, len);
+            continue;
+        }
+#endif
+        (void)lv;
+        residual_forward(out + i, a + i, b + i, len);
     }
 }
 

@@ -96,6 +96,8 @@ void kern_attention_forward(KernLevel lv, float *out, float *scores, float *patt
                             int n, int p, int NH, int hs);
 /* As gelu_forward; in place is fine. */
 void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n);
+/* residual_forward (out = a + b, n floats; out may be a), 8 lanes at a time. */
+void kern_residual_forward(KernLevel lv, float *out, const float *a, const float *b, size_t n);
 /* As layernorm_forward. */
 void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
                             const float *b, int T, int C, float eps);

@@ -465,7 +465,8 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
                  b->attn_proj_b, n, C, C);
     if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    residual_forward(s->x, s->x, s->proj, nC); /* ops.c; no fast twin: one add a value */
+    /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
+    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
@@ -480,7 +481,7 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
                  4 * C, C);
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    residual_forward(s->x, s->x, s->proj, nC); /* ops.c; no fast twin: one add a value */
+    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC); /* as after attention */
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
     f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +

@@ -81,7 +81,7 @@ float ops_expf(float x);
 #define OPS_EXP_LN2_HI 0.693359375f /* ln 2 = HI + LO; n·HI is exact for |n| < 2^15 */
 #define OPS_EXP_LN2_LO -2.12194440e-04f
 
-/* out = a + b elementwise; out may alias a. */
+/* out = a + b elementwise; out may alias a. fast twin: residual_avx2 (kernels.c) */
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
 /* One row of attention weights: sc (Tt) holds the scaled scores of keys 0..pos;

@@ -311,7 +311,7 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     kern_matmul_forward(lv, a->proj, atty, w->attn_proj_w, w->attn_proj_p, w->attn_proj_b, (int)BT,
                         C, C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
-    residual_forward(resid2, x, a->proj, BTC);
+    kern_residual_forward(lv, resid2, x, a->proj, BTC);
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
     kern_layernorm_forward(lv, ln2, resid2, w->ln_2_w, w->ln_2_b, (int)BT, C, cfg->eps);
@@ -324,7 +324,7 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     kern_matmul_forward(lv, a->proj, fch_gelu, w->mlp_proj_w, w->mlp_proj_p, w->mlp_proj_b,
                         (int)BT, 4 * C, C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
-    residual_forward(resid3, resid2, a->proj, BTC);
+    kern_residual_forward(lv, resid3, resid2, a->proj, BTC);
     prof_lap(tr, TP_FWD_OTHER, &pm);
 }
 
