@@ -65,8 +65,9 @@ roofline_section() {
             { printf "| %d | %s | %s | %.1f | %.1f GFLOP/s | %.1f ms | %.0f ms |\n", col("B"), digits(col("flops_step")),
                      bytes(col("bytes_step")), col("flops_per_byte"), col("gflops_s"), 1e3 * col("step_s"), 1e3 * col("ttft_s") }' "$1/roofline.csv"
         echo
-        echo "The roof: $peak GFLOP/s (the FMA peak, \`bench_kvscope peak\`) and $bw GB/s (reading"
-        echo "384 MiB, \`bench_kvscope triad\`), both measured here on one thread, like the steps."
+        echo "The roof: $peak GFLOP/s (the FMA peak, \`bench_kvscope peak\`) and $bw GB/s (a float sum"
+        echo "over 1 GiB, the fastest of 1, 4 and 8 streams side by side, \`bench_kvscope triad\`), both"
+        echo "measured here on one thread, like the steps."
     } > "$1/roofline.md"
     # the Chinese twin (lessons/zh/lesson4.md): the same figure, numbers and table
     {
@@ -77,7 +78,7 @@ roofline_section() {
         echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元时间 | 首词元延迟 |"
         tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'
         echo
-        echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（读取 384 MiB，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"
+        echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（对 1 GiB 浮点数求和，取 1、4、8 路并行读取中最快者，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"
     } > "$1/roofline.zh.md"
 }
 if [ "${2:-}" = charts ]; then

@@ -32,7 +32,7 @@ if (exists('rss')) {
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     if (exists('rss')) {
-        set title sprintf("Process memory (RSS, measured) next to the KV cache  (%d B per token)", per)
+        set title sprintf("Process memory (RSS, measured) next to the KV cache (%d B per token)", per)
     } else {
         set title sprintf("KV-cache memory while generating  (%d B per token)", per)
     }

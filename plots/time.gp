@@ -28,7 +28,7 @@ yhi = STATS_max_y
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '').(exists('machine') ? ', '.machine : '') noenhanced
+    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '').(exists('machine') ? "\n".machine : '') noenhanced
     set logscale xy
     set xtics ()
     do for [i = 0 : nrows - 1] {
