@@ -286,10 +286,17 @@ AVX2_INLINE __m256 exp8(__m256 x) {
 #undef SET1
 }
 
+/* The mask of lanes 0 .. n-1 (n ≤ 8) for a masked load or store: the last few keys of a
+ * row are read and written in place, with no copy through a buffer on the stack (which
+ * cost a failed store forwarding each time). Masked lanes load as 0 and store nothing. */
+AVX2_INLINE __m256i lanes_below(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* softmax_causal_row, 8 keys at a time where the order does not matter: the max (each
  * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
  * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
- * exponentials (the last few keys through exp8 too, on a copy) and the products by
+ * exponentials (the last few keys through exp8 too, masked) and the products by
  * 1/sum. The sum itself runs key after key: softmax_sum, or softmax_rows8 for 8 rows
  * whose 8 sums then run side by side. */
 AVX2_INLINE void softmax_exp(float *sc, float *pa, int pos, int Tt) {
@@ -319,10 +326,8 @@ AVX2_INLINE void softmax_exp(float *sc, float *pa, int pos, int Tt) {
     for (t = 0; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(pa + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + t), vmax)));
     if (t <= pos) {
-        float tmp[8] = {0};
-        memcpy(tmp, sc + t, sizeof(float) * (size_t)(pos + 1 - t));
-        _mm256_storeu_ps(tmp, exp8(_mm256_sub_ps(_mm256_loadu_ps(tmp), vmax)));
-        memcpy(pa + t, tmp, sizeof(float) * (size_t)(pos + 1 - t));
+        const __m256i m = lanes_below(pos + 1 - t);
+        _mm256_maskstore_ps(pa + t, m, exp8(_mm256_sub_ps(_mm256_maskload_ps(sc + t, m), vmax)));
     }
 }
 
@@ -411,12 +416,10 @@ AVX2_INLINE void scores_row(float *sc, const float *qi, const float *kc, int t0,
     }
     for (; t + 8 <= pos + 1; t += 8)
         _mm256_storeu_ps(sc + t, _mm256_div_ps(dot8(qi, kc + (size_t)t * C, (size_t)C, hs), vdiv));
-    if (t <= pos) {
-        float tmp[8];
-        _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qi, kc + (size_t)t * C, (size_t)C, hs,
-                                                         pos + 1 - t), vdiv));
-        memcpy(sc + t, tmp, sizeof(float) * (size_t)(pos + 1 - t));
-    }
+    if (t <= pos)
+        _mm256_maskstore_ps(sc + t, lanes_below(pos + 1 - t),
+                            _mm256_div_ps(dot8_partial(qi, kc + (size_t)t * C, (size_t)C, hs,
+                                                       pos + 1 - t), vdiv));
 }
 
 /* oi[d] = Σ_t pa[t]·v_t[d] for t = 0..pos in order, 32 columns of d at once. */
@@ -525,9 +528,8 @@ AVX2 static void decode_scores(float *scores, const float *q, const float *kc, i
         if (m == 8) {
             _mm256_storeu_ps(sc, _mm256_div_ps(dot8(qh, kb, (size_t)C, hs), vdiv));
         } else {
-            float tmp[8];
-            _mm256_storeu_ps(tmp, _mm256_div_ps(dot8_partial(qh, kb, (size_t)C, hs, m), vdiv));
-            memcpy(sc, tmp, sizeof(float) * (size_t)m);
+            _mm256_maskstore_ps(sc, lanes_below(m),
+                                _mm256_div_ps(dot8_partial(qh, kb, (size_t)C, hs, m), vdiv));
         }
     }
 }
