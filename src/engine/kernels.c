@@ -250,25 +250,27 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
-/* ops.c's exp_reduced 8 lanes at a time, the shared core of exp8 and tanh8: n =
- * round(y·log2 e) and e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7
- * polynomial; the caller scales by 2^n. */
-AVX2_INLINE __m256 exp_reduced8(__m256 y, __m256 *n_out) {
-#define SET1(v) _mm256_set1_ps(v)
-    const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
-                                   SET1(OPS_EXP_ROUND));
-    const __m256 r = _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
-                                      _mm256_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
-    __m256 q = SET1(1.0f / 5040.0f);
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 720.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 120.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 24.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(1.0f / 6.0f));
-    q = _mm256_fmadd_ps(q, r, SET1(0.5f));
-    *n_out = n;
-    return _mm256_add_ps(SET1(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(r, r), q, r));
-#undef SET1
-}
+/* ops.c's exp_reduced in lanes, the shared core of exp8 and tanh: n = round(y·log2 e)
+ * and e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7 polynomial; the caller
+ * scales by 2^n. Written once for both widths: P is the intrinsics' prefix (_mm256,
+ * _mm512), V the vector type, ATTR the function's target. */
+#define EXP_REDUCED(ATTR, NAME, P, V)                                                      \
+    ATTR V NAME(V y, V *n_out) {                                                            \
+        const V n = P##_sub_ps(P##_fmadd_ps(y, P##_set1_ps(OPS_EXP_LOG2E),                   \
+                                            P##_set1_ps(OPS_EXP_ROUND)),                     \
+                               P##_set1_ps(OPS_EXP_ROUND));                                  \
+        const V r = P##_fnmadd_ps(n, P##_set1_ps(OPS_EXP_LN2_LO),                            \
+                                  P##_fnmadd_ps(n, P##_set1_ps(OPS_EXP_LN2_HI), y));         \
+        V q = P##_set1_ps(1.0f / 5040.0f);                                                   \
+        q = P##_fmadd_ps(q, r, P##_set1_ps(1.0f / 720.0f));                                  \
+        q = P##_fmadd_ps(q, r, P##_set1_ps(1.0f / 120.0f));                                  \
+        q = P##_fmadd_ps(q, r, P##_set1_ps(1.0f / 24.0f));                                   \
+        q = P##_fmadd_ps(q, r, P##_set1_ps(1.0f / 6.0f));                                    \
+        q = P##_fmadd_ps(q, r, P##_set1_ps(0.5f));                                           \
+        *n_out = n;                                                                          \
+        return P##_add_ps(P##_set1_ps(1.0f), P##_fmadd_ps(P##_mul_ps(r, r), q, r));          \
+    }
+EXP_REDUCED(AVX2_INLINE, exp_reduced8, _mm256, __m256)
 
 /* ops_expf 8 lanes at a time: the same operations on the same constants. */
 AVX2_INLINE __m256 exp8(__m256 x) {
@@ -662,117 +664,87 @@ AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *
 }
 
 /* ---- GELU ------------------------------------------------------------------
- * ops_tanhf (ops.c) 8 lanes at a time: the same operations on the same constants,
- * both branches computed and blended, so every lane gets ops_tanhf's bits. */
-AVX2_INLINE __m256 tanh8(__m256 x) {
-#define SET1(v) _mm256_set1_ps(v)
-    const __m256 sign = SET1(-0.0f);
-    /* min(a, CLAMP) turns NaN into CLAMP, which keeps the integer conversion below
-     * defined; NaN lanes are put back at the end, as ops_tanhf returns them early */
-    const __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), SET1(OPS_TANH_CLAMP));
-    const __m256 z = _mm256_mul_ps(a, a);
-    __m256 p = SET1(OPS_TANH_P5);
-    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P4));
-    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P3));
-    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P2));
-    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P1));
-    p = _mm256_fmadd_ps(p, z, SET1(OPS_TANH_P0));
-    const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(a, z), p, a);
-    /* exp_mid(2a) */
-    const __m256 y = _mm256_mul_ps(SET1(2.0f), a);
-    __m256 n;
-    const __m256 er = exp_reduced8(y, &n);
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
-                                                            _mm256_set1_epi32(127)), 23);
-    const __m256 e = _mm256_mul_ps(er, _mm256_castsi256_ps(bits));
-    const __m256 large = _mm256_sub_ps(SET1(1.0f),
-                                       _mm256_div_ps(SET1(2.0f), _mm256_add_ps(e, SET1(1.0f))));
-    __m256 t = _mm256_blendv_ps(large, small, _mm256_cmp_ps(a, SET1(OPS_TANH_SMALL), _CMP_LT_OQ));
-    t = _mm256_or_ps(t, _mm256_and_ps(x, sign)); /* copysign: t ≥ +0 here */
+ * ops_tanhf (ops.c) in lanes: the same operations on the same constants, both branches
+ * computed and blended, so every lane gets ops_tanhf's bits; then gelu_forward's line.
+ * Written once for both widths (P, V, ATTR as for EXP_REDUCED; W the lanes); what the
+ * widths do differently (AVX-512F has no float and/or, and blends by mask registers)
+ * sits in five small helpers per width: abs_W, copysign_W (t ≥ +0), less_W (where
+ * a < b: then, else otherwise), nan_W (x where x is NaN, else t) and pow2_W. */
+AVX2_INLINE __m256 abs_8(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+AVX2_INLINE __m256 copysign_8(__m256 t, __m256 x) {
+    return _mm256_or_ps(t, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+}
+AVX2_INLINE __m256 less_8(__m256 a, __m256 b, __m256 then, __m256 other) {
+    return _mm256_blendv_ps(other, then, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
+AVX2_INLINE __m256 nan_8(__m256 t, __m256 x) {
     return _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-#undef SET1
+}
+AVX2_INLINE __m256 pow2_8(__m256 n) { /* 2^n for whole n in [-126, 127] */
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
 }
 
-/* gelu_forward 8 at a time: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right. */
-AVX2 static void gelu_avx2(float *out, const float *inp, size_t n) {
-    const double pi = 3.14159265358979323846; /* as ops.c */
-    const __m256 k = _mm256_set1_ps((float)sqrt(2.0 / pi)), c = _mm256_set1_ps(0.044715f),
-                 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 x = _mm256_loadu_ps(inp + i);
-        const __m256 cx2 = _mm256_mul_ps(_mm256_mul_ps(c, x), x);
-        const __m256 t = tanh8(_mm256_mul_ps(k, _mm256_fmadd_ps(cx2, x, x)));
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
-    }
-    gelu_forward(out + i, inp + i, n - i);
-}
-
-/* gelu_avx2 16 lanes at a time (AVX-512F): exp_reduced8, tanh8 and the GELU line by line
- * on the same constants. AVX-512F has no float and/or: the sign bits go through the
- * integer ones, which move the same bits. */
 #define AVX512_INLINE __attribute__((target("avx2,fma,f16c,avx512f"), always_inline)) static inline
-AVX512_INLINE __m512 exp_reduced16(__m512 y, __m512 *n_out) {
-#define SET1(v) _mm512_set1_ps(v)
-    const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(y, SET1(OPS_EXP_LOG2E), SET1(OPS_EXP_ROUND)),
-                                   SET1(OPS_EXP_ROUND));
-    const __m512 r = _mm512_fnmadd_ps(n, SET1(OPS_EXP_LN2_LO),
-                                      _mm512_fnmadd_ps(n, SET1(OPS_EXP_LN2_HI), y));
-    __m512 q = SET1(1.0f / 5040.0f);
-    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 720.0f));
-    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 120.0f));
-    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 24.0f));
-    q = _mm512_fmadd_ps(q, r, SET1(1.0f / 6.0f));
-    q = _mm512_fmadd_ps(q, r, SET1(0.5f));
-    *n_out = n;
-    return _mm512_add_ps(SET1(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r));
-#undef SET1
+#define SIGN16 _mm512_set1_epi32((int)0x80000000u)
+AVX512_INLINE __m512 abs_16(__m512 x) {
+    return _mm512_castsi512_ps(_mm512_andnot_epi32(SIGN16, _mm512_castps_si512(x)));
 }
-
-AVX512_INLINE __m512 tanh16(__m512 x) {
-#define SET1(v) _mm512_set1_ps(v)
-#define I(v) _mm512_castps_si512(v)
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
-    const __m512 a = _mm512_min_ps(_mm512_castsi512_ps(_mm512_andnot_epi32(sign, I(x))),
-                                   SET1(OPS_TANH_CLAMP));
-    const __m512 z = _mm512_mul_ps(a, a);
-    __m512 p = SET1(OPS_TANH_P5);
-    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P4));
-    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P3));
-    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P2));
-    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P1));
-    p = _mm512_fmadd_ps(p, z, SET1(OPS_TANH_P0));
-    const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(a, z), p, a);
-    __m512 n;
-    const __m512 er = exp_reduced16(_mm512_mul_ps(SET1(2.0f), a), &n);
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
-                                                            _mm512_set1_epi32(127)), 23);
-    const __m512 e = _mm512_mul_ps(er, _mm512_castsi512_ps(bits));
-    const __m512 large = _mm512_sub_ps(SET1(1.0f),
-                                       _mm512_div_ps(SET1(2.0f), _mm512_add_ps(e, SET1(1.0f))));
-    __m512 t = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, SET1(OPS_TANH_SMALL), _CMP_LT_OQ),
-                                    large, small);
-    t = _mm512_castsi512_ps(_mm512_or_epi32(I(t), _mm512_and_epi32(I(x), sign)));
+AVX512_INLINE __m512 copysign_16(__m512 t, __m512 x) {
+    return _mm512_castsi512_ps(_mm512_or_epi32(
+        _mm512_castps_si512(t), _mm512_and_epi32(_mm512_castps_si512(x), SIGN16)));
+}
+AVX512_INLINE __m512 less_16(__m512 a, __m512 b, __m512 then, __m512 other) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), other, then);
+}
+AVX512_INLINE __m512 nan_16(__m512 t, __m512 x) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), t, x);
-#undef I
-#undef SET1
 }
+AVX512_INLINE __m512 pow2_16(__m512 n) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+#undef SIGN16
+EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
 
-__attribute__((target("avx2,fma,f16c,avx512f"))) static void gelu_512(float *out,
-                                                                        const float *inp,
-                                                                        size_t n) {
-    const double pi = 3.14159265358979323846; /* as ops.c */
-    const __m512 k = _mm512_set1_ps((float)sqrt(2.0 / pi)), c = _mm512_set1_ps(0.044715f),
-                 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const __m512 x = _mm512_loadu_ps(inp + i);
-        const __m512 cx2 = _mm512_mul_ps(_mm512_mul_ps(c, x), x);
-        const __m512 t = tanh16(_mm512_mul_ps(k, _mm512_fmadd_ps(cx2, x, x)));
-        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, t)));
+/* tanh_W: min(|x|, CLAMP) also turns NaN into CLAMP, which keeps the integer conversion
+ * in pow2_W defined; NaN lanes are put back at the end, as ops_tanhf returns them early.
+ * GELU: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right; TAIL the rest. */
+#define TANH_GELU(ATTR, FN, GELU, W, P, V, TAIL)                                            \
+    ATTR V tanh_##W(V x) {                                                                   \
+        const V a = P##_min_ps(abs_##W(x), P##_set1_ps(OPS_TANH_CLAMP));                      \
+        const V z = P##_mul_ps(a, a);                                                        \
+        V p = P##_set1_ps(OPS_TANH_P5);                                                      \
+        p = P##_fmadd_ps(p, z, P##_set1_ps(OPS_TANH_P4));                                    \
+        p = P##_fmadd_ps(p, z, P##_set1_ps(OPS_TANH_P3));                                    \
+        p = P##_fmadd_ps(p, z, P##_set1_ps(OPS_TANH_P2));                                    \
+        p = P##_fmadd_ps(p, z, P##_set1_ps(OPS_TANH_P1));                                    \
+        p = P##_fmadd_ps(p, z, P##_set1_ps(OPS_TANH_P0));                                    \
+        const V small = P##_fmadd_ps(P##_mul_ps(a, z), p, a);                                \
+        V n; /* exp_mid(2a): n is set by the first statement, read by the second */          \
+        const V er = exp_reduced##W(P##_mul_ps(P##_set1_ps(2.0f), a), &n);                   \
+        const V e = P##_mul_ps(er, pow2_##W(n));                                             \
+        const V e1 = P##_add_ps(e, P##_set1_ps(1.0f));                                       \
+        const V large = P##_sub_ps(P##_set1_ps(1.0f), P##_div_ps(P##_set1_ps(2.0f), e1));   \
+        const V t = less_##W(a, P##_set1_ps(OPS_TANH_SMALL), small, large);                  \
+        return nan_##W(copysign_##W(t, x), x);                                               \
+    }                                                                                        \
+    FN void GELU(float *out, const float *inp, size_t n) {                                   \
+        const double pi = 3.14159265358979323846; /* as ops.c */                             \
+        const V k = P##_set1_ps((float)sqrt(2.0 / pi)), c = P##_set1_ps(0.044715f),          \
+                half = P##_set1_ps(0.5f), one = P##_set1_ps(1.0f);                           \
+        size_t i = 0;                                                                        \
+        for (; i + W <= n; i += W) {                                                         \
+            const V x = P##_loadu_ps(inp + i);                                               \
+            const V cx2 = P##_mul_ps(P##_mul_ps(c, x), x);                                   \
+            const V t = tanh_##W(P##_mul_ps(k, P##_fmadd_ps(cx2, x, x)));                    \
+            P##_storeu_ps(out + i, P##_mul_ps(P##_mul_ps(half, x), P##_add_ps(one, t)));     \
+        }                                                                                    \
+        TAIL(out + i, inp + i, n - i);                                                       \
     }
-    gelu_avx2(out + i, inp + i, n - i);
-}
+TANH_GELU(AVX2_INLINE, AVX2 static, gelu_avx2, 8, _mm256, __m256, gelu_forward)
+TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static, gelu_512, 16,
+          _mm512, __m512, gelu_avx2)
 
 /* ---- the residual add: one add a value, in lanes --------------------------- */
 AVX2 static void residual_avx2(float *out, const float *a, const float *b, size_t n) {
