@@ -5,8 +5,8 @@
  * (KS_W 8) and once for AVX-512F (KS_W 16), after defining
  *   KS_SUFFIX  the name suffix (_avx2, _512)    KS_TARGET  the target attribute string
  *   KS_W       floats per vector                KS_V       the vector type
- *   KS_TR      rows of a prefill matmul tile    KS_VV      value vectors per query in a
- *   KS_NP      panels a decode walks at once                   prefill attention pass
+ *   KS_TR      rows of a prefill matmul tile    KS_NP      panels a decode walks at once
+ *   KS_VV      value vectors per query in a prefill attention pass
  *   KS_ZERO() KS_LOAD(p) KS_STORE(p, x) KS_SET1(x) KS_FMA(a, b, c) = a·b + c, rounded once
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly

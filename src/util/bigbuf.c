@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #endif
 
-enum { BIGBUF_PAGE = 2 << 20, BIGBUF_MIN = 4 << 20 }; /* huge page; below this, plain calloc */
+enum { BIGBUF_PAGE = 2 << 20, BIGBUF_MIN = 4 << 20 }; /* huge page; below this, small pages */
 
 void *bigbuf_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;

@@ -3,9 +3,10 @@
  * The trainer's activations and gradients are tens of MiB read in rows that lie pages
  * apart (a (T,4C) matrix: one 4 KiB page per row); on 4 KiB pages every such row costs a
  * TLB miss. A decode step streams the engine's weight panels, hundreds of MiB, where a
- * TLB miss every 4 KiB costs a share of the read bandwidth. bigbuf_calloc aligns the buffer to 2 MiB and asks Linux for transparent huge
- * pages (madvise MADV_HUGEPAGE); elsewhere, or when refused, the buffer is an ordinary
- * one. The contents are the same either way: only the speed differs.
+ * TLB miss every 4 KiB costs a share of the read bandwidth. bigbuf_calloc aligns the
+ * buffer to 2 MiB and asks Linux for transparent huge pages (madvise MADV_HUGEPAGE);
+ * elsewhere, or when refused, the buffer is an ordinary one. The contents are the same
+ * either way: only the speed differs.
  */
 #ifndef KVSCOPE_BIGBUF_H
 #define KVSCOPE_BIGBUF_H

@@ -642,7 +642,7 @@ def report_side(S):
 
 
 def report_targets(S):
-    """Issue 27's targets, each against its measure: decode's share of the read bandwidth
+    """The speed targets, each against its measure: decode's share of the read bandwidth
     (side by side, round by round), prefill 128's share of the FMA peak, the ratios to
     llama.cpp. Training's are in bench_train.py's table."""
     med = S.med
