@@ -126,6 +126,66 @@ START_TEST(test_matmul_exact) {
 }
 END_TEST
 
+/* kern_matmul_into against matmul_forward (then gelu_forward for KERN_GELU), at every
+ * level including plain: outputs in 1 or 3 parts of w columns (128: parts that split a
+ * panel; 40 and 8: parts of part vectors, computed into one buffer and copied), rows
+ * ld = w + 3 apart, whose gaps must stay untouched; float32 and fp16 panels. */
+START_TEST(test_matmul_into_exact) {
+    const KernLevel lv = (KernLevel)_i;
+    if (!kern_supported(lv)) {
+        printf("skipped: %s (CPU lacks it)\n", kern_name(lv));
+        return;
+    }
+    static const int Ts[] = {1, 3, 8, 13};
+    static const int parts[][2] = {{128, 3}, {48, 3}, {40, 3}, {8, 3}, {70, 1}, {100, 1}};
+    static const int Cs[] = {33, 800};
+    for (int thr = 1; thr <= 2; thr++) {
+        set_threads(thr);
+        for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
+            for (size_t pi = 0; pi < sizeof parts / sizeof *parts; pi++)
+                for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++)
+                    for (int how = KERN_SET; how <= KERN_GELU; how++)
+                        for (int half = 0; half <= 1; half++) {
+                            const int T = Ts[a], W = parts[pi][0], np = parts[pi][1],
+                                      C = Cs[ci], OC = W * np;
+                            const size_t ld = (size_t)W + 3, nw = (size_t)C * OC;
+                            float *x = alloc_filled((size_t)T * C, 61 + a), *w = alloc_filled(nw, 62);
+                            float *b = alloc_filled((size_t)OC, 63);
+                            if (half)
+                                for (size_t i = 0; i < nw; i++)
+                                    w[i] = kern_round_weight(w[i], DT_FP16);
+                            float *wp = packed(w, C, OC);
+                            uint16_t *hp = malloc(nw * sizeof *hp);
+                            ck_assert_ptr_nonnull(hp);
+                            kern_pack_panels_half(hp, w, C, OC, DT_FP16);
+                            float *y0 = alloc_filled((size_t)T * OC, 64);
+                            matmul_forward(y0, x, w, b, T, C, OC);
+                            if (how == KERN_GELU) gelu_forward(y0, y0, (size_t)T * OC);
+                            const size_t n1 = (size_t)T * ld;
+                            float *y1 = alloc_filled(n1 * np, 65), *y2 = malloc(n1 * np * sizeof *y2);
+                            ck_assert_ptr_nonnull(y2);
+                            memcpy(y2, y1, n1 * np * sizeof *y2);
+                            KernOut out = {{y1, y1 + n1, y1 + 2 * n1}, W, ld, (KernStore)how};
+                            if (np == 1) out.p[1] = out.p[2] = NULL;
+                            kern_matmul_into(lv, out, x, w, half ? (const void *)hp : (const void *)wp,
+                                             half ? DT_FP16 : DT_FP32, b, T, C, OC);
+                            for (int t = 0; t < T; t++)
+                                for (int k = 0; k < np; k++) {
+                                    const float *got = y1 + k * n1 + t * ld;
+                                    ck_assert_msg(memcmp(got, y0 + (size_t)t * OC + (size_t)k * W,
+                                                         (size_t)W * sizeof(float)) == 0 &&
+                                                      memcmp(got + W, y2 + (got + W - y1),
+                                                             3 * sizeof(float)) == 0,
+                                                  "%s into T=%d C=%d parts %d×%d how=%d half=%d "
+                                                  "threads=%d: row %d part %d differs",
+                                                  kern_name(lv), T, C, np, W, how, half, thr, t, k);
+                                }
+                            free(x); free(w); free(b); free(wp); free(hp); free(y0); free(y1); free(y2);
+                        }
+    }
+}
+END_TEST
+
 /* Large enough to run on two threads (above the parallel threshold) and to split C
  * into several L1 blocks with a leftover (600 = 4·128 + 88 inputs; 600 = 12·48 + 24
  * columns, 131 = 16·8 + 3 rows), prefill and decode. */
@@ -526,6 +586,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_test(tc, test_pack_panels);
     tcase_add_loop_test(tc, test_matmul_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_large_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_matmul_into_exact, KERN_PLAIN, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_half_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);

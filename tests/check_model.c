@@ -306,6 +306,56 @@ START_TEST(test_hook_shapes) {
 }
 END_TEST
 
+/* c_fc applies GELU as it stores its outputs unless hook_mlp_pre is observed; then GELU
+ * runs apart. Either way the logits are the same bytes, and hook_mlp_post shows
+ * gelu_forward of what hook_mlp_pre showed, bit for bit. */
+typedef struct {
+    float *pre, *post; /* layer 1's prefill event of each */
+    size_t n;
+} MlpSeen;
+
+static int mlp_cb(const HookEvent *ev, void *user) {
+    MlpSeen *s = user;
+    if (ev->layer != 1 || ev->phase != PHASE_PREFILL) return 0;
+    s->n = (size_t)ev->shape[0] * ev->shape[1];
+    memcpy(ev->point == HOOK_MLP_PRE ? s->pre : s->post, ev->data, s->n * sizeof(float));
+    return 0;
+}
+
+START_TEST(test_fused_gelu_same_bytes) {
+    enum { C = 96, T = 11, V = 40 };
+    Config cfg = tiny_config(2, 4, C, 32, V);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 8), 0);
+    int prompt[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+    static float logits[2][3][V], pre[T * 4 * C], post[T * 4 * C];
+    MlpSeen seen = {pre, post, 0};
+    for (int watch = 0; watch <= 1; watch++) {
+        Generator g;
+        ck_assert_int_eq(generator_init(&g, &m, GEN_CACHE), 0);
+        Hooks hk;
+        hooks_init(&hk);
+        if (watch)
+            ck_assert_int_eq(hooks_subscribe(&hk, HOOK_BIT(HOOK_MLP_PRE) | HOOK_BIT(HOOK_MLP_POST),
+                                             mlp_cb, &seen), 0);
+        ck_assert_int_eq(generator_prefill(&g, prompt, T, &hk), 0);
+        memcpy(logits[watch][0], g.logits, sizeof logits[0][0]);
+        for (int s = 1; s <= 2; s++) {
+            ck_assert_int_eq(generator_decode(&g, s, s, &hk), 0);
+            memcpy(logits[watch][s], g.logits, sizeof logits[0][0]);
+        }
+        generator_free(&g);
+    }
+    ck_assert_msg(memcmp(logits[0], logits[1], sizeof logits[0]) == 0,
+                  "observing hook_mlp_pre changed the logits");
+    ck_assert_uint_eq(seen.n, (size_t)T * 4 * C);
+    gelu_forward(pre, pre, seen.n);
+    ck_assert_msg(memcmp(pre, post, seen.n * sizeof(float)) == 0,
+                  "hook_mlp_post is not gelu_forward of hook_mlp_pre");
+    model_free(&m);
+}
+END_TEST
+
 /* Hook names round-trip and match TransformerLens spelling. */
 START_TEST(test_hook_names) {
     char buf[64];
@@ -508,6 +558,7 @@ Suite *make_model_suite(void) {
     suite_add_tcase(s, t);
     t = tcase_create("hooks");
     tcase_add_test(t, test_hook_shapes);
+    tcase_add_test(t, test_fused_gelu_same_bytes);
     tcase_add_test(t, test_hook_names);
     suite_add_tcase(s, t);
     t = tcase_create("counts");

@@ -35,7 +35,7 @@
  * a few microseconds. The result is the same either way. */
 #define KERN_PAR_MIN 32768.0
 
-enum { LN_R = 8 }; /* layernorm: rows side by side, 8 chains of double adds */
+enum { LN_R = 8 }; /* layernorm: rows side by side, their sums in lanes */
 
 int kern_threads(void) {
 #ifdef _OPENMP
@@ -78,6 +78,11 @@ const char *kern_name(KernLevel lv) {
     case KERN_AVX512: return "avx512";
     default: return "?";
     }
+}
+
+/* Where output col of row t goes (kernels.h: KernOut). */
+static inline float *kout(const KernOut *ko, size_t t, int col) {
+    return ko->p[col / ko->w] + t * ko->ld + col % ko->w;
 }
 
 #if KERN_HAVE_AVX2
@@ -132,12 +137,13 @@ AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t
 
 /* One full panel (output columns o..o+47) against all T input rows; xp: the rows
  * packed by pack_rows, or NULL. end: the end of the weights, for the prefetch. */
-typedef void PanelFn(float *out, const float *inp, const float *xp, const void *pan,
-                     const float *bias, int T, int C, int OC, int o, const void *end);
+typedef void PanelFn(const KernOut *ko, const float *inp, const float *xp, const void *pan,
+                     const float *bias, int T, int C, int o, const void *end);
 /* Decode rows (T < the tile's rows) against unit u of the panels: a group of neighbour
  * panels (u < ng) or one left over. */
-typedef void DecodeFn(float *out, const float *inp, const void *wp, const float *bias, int T,
-                      int C, int OC, int u, int ng);
+typedef void DecodeFn(const KernOut *ko, const float *inp, const void *wp, const float *bias,
+                      int T, int C, int OC, int u, int ng);
+
 
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
@@ -570,97 +576,21 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
     }
 }
 
-/* kT (C rows of Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of head h
- * for every key. In tiles of 16 × 16, so that both sides are read and written a cache
- * line at a time (row by row, the reads of kc would stride C floats). */
-static void transpose_keys(float *kT, const float *kc, int Tt, int C) {
+/* kT (C rows of ldk ≥ Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of
+ * head h for every key, then zeros up to ldk (a multiple of 16: whole vectors). In tiles
+ * of 16 × 16, so that both sides are read and written a cache line at a time (row by
+ * row, the reads of kc would stride C floats). */
+enum { KT_PAD = 16 };
+static void transpose_keys(float *kT, const float *kc, int Tt, int ldk, int C) {
     enum { TB = 16 };
     OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
     for (int i0 = 0; i0 < C; i0 += TB)
-        for (int t0 = 0; t0 < Tt; t0 += TB) {
-            const int i1 = C - i0 < TB ? C : i0 + TB, t1 = Tt - t0 < TB ? Tt : t0 + TB;
+        for (int t0 = 0; t0 < ldk; t0 += TB) {
+            const int i1 = C - i0 < TB ? C : i0 + TB, t1 = ldk - t0 < TB ? ldk : t0 + TB;
             for (int i = i0; i < i1; i++)
-                for (int t = t0; t < t1; t++) kT[(size_t)i * Tt + t] = kc[(size_t)t * C + i];
+                for (int t = t0; t < t1; t++)
+                    kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
         }
-}
-
-/* ---- the matmul and prefill attention at each vector width (kernels_simd.h) ---- */
-#define KS_SUFFIX _avx2
-#define KS_TARGET "avx2,fma,f16c"
-#define KS_W 8
-#define KS_V __m256
-#define KS_TR 4 /* matmul tile: 4 rows × 3 vectors = 12 accumulators of 16 registers */
-#define KS_VV 1 /* attention values: 8 queries × 1 vector */
-#define KS_NP 2 /* decode: 2 panels × 6 vectors = 12 accumulators */
-#define KS_ZERO() _mm256_setzero_ps()
-#define KS_LOAD(p) _mm256_loadu_ps(p)
-#define KS_STORE(p, x) _mm256_storeu_ps(p, x)
-#define KS_SET1(x) _mm256_set1_ps(x)
-#define KS_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define KS_ADD(a, b) _mm256_add_ps(a, b)
-#define KS_DIV(a, b) _mm256_div_ps(a, b)
-#define KS_FP16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
-#define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
-    _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
-#include "kernels_simd.h"
-
-#define KS_SUFFIX _512
-#define KS_TARGET "avx2,fma,f16c,avx512f"
-#define KS_W 16
-#define KS_V __m512
-#define KS_TR 8 /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
-#define KS_VV 2 /* attention values: 8 queries × 2 vectors, 32 dimensions per pass */
-#define KS_NP 4 /* decode: 4 panels × 3 vectors = 12 accumulators */
-#define KS_ZERO() _mm512_setzero_ps()
-#define KS_LOAD(p) _mm512_loadu_ps(p)
-#define KS_STORE(p, x) _mm512_storeu_ps(p, x)
-#define KS_SET1(x) _mm512_set1_ps(x)
-#define KS_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define KS_ADD(a, b) _mm512_add_ps(a, b)
-#define KS_DIV(a, b) _mm512_div_ps(a, b)
-#define KS_FP16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
-#define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
-    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
-#include "kernels_simd.h"
-
-typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
-                     const float *kc, const float *vc, int pos0, int Tt, int C, int hs, float div);
-
-AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
-                                const float *q, const float *kc, const float *vc, int n, int p,
-                                int NH, int hs) {
-    const int C = NH * hs, Tt = p + n;
-    const float div = (float)sqrt((double)hs); /* as ops.c */
-    if (n == 1 && hs % 8 == 0) {
-        attention_decode(out, scores, pattern, q, kc, vc, p, Tt, NH, hs, div);
-        return;
-    }
-    const double work = (double)n * NH * ((double)p + n) * hs;
-    (void)work; /* read by OpenMP only */
-    /* the blocks read the keys transposed; without memory for that, one query at a time */
-    float *kT = NULL;
-    if (n >= AT_R && (kT = aligned_alloc(64, ((size_t)C * Tt * sizeof(float) + 63) / 64 * 64)))
-        transpose_keys(kT, kc, Tt, C);
-    BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
-    /* tasks: a block of 8 queries of one head, or one leftover query of one head */
-    const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
-    OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
-    for (int it = 0; it < ntasks; it++) {
-        const int h = it % NH, u = it / NH;
-        const size_t hoff = (size_t)h * hs;
-        if (u < nb) {
-            const int i = u * AT_R;
-            block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                  pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff, kT + hoff * Tt,
-                  kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
-        } else {
-            const int i = nb * AT_R + (u - nb);
-            attention_one(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                          pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
-                          kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
-        }
-    }
-    free(kT);
 }
 
 /* ---- GELU ------------------------------------------------------------------
@@ -709,7 +639,8 @@ EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
 
 /* tanh_W: min(|x|, CLAMP) also turns NaN into CLAMP, which keeps the integer conversion
  * in pow2_W defined; NaN lanes are put back at the end, as ops_tanhf returns them early.
- * GELU: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right; TAIL the rest. */
+ * GELU: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right, in gelu_W (also the
+ * matmul's store when it applies GELU); TAIL the rest of an array. */
 #define TANH_GELU(ATTR, FN, GELU, W, P, V, TAIL)                                            \
     ATTR V tanh_##W(V x) {                                                                   \
         const V a = P##_min_ps(abs_##W(x), P##_set1_ps(OPS_TANH_CLAMP));                      \
@@ -729,22 +660,105 @@ EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
         const V t = less_##W(a, P##_set1_ps(OPS_TANH_SMALL), small, large);                  \
         return nan_##W(copysign_##W(t, x), x);                                               \
     }                                                                                        \
-    FN void GELU(float *out, const float *inp, size_t n) {                                   \
+    ATTR V gelu_##W(V x) {                                                                   \
         const double pi = 3.14159265358979323846; /* as ops.c */                             \
-        const V k = P##_set1_ps((float)sqrt(2.0 / pi)), c = P##_set1_ps(0.044715f),          \
-                half = P##_set1_ps(0.5f), one = P##_set1_ps(1.0f);                           \
+        const V k = P##_set1_ps((float)sqrt(2.0 / pi)), c = P##_set1_ps(0.044715f);          \
+        const V cx2 = P##_mul_ps(P##_mul_ps(c, x), x);                                       \
+        const V t = tanh_##W(P##_mul_ps(k, P##_fmadd_ps(cx2, x, x)));                        \
+        return P##_mul_ps(P##_mul_ps(P##_set1_ps(0.5f), x), P##_add_ps(P##_set1_ps(1.0f), t)); \
+    }                                                                                        \
+    FN void GELU(float *out, const float *inp, size_t n) {                                   \
         size_t i = 0;                                                                        \
-        for (; i + W <= n; i += W) {                                                         \
-            const V x = P##_loadu_ps(inp + i);                                               \
-            const V cx2 = P##_mul_ps(P##_mul_ps(c, x), x);                                   \
-            const V t = tanh_##W(P##_mul_ps(k, P##_fmadd_ps(cx2, x, x)));                    \
-            P##_storeu_ps(out + i, P##_mul_ps(P##_mul_ps(half, x), P##_add_ps(one, t)));     \
-        }                                                                                    \
+        for (; i + W <= n; i += W) P##_storeu_ps(out + i, gelu_##W(P##_loadu_ps(inp + i)));  \
         TAIL(out + i, inp + i, n - i);                                                       \
     }
 TANH_GELU(AVX2_INLINE, AVX2 static, gelu_avx2, 8, _mm256, __m256, gelu_forward)
 TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static, gelu_512, 16,
           _mm512, __m512, gelu_avx2)
+
+/* ---- the matmul and prefill attention at each vector width (kernels_simd.h) ---- */
+#define KS_SUFFIX _avx2
+#define KS_TARGET "avx2,fma,f16c"
+#define KS_W 8
+#define KS_V __m256
+#define KS_TR 4 /* matmul tile: 4 rows × 3 vectors = 12 accumulators of 16 registers */
+#define KS_VV 1 /* attention values: 8 queries × 1 vector */
+#define KS_NP 2 /* decode: 2 panels × 6 vectors = 12 accumulators */
+#define KS_ZERO() _mm256_setzero_ps()
+#define KS_LOAD(p) _mm256_loadu_ps(p)
+#define KS_STORE(p, x) _mm256_storeu_ps(p, x)
+#define KS_STORE_FIRST(p, n, x) _mm256_maskstore_ps(p, lanes_below(n), x)
+#define KS_SET1(x) _mm256_set1_ps(x)
+#define KS_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define KS_ADD(a, b) _mm256_add_ps(a, b)
+#define KS_DIV(a, b) _mm256_div_ps(a, b)
+#define KS_FP16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
+    _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define KS_GELU(x) gelu_8(x)
+#include "kernels_simd.h"
+
+#define KS_SUFFIX _512
+#define KS_TARGET "avx2,fma,f16c,avx512f"
+#define KS_W 16
+#define KS_V __m512
+#define KS_TR 8 /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
+#define KS_VV 2 /* attention values: 8 queries × 2 vectors, 32 dimensions per pass */
+#define KS_NP 4 /* decode: 4 panels × 3 vectors = 12 accumulators */
+#define KS_ZERO() _mm512_setzero_ps()
+#define KS_LOAD(p) _mm512_loadu_ps(p)
+#define KS_STORE(p, x) _mm512_storeu_ps(p, x)
+#define KS_STORE_FIRST(p, n, x) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), x)
+#define KS_SET1(x) _mm512_set1_ps(x)
+#define KS_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define KS_ADD(a, b) _mm512_add_ps(a, b)
+#define KS_DIV(a, b) _mm512_div_ps(a, b)
+#define KS_FP16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
+    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define KS_GELU(x) gelu_16(x)
+#include "kernels_simd.h"
+
+typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
+                     int ldk, const float *vc, int pos0, int Tt, int C, int hs, float div);
+
+AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
+                                const float *q, const float *kc, const float *vc, int n, int p,
+                                int NH, int hs) {
+    const int C = NH * hs, Tt = p + n;
+    const float div = (float)sqrt((double)hs); /* as ops.c */
+    if (n == 1 && hs % 8 == 0) {
+        attention_decode(out, scores, pattern, q, kc, vc, p, Tt, NH, hs, div);
+        return;
+    }
+    const double work = (double)n * NH * ((double)p + n) * hs;
+    (void)work; /* read by OpenMP only */
+    /* the blocks read the keys transposed; without memory for that, one query at a time */
+    float *kT = NULL;
+    const int ldk = (Tt + KT_PAD - 1) / KT_PAD * KT_PAD;
+    if (n >= AT_R && (kT = aligned_alloc(64, (size_t)C * ldk * sizeof(float))))
+        transpose_keys(kT, kc, Tt, ldk, C);
+    BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
+    /* tasks: a block of 8 queries of one head, or one leftover query of one head */
+    const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
+    OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
+    for (int it = 0; it < ntasks; it++) {
+        const int h = it % NH, u = it / NH;
+        const size_t hoff = (size_t)h * hs;
+        if (u < nb) {
+            const int i = u * AT_R;
+            block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                  pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff, kT + hoff * ldk,
+                  ldk, vc + hoff, p + i, Tt, C, hs, div);
+        } else {
+            const int i = nb * AT_R + (u - nb);
+            attention_one(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
+                          pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+                          kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+        }
+    }
+    free(kT);
+}
 
 /* ---- the residual add: one add a value, in lanes --------------------------- */
 AVX2 static void residual_avx2(float *out, const float *a, const float *b, size_t n) {
@@ -756,22 +770,69 @@ AVX2 static void residual_avx2(float *out, const float *a, const float *b, size_
 
 /* ---- layernorm -------------------------------------------------------------
  * layernorm_forward's operations, row for row: the mean and the variance in double,
- * summed in order of i (here for LN_R rows side by side: LN_R independent chains of
- * adds instead of one, with fma inlined), then the output 8 floats at a time. */
-AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int R, int C, float eps) {
-    double s[LN_R] = {0.0}, v[LN_R] = {0.0};
-    for (int i = 0; i < C; i++)
-        for (int r = 0; r < R; r++) s[r] += x[(size_t)r * C + i];
-    for (int r = 0; r < R; r++) s[r] /= C;
-    for (int i = 0; i < C; i++)
-        for (int r = 0; r < R; r++) {
-            const double d = x[(size_t)r * C + i] - s[r];
-            v[r] = fma(d, d, v[r]);
-        }
-    for (int r = 0; r < R; r++) {
-        mean[r] = s[r];
-        rstd[r] = 1.0 / sqrt(v[r] / C + (double)eps);
+ * summed in order of i, then the output 8 floats at a time. LN_R = 8 rows at once run
+ * their sums in lanes (ln_stats8), a row left over alone (ln_stats). */
+AVX2_INLINE void ln_stats(double *mean, double *rstd, const float *x, int C, float eps) {
+    double s = 0.0, v = 0.0;
+    for (int i = 0; i < C; i++) s += x[i];
+    s /= C;
+    for (int i = 0; i < C; i++) {
+        const double d = x[i] - s;
+        v = fma(d, d, v);
     }
+    *mean = s;
+    *rstd = 1.0 / sqrt(v / C + (double)eps);
+}
+
+/* Columns i..i+7 of 8 rows x (C apart) as 8 vectors, vector j = column i + j: lane r is
+ * row r. Past the row's end (n < 8 columns left) the columns are zeros. */
+AVX2_INLINE void ln_columns8(__m256 col[8], const float *x, int C, int i, int n) {
+    __m256 r0, r1, r2, r3, r4, r5, r6, r7;
+    if (n == 8) {
+        r0 = _mm256_loadu_ps(x + i), r1 = _mm256_loadu_ps(x + C + i),
+        r2 = _mm256_loadu_ps(x + 2 * C + i), r3 = _mm256_loadu_ps(x + 3 * C + i),
+        r4 = _mm256_loadu_ps(x + 4 * C + i), r5 = _mm256_loadu_ps(x + 5 * C + i),
+        r6 = _mm256_loadu_ps(x + 6 * C + i), r7 = _mm256_loadu_ps(x + 7 * C + i);
+    } else {
+        const __m256i m = lanes_below(n);
+        r0 = _mm256_maskload_ps(x + i, m), r1 = _mm256_maskload_ps(x + C + i, m),
+        r2 = _mm256_maskload_ps(x + 2 * C + i, m), r3 = _mm256_maskload_ps(x + 3 * C + i, m),
+        r4 = _mm256_maskload_ps(x + 4 * C + i, m), r5 = _mm256_maskload_ps(x + 5 * C + i, m),
+        r6 = _mm256_maskload_ps(x + 6 * C + i, m), r7 = _mm256_maskload_ps(x + 7 * C + i, m);
+    }
+    TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
+    col[0] = r0, col[1] = r1, col[2] = r2, col[3] = r3;
+    col[4] = r4, col[5] = r5, col[6] = r6, col[7] = r7;
+}
+
+/* ln_stats of 8 rows in lanes: rows 0-3 in lo, 4-7 in hi (doubles), each lane summing
+ * its row in order of i, as ln_stats does. */
+AVX2_INLINE void ln_stats8(double *mean, double *rstd, const float *x, int C, float eps) {
+    __m256d slo = _mm256_setzero_pd(), shi = slo, vlo = slo, vhi = slo;
+    __m256 col[8];
+    for (int i = 0; i < C; i += 8) {
+        const int n = C - i < 8 ? C - i : 8;
+        ln_columns8(col, x, C, i, n);
+        for (int j = 0; j < n; j++) {
+            slo = _mm256_add_pd(slo, _mm256_cvtps_pd(_mm256_castps256_ps128(col[j])));
+            shi = _mm256_add_pd(shi, _mm256_cvtps_pd(_mm256_extractf128_ps(col[j], 1)));
+        }
+    }
+    const __m256d nC = _mm256_set1_pd((double)C);
+    slo = _mm256_div_pd(slo, nC), shi = _mm256_div_pd(shi, nC);
+    for (int i = 0; i < C; i += 8) {
+        const int n = C - i < 8 ? C - i : 8;
+        ln_columns8(col, x, C, i, n);
+        for (int j = 0; j < n; j++) {
+            const __m256d dlo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(col[j])), slo),
+                          dhi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(col[j], 1)), shi);
+            vlo = _mm256_fmadd_pd(dlo, dlo, vlo), vhi = _mm256_fmadd_pd(dhi, dhi, vhi);
+        }
+    }
+    double v[8];
+    _mm256_storeu_pd(mean, slo), _mm256_storeu_pd(mean + 4, shi);
+    _mm256_storeu_pd(v, vlo), _mm256_storeu_pd(v + 4, vhi);
+    for (int r = 0; r < 8; r++) rstd[r] = 1.0 / sqrt(v[r] / C + (double)eps);
 }
 
 AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, const float *b,
@@ -779,10 +840,10 @@ AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, co
     for (int t = 0; t < T; t += LN_R) {
         const int R = T - t < LN_R ? T - t : LN_R;
         double mean[LN_R], rstd[LN_R];
-        if (R == LN_R) ln_stats(mean, rstd, inp + (size_t)t * C, LN_R, C, eps);
+        if (R == LN_R) ln_stats8(mean, rstd, inp + (size_t)t * C, C, eps);
         else
             for (int r = 0; r < R; r++)
-                ln_stats(mean + r, rstd + r, inp + (size_t)(t + r) * C, 1, C, eps);
+                ln_stats(mean + r, rstd + r, inp + (size_t)(t + r) * C, C, eps);
         for (int r = 0; r < R; r++) {
             const float *x = inp + (size_t)(t + r) * C;
             float *y = out + (size_t)(t + r) * C;
@@ -897,48 +958,89 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
     pack(panels, w, 1, (size_t)C, C, OC, dt);
 }
 
-/* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. */
-static int matmul_panels(KernLevel lv, float *out, const float *inp, const void *panels,
+/* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. The
+ * vector stores need parts of whole vectors (16 floats, or one part only); for other
+ * parts the outputs are computed into one buffer and copied. */
+static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void *panels,
                          Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
+    if (!panels || lv < KERN_AVX2) return 0;
+    if (out.w % 16 && OC > out.w) {
+        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, out.how};
+        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
+            free(one.p[0]);
+            return 0;
+        }
+        for (int t = 0; t < T; t++)
+            for (int o = 0; o < OC; o++) *kout(&out, (size_t)t, o) = *kout(&one, (size_t)t, o);
+        free(one.p[0]);
+        return 1;
+    }
     /* decode too: memory-bound, it reads a line in half the loads */
-    if (panels && lv == KERN_AVX512) {
-        matmul_run_512(dt, out, inp, panels, bias, T, C, OC);
-        return 1;
-    }
-    if (panels && lv >= KERN_AVX2) {
-        matmul_run_avx2(dt, out, inp, panels, bias, T, C, OC);
-        return 1;
-    }
-#endif
+    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC);
+    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC);
+    return 1;
+#else
     (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
     return 0;
+#endif
+}
+
+/* The plain kernel into out: matmul_forward's operations, a chunk of MM_PLAIN outputs
+ * of a row at a time, then GELU as gelu_forward. */
+enum { MM_PLAIN = 256 };
+static void matmul_plain_into(KernOut out, const float *inp, const float *w, const float *bias,
+                              int T, int C, int OC) {
+    float y[MM_PLAIN];
+    for (int t = 0; t < T; t++) {
+        const float *x = inp + (size_t)t * C;
+        for (int o0 = 0; o0 < OC; o0 += MM_PLAIN) {
+            const int n = OC - o0 < MM_PLAIN ? OC - o0 : MM_PLAIN;
+            memset(y, 0, sizeof y);
+            for (int c = 0; c < C; c++)
+                for (int j = 0; j < n; j++) y[j] = fmaf(x[c], w[(size_t)c * OC + o0 + j], y[j]);
+            if (bias)
+                for (int j = 0; j < n; j++) y[j] += bias[o0 + j];
+            if (out.how == KERN_GELU) gelu_forward(y, y, (size_t)n);
+            for (int j = 0; j < n; j++) *kout(&out, (size_t)t, o0 + j) = y[j];
+        }
+    }
+}
+
+void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+        matmul_plain_into(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, DT_FP32, bias, T, C, OC))
+    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
-    if (!matmul_panels(lv, out, inp, panels, DT_FP32, NULL, T, C, OC))
+    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
                               const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
-    if (dt == DT_FP32 || !matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
                                          const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
-    if (dt == DT_FP32 || !matmul_panels(lv, out, inp, panels, dt, NULL, T, C, OC))
+    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 

@@ -60,6 +60,25 @@ void kern_pack_panels(float *panels, const float *w, int C, int OC);
  * reads w. With panels NULL every level runs the plain kernel. */
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC);
+/* What a matmul does with each of its outputs y = Σ_c inp·w + bias as it stores it. */
+typedef enum {
+    KERN_SET,  /* out = y */
+    KERN_GELU, /* out = gelu(y), the bits of gelu_forward on the stored y */
+} KernStore;
+/* Where a matmul's outputs go: one array, or up to 3 side by side (c_attn's q, k and v,
+ * each where it is used). Output o of row t: p[o / w][t·ld + o % w]. */
+enum { KERN_OUT_PARTS = 3 };
+typedef struct {
+    float *p[KERN_OUT_PARTS]; /* part k: outputs k·w .. k·w + w - 1 */
+    int w;                    /* outputs per part (OC with one part) */
+    size_t ld;                /* floats from one row to the next, in every part */
+    KernStore how;
+} KernOut;
+/* kern_matmul_forward (dt DT_FP32) or kern_matmul_half_forward (panels of halves of
+ * type dt) into out, each output with the bits kern_matmul_forward gives it: so c_fc
+ * can apply GELU as it stores (KERN_GELU) and c_attn write K and V into the cache. */
+void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC);
 /* Copies wᵀ (C,OC) of w (OC,C) into panels (C·OC floats), for the lm_head. */
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C);
 /* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C); panels is

@@ -8,11 +8,13 @@
  *   KS_TR      rows of a prefill matmul tile    KS_NP      panels a decode walks at once
  *   KS_VV      value vectors per query in a prefill attention pass
  *   KS_ZERO() KS_LOAD(p) KS_STORE(p, x) KS_SET1(x) KS_FMA(a, b, c) = a·b + c, rounded once
+ *   KS_STORE_FIRST(p, n, x)  the first n (0 < n < KS_W) lanes of x only
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
+ *   KS_GELU(x)  gelu_forward's bits in every lane
  * (it undefines them at its end, ready for the next width) and what kernels.c shares
- * between the widths (elem_size, load1w, prefetch_share,
- * scores_row, softmax_rows8, PanelFn, DecodeFn, MM_KC, AT_R, KERN_PAR_MIN).
+ * between the widths (elem_size, load1w, kout, prefetch_share, softmax_rows8, PanelFn,
+ * DecodeFn, MM_KC, AT_R, KERN_PAR_MIN).
  * Lanes are independent outputs, each summed in the plain order of ops.c: the bytes
  * are those of matmul_forward and attention_forward at every width.
  */
@@ -25,6 +27,8 @@
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias, w in column panels ----------
  * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
+ * Output o of row t goes where ko says (kout); with KERN_GELU, gelu(y) instead of y. A
+ * part of ko holds a multiple of KS_W outputs, so each vector store lands in one part.
  * A prefill tile is KS_TR rows × 3 vectors (AVX2: 4 × 24 columns, half a panel;
  * AVX-512: 8 × 48, the whole panel): the accumulators, 3 weights and the broadcast
  * input fill the 16 or 32 vector registers, and each weight load serves KS_TR rows. */
@@ -41,17 +45,19 @@ KS_INLINE KS_V KSF(loadw)(const void *p, size_t i, Dtype dt) {
  * rows as they are (rs = C, cs = 1) or a tile packed by pack_rows (rs = 1, cs = KS_TR).
  * The sums run over C in blocks of kc: between blocks the partial sums wait in out as
  * floats, the values the plain loop holds in y[o] at that point, so blocking changes
- * no rounding. first: the block starts the sums at 0; last: it adds the bias. pf: npf
- * lines of the next block to fetch into L2 meanwhile (prefetch_share). */
-KS_INLINE void KSF(mm_tile)(float *out, const float *x, size_t rs, size_t cs, const float *blk,
-                            const float *bias, int R, int kc, int OC, int o, int first,
-                            int last, const char *pf, int npf) {
+ * no rounding. first: the block starts the sums at 0; last: it adds the bias (and
+ * applies GELU when gelu). pf: npf lines of the next block to fetch into L2 meanwhile
+ * (prefetch_share). */
+KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t rs, size_t cs,
+                            const float *blk, const float *bias, int R, int kc, int o,
+                            int first, int last, const char *pf, int npf) {
+    const int gelu = last && ko->how == KERN_GELU;
     KS_V acc[KS_TR][3];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++)
-            acc[i][v] = first ? KS_ZERO() : KS_LOAD(out + (size_t)i * OC + o + KS_W * v);
+            acc[i][v] = first ? KS_ZERO() : KS_LOAD(kout(ko, t + i, o + KS_W * v));
     for (int c = 0; c < kc; c++) {
         if (c < npf) _mm_prefetch(pf + 64 * c, _MM_HINT_T1); /* one line per step: no burst */
         const float *wr = blk + (size_t)c * KERN_PANEL;
@@ -70,25 +76,26 @@ KS_INLINE void KSF(mm_tile)(float *out, const float *x, size_t rs, size_t cs, co
         for (int v = 0; v < 3; v++) {
             KS_V y = acc[i][v];
             if (last && bias) y = KS_ADD(y, KS_LOAD(bias + o + KS_W * v));
-            KS_STORE(out + (size_t)i * OC + o + KS_W * v, y);
+            if (gelu) y = KS_GELU(y);
+            KS_STORE(kout(ko, t + i, o + KS_W * v), y);
         }
 }
 
 /* Full tiles with R and the strides constants, so that the compiler unrolls the row
  * loop and keeps the accumulators in registers; leftover rows one at a time. */
-KS_FN void KSF(tile_packed)(float *out, const float *xt, const float *blk, const float *bias,
-                            int kc, int OC, int o, int first, int last, const char *pf,
-                            int npf) {
-    KSF(mm_tile)(out, xt, 1, KS_TR, blk, bias, KS_TR, kc, OC, o, first, last, pf, npf);
+KS_FN void KSF(tile_packed)(const KernOut *ko, size_t t, const float *xt, const float *blk,
+                            const float *bias, int kc, int o, int first, int last,
+                            const char *pf, int npf) {
+    KSF(mm_tile)(ko, t, xt, 1, KS_TR, blk, bias, KS_TR, kc, o, first, last, pf, npf);
 }
-KS_FN void KSF(tile_rows)(float *out, const float *inp, const float *blk, const float *bias,
-                          int C, int kc, int OC, int o, int first, int last, const char *pf,
-                          int npf) {
-    KSF(mm_tile)(out, inp, (size_t)C, 1, blk, bias, KS_TR, kc, OC, o, first, last, pf, npf);
+KS_FN void KSF(tile_rows)(const KernOut *ko, size_t t, const float *inp, const float *blk,
+                          const float *bias, int C, int kc, int o, int first, int last,
+                          const char *pf, int npf) {
+    KSF(mm_tile)(ko, t, inp, (size_t)C, 1, blk, bias, KS_TR, kc, o, first, last, pf, npf);
 }
-KS_FN void KSF(tile_one)(float *out, const float *inp, const float *blk, const float *bias,
-                         int kc, int OC, int o, int first, int last) {
-    KSF(mm_tile)(out, inp, 0, 1, blk, bias, 1, kc, OC, o, first, last, NULL, 0);
+KS_FN void KSF(tile_one)(const KernOut *ko, size_t t, const float *inp, const float *blk,
+                         const float *bias, int kc, int o, int first, int last) {
+    KSF(mm_tile)(ko, t, inp, 0, 1, blk, bias, 1, kc, o, first, last, NULL, 0);
 }
 
 /* Decode: one row x (C) against KS_NP neighbouring full panels from pan (C rows of 48
@@ -97,8 +104,9 @@ KS_FN void KSF(tile_one)(float *out, const float *inp, const float *blk, const f
  * memory busy than one (measured: a float sum over 4 streams reads 10–25 % faster than
  * over one), and the hardware prefetchers follow each stream without help. np: KS_NP,
  * or 1 for a panel left over. */
-KS_INLINE void KSF(mv_group)(float *y, const float *x, const void *pan, Dtype dt,
-                             const float *bias, int C, const int np) {
+KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
+                             const void *pan, Dtype dt, const float *bias, int C,
+                             const int np) {
     enum { NA = KERN_PANEL / KS_W };
     KS_V a[KS_NP][NA];
 #pragma GCC unroll 4
@@ -120,30 +128,32 @@ KS_INLINE void KSF(mv_group)(float *y, const float *x, const void *pan, Dtype dt
 #pragma GCC unroll 6
         for (int v = 0; v < NA; v++) {
             const int k = KERN_PANEL * j + KS_W * v;
-            KS_STORE(y + k, bias ? KS_ADD(a[j][v], KS_LOAD(bias + k)) : a[j][v]);
+            const KS_V s = bias ? KS_ADD(a[j][v], KS_LOAD(bias + k)) : a[j][v];
+            KS_STORE(kout(ko, t, o + k), ko->how == KERN_GELU ? KS_GELU(s) : s);
         }
 }
 
 /* The last panel when it is narrower than 48 (pw columns, output columns o..o+pw-1),
  * all T rows: KS_W columns at a time, then one at a time. */
-KS_FN void KSF(narrow)(float *out, const float *inp, const void *pan, Dtype dt,
-                       const float *bias, int T, int C, int OC, int o, int pw) {
+KS_FN void KSF(narrow)(const KernOut *ko, const float *inp, const void *pan, Dtype dt,
+                       const float *bias, int T, int C, int o, int pw) {
+    const int gelu = ko->how == KERN_GELU;
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
-        float *y = out + (size_t)t * OC + o;
         int k = 0;
         for (; k + KS_W <= pw; k += KS_W) {
             KS_V acc = KS_ZERO();
             for (int c = 0; c < C; c++)
                 acc = KS_FMA(KS_SET1(x[c]), KSF(loadw)(pan, (size_t)c * pw + k, dt), acc);
             if (bias) acc = KS_ADD(acc, KS_LOAD(bias + o + k));
-            KS_STORE(y + k, acc);
+            KS_STORE(kout(ko, (size_t)t, o + k), gelu ? KS_GELU(acc) : acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
             for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
             if (bias) s += bias[o + k];
-            y[k] = s;
+            if (gelu) gelu_forward(&s, &s, 1);
+            *kout(ko, (size_t)t, o + k) = s;
         }
     }
 }
@@ -164,9 +174,8 @@ KS_INLINE const float *KSF(block_floats)(float *buf, const void *pan, Dtype dt, 
  * the rows packed by pack_rows, or NULL. Prefill keeps MM_KC rows of the panel (144 KiB)
  * in L2 while every tile of KS_TR input rows passes by, for each 3·KS_W columns of the
  * panel. */
-KS_INLINE void KSF(panel)(float *out, const float *inp, const float *xp, const void *pan,
-                          Dtype dt, const float *bias, int T, int C, int OC, int o,
-                          const void *end) {
+KS_INLINE void KSF(panel)(const KernOut *ko, const float *inp, const float *xp, const void *pan,
+                          Dtype dt, const float *bias, int T, int C, int o, const void *end) {
     float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64))); /* 144 KiB of stack */
     const size_t es = elem_size(dt);
     const int Tfull = T - T % KS_TR, span = 3 * KS_W;
@@ -181,15 +190,15 @@ KS_INLINE void KSF(panel)(float *out, const float *inp, const float *xp, const v
                 int npf;
                 const char *pf = prefetch_share(next, end, es, tile, ntiles, &npf);
                 if (xp)
-                    KSF(tile_packed)(out + (size_t)t * OC, xp + (size_t)t * C + (size_t)c0 * KS_TR,
-                                     blk + h, bias, kc, OC, o + h, first, last, pf, npf);
+                    KSF(tile_packed)(ko, (size_t)t, xp + (size_t)t * C + (size_t)c0 * KS_TR,
+                                     blk + h, bias, kc, o + h, first, last, pf, npf);
                 else
-                    KSF(tile_rows)(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias,
-                                   C, kc, OC, o + h, first, last, pf, npf);
+                    KSF(tile_rows)(ko, (size_t)t, inp + (size_t)t * C + c0, blk + h, bias, C,
+                                   kc, o + h, first, last, pf, npf);
             }
             for (int t = Tfull; t < T; t++)
-                KSF(tile_one)(out + (size_t)t * OC, inp + (size_t)t * C + c0, blk + h, bias, kc,
-                              OC, o + h, first, last);
+                KSF(tile_one)(ko, (size_t)t, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
+                              first, last);
         }
     }
 }
@@ -197,35 +206,34 @@ KS_INLINE void KSF(panel)(float *out, const float *inp, const float *xp, const v
 /* Decode (T < KS_TR) over panel unit u of npan: units below ng are groups of KS_NP
  * full panels, then the panels left over one by one, the last maybe narrow; each row
  * of the input walks the unit's weights in turn. */
-KS_INLINE void KSF(decode_unit)(float *out, const float *inp, const void *wp, Dtype dt,
+KS_INLINE void KSF(decode_unit)(const KernOut *ko, const float *inp, const void *wp, Dtype dt,
                                 const float *bias, int T, int C, int OC, int u, int ng) {
     const int np = u < ng ? KS_NP : 1, o = u < ng ? u * KS_NP * KERN_PANEL
                                                   : (ng * KS_NP + u - ng) * KERN_PANEL;
     const int pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
     const void *pan = (const char *)wp + (size_t)o * C * elem_size(dt);
     if (pw < KERN_PANEL) {
-        KSF(narrow)(out, inp, pan, dt, bias, T, C, OC, o, pw);
+        KSF(narrow)(ko, inp, pan, dt, bias, T, C, o, pw);
         return;
     }
     for (int t = 0; t < T; t++) { /* np a constant in each call, for the unrolling */
-        float *y = out + (size_t)t * OC + o;
         const float *x = inp + (size_t)t * C, *b = bias ? bias + o : NULL;
-        if (np == KS_NP) KSF(mv_group)(y, x, pan, dt, b, C, KS_NP);
-        else KSF(mv_group)(y, x, pan, dt, b, C, 1);
+        if (np == KS_NP) KSF(mv_group)(ko, (size_t)t, o, x, pan, dt, b, C, KS_NP);
+        else KSF(mv_group)(ko, (size_t)t, o, x, pan, dt, b, C, 1);
     }
 }
 
 /* panel and decode_unit for each weight type, the type a constant so that its tests
  * fold away. */
 #define KS_BY_TYPE(name, DT)                                                                \
-    KS_FN void KSF(panel_##name)(float *out, const float *inp, const float *xp,             \
-                                 const void *pan, const float *bias, int T, int C, int OC,   \
-                                 int o, const void *end) {                                   \
-        KSF(panel)(out, inp, xp, pan, DT, bias, T, C, OC, o, end);                           \
+    KS_FN void KSF(panel_##name)(const KernOut *ko, const float *inp, const float *xp,      \
+                                 const void *pan, const float *bias, int T, int C, int o,    \
+                                 const void *end) {                                          \
+        KSF(panel)(ko, inp, xp, pan, DT, bias, T, C, o, end);                                \
     }                                                                                        \
-    KS_FN void KSF(decode_##name)(float *out, const float *inp, const void *wp,             \
+    KS_FN void KSF(decode_##name)(const KernOut *ko, const float *inp, const void *wp,      \
                                   const float *bias, int T, int C, int OC, int u, int ng) {  \
-        KSF(decode_unit)(out, inp, wp, DT, bias, T, C, OC, u, ng);                           \
+        KSF(decode_unit)(ko, inp, wp, DT, bias, T, C, OC, u, ng);                            \
     }
 KS_BY_TYPE(fp32, DT_FP32)
 KS_BY_TYPE(fp16, DT_FP16)
@@ -236,7 +244,7 @@ KS_BY_TYPE(bf16, DT_BF16)
  * the weights; the last panel, when narrower than 48, goes through narrow. The input
  * rows are packed first (pack_rows) when T ≥ KS_TR and memory allows; without it the
  * tiles read inp as it is. */
-KS_FN void KSF(matmul_run)(Dtype dt, float *out, const float *inp, const void *wp,
+KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const void *wp,
                            const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     if (T < KS_TR) {
@@ -244,7 +252,7 @@ KS_FN void KSF(matmul_run)(Dtype dt, float *out, const float *inp, const void *w
                                : dt == DT_FP16 ? KSF(decode_fp16) : KSF(decode_bf16);
         const int ng = OC / KERN_PANEL / KS_NP, nu = npan - ng * (KS_NP - 1);
         OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
-        for (int u = 0; u < nu; u++) unit(out, inp, wp, bias, T, C, OC, u, ng);
+        for (int u = 0; u < nu; u++) unit(ko, inp, wp, bias, T, C, OC, u, ng);
         return;
     }
     PanelFn *const panel = dt == DT_FP32   ? KSF(panel_fp32)
@@ -258,20 +266,21 @@ KS_FN void KSF(matmul_run)(Dtype dt, float *out, const float *inp, const void *w
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         const void *pan = (const char *)wp + (size_t)o * C * es;
-        if (pw < KERN_PANEL) KSF(narrow)(out, inp, pan, dt, bias, T, C, OC, o, pw);
-        else panel(out, inp, xp, pan, bias, T, C, OC, o, end);
+        if (pw < KERN_PANEL) KSF(narrow)(ko, inp, pan, dt, bias, T, C, o, pw);
+        else panel(ko, inp, xp, pan, bias, T, C, o, end);
     }
     free(xp);
 }
 
 /* ---- prefill attention: 8 queries of one head ---------------------------------------
  * Queries pos0..pos0+7 (AT_R) of one head: q, sc, pa, out point at the first one's row
- * and step by C (q and out) and Tt (sc and pa). Scores: the keys every query of the
- * block sees (below pos0+1) KS_W at a time, read from the head's keys transposed once
- * per call (kT: hs rows of Tt, kT[d·Tt + t] = dimension d of key t, so the KS_W keys of
- * one d are one load), lane j summing over d in order; each query's last few keys go
- * through scores_row. Values: every query sums over t = 0..pos0 together (lanes along
- * d, each v_t loaded once for 8 queries), then adds its own last few keys, in order. */
+ * and step by C (q and out) and Tt (sc and pa). Scores: the keys any query of the block
+ * sees (below pos0+8) KS_W at a time, read from the head's keys transposed once per call
+ * (kT: hs rows of ldk, kT[d·ldk + t] = dimension d of key t, so the KS_W keys of one d
+ * are one load), lane j summing over d in order; each query stores the lanes of the keys
+ * it sees (the staircase: a query's later lanes are computed, never stored). Values:
+ * every query sums over t = 0..pos0 together (lanes along d, each v_t loaded once for 8
+ * queries), then adds its own last few keys, in order. */
 
 /* out[r][d .. d + nv·KS_W) for the 8 queries, nv ≤ KS_VV vectors of sums per query. */
 KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, int pos0,
@@ -309,26 +318,26 @@ KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, i
 }
 
 KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q,
-                                const float *kT, const float *kc, const float *vc, int pos0,
-                                int Tt, int C, int hs, float div) {
+                                const float *kT, int ldk, const float *vc, int pos0, int Tt,
+                                int C, int hs, float div) {
     const size_t qs = (size_t)C;
-    const int tfull = (pos0 + 1) / KS_W * KS_W;
     const KS_V vdiv = KS_SET1(div);
-    for (int t = 0; t < tfull; t += KS_W) {
+    for (int t = 0; t < pos0 + AT_R; t += KS_W) { /* t + KS_W ≤ ldk: kT's rows are padded */
         KS_V acc[AT_R];
 #pragma GCC unroll 8
         for (int r = 0; r < AT_R; r++) acc[r] = KS_ZERO();
         for (int d = 0; d < hs; d++) {
-            const KS_V kd = KS_LOAD(kT + (size_t)d * Tt + t);
+            const KS_V kd = KS_LOAD(kT + (size_t)d * ldk + t);
 #pragma GCC unroll 8
             for (int r = 0; r < AT_R; r++) acc[r] = KS_FMA(KS_SET1(q[r * qs + d]), kd, acc[r]);
         }
 #pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) KS_STORE(sc + (size_t)r * Tt + t, KS_DIV(acc[r], vdiv));
+        for (int r = 0; r < AT_R; r++) {
+            const int seen = pos0 + r + 1 - t; /* keys t.. that query r sees */
+            if (seen >= KS_W) KS_STORE(sc + (size_t)r * Tt + t, KS_DIV(acc[r], vdiv));
+            else if (seen > 0) KS_STORE_FIRST(sc + (size_t)r * Tt + t, seen, KS_DIV(acc[r], vdiv));
+        }
     }
-    for (int r = 0; r < AT_R; r++)
-        scores_row(sc + (size_t)r * Tt, q + r * qs, kc, tfull, pos0 + r, (int)qs, hs,
-                   _mm256_set1_ps(div));
     softmax_rows8(sc, pa, pos0, Tt);
     int d = 0;
     for (; d + KS_VV * KS_W <= hs; d += KS_VV * KS_W)
@@ -354,9 +363,11 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
 #undef KS_ZERO
 #undef KS_LOAD
 #undef KS_STORE
+#undef KS_STORE_FIRST
 #undef KS_SET1
 #undef KS_FMA
 #undef KS_ADD
 #undef KS_DIV
 #undef KS_FP16
 #undef KS_BF16
+#undef KS_GELU

@@ -202,6 +202,15 @@ void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, 
     c->pos[slot] = pos;
 }
 
+int kvcache_rows(KVCache *c, int l, int slot, int n, int pos0, float **k, float **v) {
+    if (c->dtype != DT_FP32) return -1;
+    const size_t C = (size_t)c->NH * c->hs;
+    *k = c->k[l] + (size_t)slot * C;
+    *v = c->v[l] + (size_t)slot * C;
+    for (int i = 0; i < n; i++) c->pos[slot + i] = pos0 + i;
+    return 0;
+}
+
 /* T rows of fp32 storage x read back through group g: x itself when g is none. */
 static const float *simulate(const KVCache *c, KVQuantGroup g, const float *x, float *y, int T) {
     if (g == KVQ_TOKEN) int8_roundtrip_tokens(y, x, T, c->NH, c->hs);

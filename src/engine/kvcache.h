@@ -14,7 +14,8 @@
  * (dtype.h: fp32 4·C, fp16 and bf16 2·C, int8 C + 4·NH, q8_0 ⌈C/32⌉·34):
  *   bytes per token = 2 · L · row_bytes      used = len · that      reserved = capacity · that
  *
- * fp32 is stored as floats in k[l]/v[l] and read in place: no copy. Other types are
+ * fp32 is stored as floats in k[l]/v[l], written and read in place: no copy (the model's
+ * c_attn writes its K and V straight into them, kvcache_rows). Other types are
  * stored in kq[l]/vq[l]; kvcache_store converts a new row, and kvcache_layer dequantizes
  * a layer's rows into a float scratch buffer for attention (a working buffer of one
  * layer, not counted as cache bytes).
@@ -91,6 +92,11 @@ int kvcache_truncate(KVCache *c, int len);
  * (< capacity, after kvcache_reserve), converted to the storage type, and record
  * its absolute position. */
 void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, int pos);
+/* The rows of slots slot..slot+n-1 of layer l (< capacity, after kvcache_reserve) for K
+ * and V to be written in place, C floats each, one after the other; records their
+ * positions pos0, pos0+1, ... 0, or -1 when the storage is not fp32 (then
+ * kvcache_store converts each row). */
+int kvcache_rows(KVCache *c, int l, int slot, int n, int pos0, float **k, float **v);
 /* Slots 0..T-1 of layer l as floats, (T, C) each: for fp32 the storage itself, for
  * other types the values read back (dequantized) into the scratch buffers. */
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v);

@@ -421,14 +421,23 @@ static int fire(const At *at, HookPoint pt, int layer, const float *data, int nd
     return rc;
 }
 
-/* out (n,OC) = in (n,C) · w + bias on the model's panels: float32 or halves.
- * Plain: matmul_forward (ops.c); fast: matmul_run on panel_avx2 / panel_avx512 (kernels.c). */
+/* in (n,C) · w (C,OC) + bias on the model's panels (float32 or halves), into out as it
+ * says (kernels.h: KernOut). Plain: matmul_forward's operations (ops.c); fast:
+ * matmul_run on panel_avx2 / panel_avx512 (kernels.c). */
+static void block_matmul_into(Model *m, KernOut out, const float *in, const float *w,
+                              const float *p32, const uint16_t *p16, const float *bias, int n,
+                              int C, int OC) {
+    const double t0 = clock_start(m);
+    const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
+    kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
+    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+}
+
+/* out (n,OC) = in (n,C) · w + bias. */
 static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
                          const uint16_t *p16, const float *bias, int n, int C, int OC) {
-    const double t0 = clock_start(m);
-    if (m->w.dtype == DT_FP32) kern_matmul_forward(m->kern, out, in, w, p32, bias, n, C, OC);
-    else kern_matmul_half_forward(m->kern, out, in, w, p16, m->w.dtype, bias, n, C, OC);
-    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+    block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
 }
 
 /* ---- the parts of a block that do not touch the cache ---------------------
@@ -436,20 +445,20 @@ static void block_matmul(Model *m, float *out, const float *in, const float *w, 
  * of many sequences): each row goes through the same kernels in the same order,
  * so its result does not depend on which other rows share the call. */
 
-/* ln_1 → c_attn over rows 0..n-1 of s->x, into s->qkv (n, 3C). */
-static int block_qkv(const At *at, int l, int n, FlopCount *f) {
+/* ln_1 → c_attn over rows 0..n-1 of s->x, into qkv: parts q, k and v of C each. */
+static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {
     Model *m = at->m;
     const BlockWeights *b = &m->w.h[l];
     const int C = m->cfg.C;
-    const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
     /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 (kernels.c) */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
     if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
-    block_matmul(m, s->qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C, 3 * C);
+    block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C,
+                      3 * C);
     f->qkv += 6ull * n * C * C;
-    f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 3 * nC; /* ln_1, c_attn bias */
+    f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 3) * (uint64_t)n * C; /* ln_1, bias */
     return 0;
 }
 
@@ -474,18 +483,20 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual; ln_2 runs as ln_1 does */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
     if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
-    block_matmul(m, s->fc, s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
-    if ((rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* plain: gelu_forward; fast: gelu_avx2 */
+    /* GELU as c_fc stores its outputs, unless an observer wants them before it */
+    const int pre = hooks_wants(at->lb->hooks, HOOK_MLP_PRE);
+    block_matmul_into(m, (KernOut){{s->fc}, 4 * C, 4 * (size_t)C, pre ? KERN_SET : KERN_GELU},
+                      s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
+    if (pre && (rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
+    if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* fast: gelu_avx2 */
     if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
     block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
                  4 * C, C);
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     kern_residual_forward(m->kern, s->x, s->x, s->proj, nC); /* as after attention */
     f->mlp += 16ull * n * C * C;
-    /* ln_2, c_fc bias, GELU, mlp.c_proj bias and residual */
-    f->elementwise += KV_FLOPS_LAYERNORM * nC + KV_FLOPS_ADD * 4 * nC + KV_FLOPS_GELU * 4 * nC +
-                      KV_FLOPS_ADD * 2 * nC;
+    /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
+    f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
     return fire(at, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
@@ -508,7 +519,8 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
 }
 
 /* ---- where the KV cache lives ------------------------------------------------
- * Layer l of n new tokens after p cached ones: the new K and V go into slots p..p+n-1,
+ * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
+ * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
  * then the n queries attend over all p + n slots. */
 static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
     Model *m = at->m;
@@ -516,12 +528,15 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
     const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = at->slot0, Tt = p + n;
     const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
     const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
+    float *kw, *vw;       /* where c_attn writes them */
+    const int in_place = kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
+    const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
+                         C, (size_t)C, KERN_SET};
     int rc;
-    for (int i = 0; i < n; i++) { /* split q, k, v; the cache stores K and V in its type */
-        const float *row = s->qkv + (size_t)i * 3 * C;
-        memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
-        kvcache_store(cache, l, p + i, row + C, row + 2 * C, at->pos0 + i);
-    }
+    if ((rc = block_qkv(at, l, n, qkv, f))) return rc;
+    for (int i = 0; !in_place && i < n; i++) /* the cache stores K and V in its type */
+        kvcache_store(cache, l, p + i, qkv.p[1] + (size_t)i * C, qkv.p[2] + (size_t)i * C,
+                      at->pos0 + i);
     /* read them back as floats: fp32 in place, other types dequantized, so the new
      * tokens attend to their own K and V exactly as stored */
     kvcache_layer(cache, l, Tt, &kc, &vc);
@@ -562,7 +577,8 @@ static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *
 }
 
 /* One forward call of n new tokens (n = 1: a decode step): embeddings, every block
- * (block_qkv, attention_layer, block_rest), then ln_f and the lm_head for the last token. */
+ * (attention_layer with its block_qkv, then block_rest), then ln_f and the lm_head for
+ * the last token. */
 static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                    const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
@@ -588,7 +604,7 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
 
     for (int l = 0; l < cfg->L; l++) {
         if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
-            (rc = block_qkv(&at, l, n, &f)) || (rc = attention_layer(&at, cache, l, n, &f)) ||
+            (rc = attention_layer(&at, cache, l, n, &f)) ||
             (rc = block_rest(&at, l, n, &f)))
             return rc;
     }
@@ -634,7 +650,8 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
 
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
-        if ((rc = block_qkv(&at, l, R, &f))) return rc;
+        const KernOut qkv = {{s->qkv}, 3 * C, 3 * (size_t)C, KERN_SET};
+        if ((rc = block_qkv(&at, l, R, qkv, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
         for (int r = 0; r < R; r++) {
