@@ -11,6 +11,9 @@
  *   bench_kvscope triad       STREAM-style triad a = b + s·c over 3 × 128 MiB, GB/s, and
  *                             the read bandwidth: a float sum over 1 GiB on huge pages,
  *                             the best of 1, 4 and 8 streams per thread
+ *   bench_kvscope prefill-share a prefill of 128 tokens (GPT-2 small, AVX-512, float32)
+ *                             and the FMA peak loop on as many FLOPs, alternated 15 times:
+ *                             the prefill's share of the peak round by round
  *   bench_kvscope decode-share  a decode step (GPT-2 small, float32, 128 cached) and a
  *                             float sum of as many bytes, alternated: the step's GB/s as
  *                             a share of the read bandwidth, round by round
@@ -575,6 +578,47 @@ __attribute__((target("avx512f"))) static double peak_avx512(long iters) {
 #define HAVE_PEAK 0
 #endif
 
+/* ---- prefill against the FMA peak, side by side ------------------------------ */
+/* Alternates a 128-token prefill (AVX-512, float32) with the FMA peak loop on as many
+ * FLOPs (every thread), 15 rounds, so that each prefill is divided by the peak the
+ * machine gave in its own round: what a shared machine gives a thread drifts by a tenth
+ * and more within minutes. */
+static void run_prefill_share(void) {
+#if HAVE_PEAK
+    Config cfg = {.L = 12, .NH = 12, .C = 768, .N = 1025, .V = 50257, .eps = 1e-5f, .bos = -1};
+    if (!kern_supported(KERN_AVX512)) {
+        printf("unsupported,avx512\n");
+        return;
+    }
+    Bench b;
+    bench_init(&b, &cfg);
+    b.m.kern = KERN_AVX512;
+    header(&cfg);
+    enum { R = 15 };
+    uint64_t fl = 0;
+    time_prefill(&b, 128, NULL, &fl); /* warm-up */
+    const long iters = (long)((double)fl / (24.0 * 16 * 2) / kern_threads());
+    double pf[R], pk[R], sh[R];
+    for (int r = 0; r < R; r++) {
+        pf[r] = time_prefill(&b, 128, NULL, NULL);
+        double f = 0.0;
+        const double t0 = now_seconds();
+#ifdef _OPENMP
+#pragma omp parallel reduction(+ : f)
+#endif
+        f += peak_avx512(iters);
+        pk[r] = f / ((now_seconds() - t0) * 1e9);
+        sh[r] = (double)fl / (pf[r] * 1e9) / pk[r];
+    }
+    double mn = sh[0], mx = sh[0];
+    for (int r = 1; r < R; r++) mn = sh[r] < mn ? sh[r] : mn, mx = sh[r] > mx ? sh[r] : mx;
+    printf("pshare_prefill_ms,%.4f\npshare_peak_gflops,%.3f\npshare_flops,%llu\n"
+           "pshare_median,%.4f\npshare_min,%.4f\npshare_max,%.4f\n", 1e3 * median(pf, R),
+           median(pk, R), (unsigned long long)fl, median(sh, R), mn, mx);
+    bench_free(&b);
+#endif
+}
+
 static void run_peak(void) {
     printf("threads,%d\n", kern_threads());
 #if HAVE_PEAK
@@ -607,10 +651,11 @@ int main(int argc, char **argv) {
     else if (argc >= 2 && strcmp(argv[1], "triad") == 0) run_triad();
     else if (argc >= 2 && strcmp(argv[1], "peak") == 0) run_peak();
     else if (argc >= 2 && strcmp(argv[1], "decode-share") == 0) run_decode_share();
+    else if (argc >= 2 && strcmp(argv[1], "prefill-share") == 0) run_prefill_share();
     else if (argc >= 4 && strcmp(argv[1], "steps") == 0) run_steps(argv[2], argv[3]);
     else if (argc >= 3 && strcmp(argv[1], "record") == 0) run_record(argv[2]);
     else {
-        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad | peak | decode-share | "
+        fprintf(stderr, "usage: bench_kvscope gpt2 | small L [--no-recompute] | triad | peak | decode-share | prefill-share | "
                         "steps avx2|avx512 fp32|fp16|bf16 | record DIR\n");
         return 2;
     }
