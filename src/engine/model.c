@@ -440,10 +440,11 @@ static void block_matmul(Model *m, float *out, const float *in, const float *w, 
     block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
 }
 
-/* ---- the parts of a block that do not touch the cache ---------------------
+/* ---- the parts of a block that do not know the cache ----------------------
  * Shared by model_forward (the rows of one sequence) and model_forward_rows (rows
  * of many sequences): each row goes through the same kernels in the same order,
- * so its result does not depend on which other rows share the call. */
+ * so its result does not depend on which other rows share the call. (block_qkv writes
+ * where its caller says: model_forward points K and V at the cache's slots.) */
 
 /* ln_1 → c_attn over rows 0..n-1 of s->x, into qkv: parts q, k and v of C each. */
 static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {

@@ -97,11 +97,13 @@ typedef struct {
     int rows, cols;
     float *x;       /* (rows, C) the residual stream */
     float *ln;      /* (rows, C) layernorm output */
-    float *qkv;     /* (rows, 3C) c_attn output */
+    float *qkv;     /* (rows, 3C) c_attn output of model_forward_rows; K then V of a
+                     * forward call whose cache converts them (not fp32) */
     float *q;       /* (rows, C) = (rows, NH, hs) */
     float *atty;    /* (rows, C) attention output, heads side by side */
     float *proj;    /* (rows, C) c_proj / mlp c_proj output */
-    float *fc;      /* (rows, 4C) c_fc output, then GELU in place */
+    float *fc;      /* (rows, 4C) c_fc output after GELU (before it, then GELU in place,
+                     * while an observer wants hook_mlp_pre) */
     float *scores;  /* (NH, rows, cols) pre-softmax */
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
