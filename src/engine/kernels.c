@@ -144,7 +144,6 @@ typedef void PanelFn(const KernOut *ko, const float *inp, const float *xp, const
 typedef void DecodeFn(const KernOut *ko, const float *inp, const void *wp, const float *bias,
                       int T, int C, int OC, int u, int ng);
 
-
 /* ---- dot products along a row, 8 outputs at a time -------------------------
  * Attention scores are dot products whose sum runs along a contiguous row
  * (s += q[d]·k[d]). To vectorise without reordering, 8 rows (8

@@ -99,8 +99,8 @@ KS_FN void KSF(tile_one)(const KernOut *ko, size_t t, const float *inp, const fl
 }
 
 /* Decode: one row x (C) against KS_NP neighbouring full panels from pan (C rows of 48
- * each, KS_NP·C·48 contiguous weights), into y (48·KS_NP outputs) plus bias (may be
- * NULL). One walk down all of them at once: KS_NP streams in flight keep more of the
+ * each, KS_NP·C·48 contiguous weights), into outputs o..o+48·KS_NP-1 of row t plus bias
+ * (may be NULL). One walk down all of them at once: KS_NP streams in flight keep more of the
  * memory busy than one (measured: a float sum over 4 streams reads 10–25 % faster than
  * over one), and the hardware prefetchers follow each stream without help. np: KS_NP,
  * or 1 for a panel left over. */
