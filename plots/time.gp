@@ -44,7 +44,7 @@ do for [fmt in FORMATS] {
     set ylabel 'time per step (ms, median; bars: min–max)'
     set key top left Left reverse
     set arrow 1 from Tmax * 1.15, 1e3 * tc to Tmax * 1.15, 1e3 * tr heads size screen 0.008,25 linecolor rgb '#333333' linewidth 2
-    set label 1 sprintf("%.0f× faster\nwith the cache\nat T = %d", tr / tc, Tmax) at Tmax * 1.02, 1e3 * sqrt(tc * tr) right font ',24' textcolor rgb '#333333'
+    set label 1 sprintf("%.0f× faster\nwith the cache\nat T = %d", tr / tc, Tmax) at Tmax / 1.12, 1e3 * sqrt(tc * tr) right font ',24' textcolor rgb '#333333'
     plot in using 'T':(1e3 * column('recompute_median_s')) with lines ls 2 notitle, \
          in using 'T':(1e3 * column('recompute_median_s')):(1e3 * column('recompute_min_s')):(1e3 * column('recompute_max_s')) \
             with yerrorbars ls 2 title 'without cache (recompute T tokens)', \
