@@ -143,6 +143,38 @@ START_TEST(test_truncate) {
 }
 END_TEST
 
+/* Growing moves every layer's rows to the new storage: a cache that doubled twice
+ * reads back, in every type, the bytes of one that held room for all from the start. */
+START_TEST(test_growth_keeps_rows) {
+    for (int dt = 0; dt < DT_COUNT; dt++) {
+        KVCache grown, whole;
+        ck_assert_int_eq(kvcache_init(&grown, L, NH, hs, N), 0);
+        ck_assert_int_eq(kvcache_init(&whole, L, NH, hs, N), 0);
+        ck_assert_int_eq(kvcache_set_dtype(&grown, (Dtype)dt), 0);
+        ck_assert_int_eq(kvcache_set_dtype(&whole, (Dtype)dt), 0);
+        ck_assert_int_eq(kvcache_reserve(&whole, N), 0);
+        const int steps[] = {5, 12, 1, 17}; /* capacity 16, then 32, then 40 */
+        for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+            append(&grown, steps[i]);
+            append(&whole, steps[i]);
+        }
+        ck_assert_int_eq(grown.capacity, N);
+        for (int l = 0; l < L; l++) {
+            const float *gk, *gv, *wk, *wv;
+            /* read back into the scratch of each, before the next layer reuses it */
+            kvcache_layer(&grown, l, grown.len, &gk, &gv);
+            kvcache_layer(&whole, l, whole.len, &wk, &wv);
+            ck_assert_mem_eq(gk, wk, (size_t)grown.len * C * sizeof(float));
+            ck_assert_mem_eq(gv, wv, (size_t)grown.len * C * sizeof(float));
+        }
+        if (dt == DT_FP32)
+            for (int s = 0; s < grown.len; s++) holds(&grown, s, s);
+        kvcache_free(&grown);
+        kvcache_free(&whole);
+    }
+}
+END_TEST
+
 /* Every storage type: bytes by its formula, and a type changes only while empty. */
 START_TEST(test_types) {
     const size_t row[DT_COUNT] = {4 * C, 2 * C, 2 * C, C + 4 * NH, (C + 31) / 32 * 34};
@@ -174,6 +206,7 @@ Suite *make_kvcache_suite(void) {
     TCase *tc = tcase_create("cache");
     tcase_add_test(tc, test_reserve_doubles_within_context);
     tcase_add_test(tc, test_reserve_under_a_cap);
+    tcase_add_test(tc, test_growth_keeps_rows);
     tcase_add_test(tc, test_drop);
     tcase_add_test(tc, test_truncate);
     tcase_add_test(tc, test_types);

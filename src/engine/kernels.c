@@ -577,19 +577,27 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
 
 /* kT (C rows of ldk ≥ Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of
  * head h for every key, then zeros up to ldk (a multiple of 16: whole vectors). In tiles
- * of 16 × 16, so that both sides are read and written a cache line at a time (row by
- * row, the reads of kc would stride C floats). */
+ * of 8 × 8 through registers (TRANSPOSE8), so that both sides are read and written 32
+ * bytes at a time; a last C % 8 rows one float at a time. */
 enum { KT_PAD = 16 };
+/* Rows i0 .. i0+7 of kT, keys t0 .. t0+7 (those at or past Tt: zeros). */
+AVX2_INLINE void transpose_tile8(float *kT, const float *kc, int Tt, int ldk, int C, int i0,
+                                 int t0) {
+    __m256 r[8];
+    for (int j = 0; j < 8; j++)
+        r[j] = t0 + j < Tt ? _mm256_loadu_ps(kc + (size_t)(t0 + j) * C + i0) : _mm256_setzero_ps();
+    TRANSPOSE8(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7])
+    for (int j = 0; j < 8; j++) _mm256_storeu_ps(kT + (size_t)(i0 + j) * ldk + t0, r[j]);
+}
+AVX2 static void transpose_rows8(float *kT, const float *kc, int Tt, int ldk, int C, int i0) {
+    for (int t0 = 0; t0 < ldk; t0 += 8) transpose_tile8(kT, kc, Tt, ldk, C, i0, t0);
+}
 static void transpose_keys(float *kT, const float *kc, int Tt, int ldk, int C) {
-    enum { TB = 16 };
+    const int C8 = C - C % 8;
     OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
-    for (int i0 = 0; i0 < C; i0 += TB)
-        for (int t0 = 0; t0 < ldk; t0 += TB) {
-            const int i1 = C - i0 < TB ? C : i0 + TB, t1 = ldk - t0 < TB ? ldk : t0 + TB;
-            for (int i = i0; i < i1; i++)
-                for (int t = t0; t < t1; t++)
-                    kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
-        }
+    for (int i0 = 0; i0 < C8; i0 += 8) transpose_rows8(kT, kc, Tt, ldk, C, i0);
+    for (int i = C8; i < C; i++)
+        for (int t = 0; t < ldk; t++) kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
 }
 
 /* ---- GELU ------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "halfprec.h"
 #include "quant.h"
 
@@ -44,11 +45,13 @@ int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len) {
 /* Free the per-token storage, keep the layer tables. */
 static void release_storage(KVCache *c) {
     for (int l = 0; l < c->L; l++) {
-        if (c->k) free(c->k[l]), c->k[l] = NULL;
-        if (c->v) free(c->v[l]), c->v[l] = NULL;
-        if (c->kq) free(c->kq[l]), c->kq[l] = NULL;
-        if (c->vq) free(c->vq[l]), c->vq[l] = NULL;
+        if (c->k) c->k[l] = NULL;
+        if (c->v) c->v[l] = NULL;
+        if (c->kq) c->kq[l] = NULL;
+        if (c->vq) c->vq[l] = NULL;
     }
+    free(c->store);
+    c->store = NULL;
     free(c->scratch_k);
     free(c->scratch_v);
     free(c->pos);
@@ -126,6 +129,33 @@ static int grow(void **p, size_t bytes) {
     return 0;
 }
 
+/* Every layer's K and V rows in one block of 2·L·rows rows, K of layer l then its V:
+ * on 2 MiB pages once it is large (bigbuf), because c_attn writes a prefill's new rows
+ * and attention reads them pages apart, where 4 KiB pages cost a TLB miss every few
+ * rows. Not zeroed: a slot is written before it is used, and a page counts in the
+ * process's memory once written (lesson 5). The slots in use move over; the old
+ * block goes. */
+static int grow_store(KVCache *c, size_t rows) {
+    const size_t layer = rows * c->row_bytes, used = (size_t)c->len * c->row_bytes;
+    unsigned char *b = bigbuf_alloc(2 * (size_t)c->L, layer);
+    if (!b) return -1;
+    for (int l = 0; l < c->L; l++) {
+        unsigned char *k = b + 2 * (size_t)l * layer, *v = k + layer;
+        if (c->dtype == DT_FP32) {
+            if (c->store) memcpy(k, c->k[l], used), memcpy(v, c->v[l], used);
+            c->k[l] = (float *)k;
+            c->v[l] = (float *)v;
+        } else {
+            if (c->store) memcpy(k, c->kq[l], used), memcpy(v, c->vq[l], used);
+            c->kq[l] = k;
+            c->vq[l] = v;
+        }
+    }
+    free(c->store);
+    c->store = b;
+    return 0;
+}
+
 int kvcache_reserve(KVCache *c, int n) {
     if (n < 0 || c->len + n > c->max_len) return -1;
     if (!kvcache_fits(c, n)) return KVCACHE_OVER_BUDGET; /* checked before allocating */
@@ -139,16 +169,7 @@ int kvcache_reserve(KVCache *c, int n) {
         if ((size_t)cap > most) cap = (int)most; /* ≥ need, since the cap fits need */
     }
     size_t rows = (size_t)cap, C = (size_t)c->NH * c->hs;
-    for (int l = 0; l < c->L; l++) {
-        if (c->dtype == DT_FP32) {
-            if (grow((void **)&c->k[l], rows * c->row_bytes) ||
-                grow((void **)&c->v[l], rows * c->row_bytes))
-                return -1;
-        } else if (grow((void **)&c->kq[l], rows * c->row_bytes) ||
-                   grow((void **)&c->vq[l], rows * c->row_bytes)) {
-            return -1;
-        }
-    }
+    if (grow_store(c, rows)) return -1;
     if (reads_scratch(c) && (grow((void **)&c->scratch_k, rows * C * sizeof(float)) ||
                                 grow((void **)&c->scratch_v, rows * C * sizeof(float))))
         return -1;

@@ -51,6 +51,7 @@ typedef struct {
     size_t row_bytes;  /* bytes of one token's K (or V) row in one layer */
     size_t max_bytes;  /* 0, or a cap on reserved bytes (kvcache_set_max_bytes) */
     KVQuantGroup sim_k, sim_v; /* simulated int8 read-back of K, of V (KVQ_NONE: off) */
+    unsigned char *store; /* the one block the rows below lie in (2·L·capacity rows) */
     float **k;       /* (L) pointers, each (capacity, NH*hs); fp32 only, else NULL rows */
     float **v;       /* (L) pointers, each (capacity, NH*hs); fp32 only */
     unsigned char **kq, **vq; /* (L) pointers, each (capacity, row_bytes); other types */

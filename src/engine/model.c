@@ -339,8 +339,7 @@ int model_init_random(Model *m, const Config *cfg, uint64_t seed) {
 }
 
 static void runstate_free(RunState *s) {
-    free(s->x); free(s->ln); free(s->qkv); free(s->q); free(s->atty);
-    free(s->proj); free(s->fc); free(s->scores); free(s->pattern);
+    free(s->block);
     memset(s, 0, sizeof *s);
 }
 
@@ -355,34 +354,37 @@ void model_free(Model *m) {
     memset(m, 0, sizeof *m);
 }
 
-static int grow(float **p, size_t n) {
-    float *q = realloc(*p, n * sizeof(float));
-    if (!q) return -1;
-    *p = q;
-    return 0;
-}
+/* Floats from one buffer of the run state to the next: n, rounded up to whole 64-byte
+ * lines. */
+static size_t lines_of(size_t n) { return (n + 15) / 16 * 16; }
 
 /* Room for n rows attending over Tt columns; capacities double so decode steps
- * do not reallocate every time. */
+ * do not reallocate every time. Every buffer lies in one block (bigbuf: on 2 MiB
+ * pages once it is large), because a prefill's matmuls store rows C floats apart,
+ * where 4 KiB pages cost a TLB miss every row or two. A new block keeps nothing of the
+ * old one: every forward call writes its buffers before it reads them. */
 static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
-    size_t C = (size_t)cfg->C;
-    if (n > s->rows) {
-        int r = s->rows ? s->rows : 1;
-        while (r < n) r *= 2;
-        if (grow(&s->x, r * C) || grow(&s->ln, r * C) || grow(&s->qkv, r * 3 * C) ||
-            grow(&s->q, r * C) || grow(&s->atty, r * C) || grow(&s->proj, r * C) ||
-            grow(&s->fc, r * 4 * C))
-            return -1;
-        s->rows = r;
-        s->cols = 0; /* scores depend on rows too: force a regrow */
-    }
-    if (Tt > s->cols) {
-        int c = s->cols ? s->cols : 16;
-        while (c < Tt) c *= 2;
-        size_t sz = (size_t)cfg->NH * s->rows * c;
-        if (grow(&s->scores, sz) || grow(&s->pattern, sz)) return -1;
-        s->cols = c;
-    }
+    if (n <= s->rows && Tt <= s->cols) return 0;
+    int r = s->rows ? s->rows : 1, c = s->cols ? s->cols : 16;
+    while (r < n) r *= 2;
+    while (c < Tt) c *= 2;
+    const size_t C = (size_t)cfg->C, rc = lines_of((size_t)r * C),
+                 att = lines_of((size_t)cfg->NH * (size_t)r * (size_t)c);
+    /* x, ln, q, atty, proj: rc each; qkv 3 and fc 4 rows' worth; scores and pattern */
+    const size_t sizes[] = {rc, rc, lines_of(3 * (size_t)r * C), rc, rc, rc,
+                            lines_of(4 * (size_t)r * C), att, att};
+    float **bufs[] = {&s->x, &s->ln, &s->qkv, &s->q, &s->atty, &s->proj, &s->fc, &s->scores,
+                      &s->pattern};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
+    float *b = bigbuf_alloc(total, sizeof(float));
+    if (!b) return -1;
+    free(s->block);
+    s->block = b;
+    for (size_t i = 0, off = 0; i < sizeof sizes / sizeof *sizes; off += sizes[i++])
+        *bufs[i] = b + off;
+    s->rows = r;
+    s->cols = c;
     return 0;
 }
 

@@ -92,9 +92,11 @@ typedef struct {
     const float *ln_f_w, *ln_f_b; /* (C) */
 } Weights;
 
-/* Activations for up to `rows` new tokens attending over up to `cols` tokens. Grows on demand. */
+/* Activations for up to `rows` new tokens attending over up to `cols` tokens. Grows on
+ * demand; every buffer lies in block, one allocation. */
 typedef struct {
     int rows, cols;
+    float *block;
     float *x;       /* (rows, C) the residual stream */
     float *ln;      /* (rows, C) layernorm output */
     float *qkv;     /* (rows, 3C) c_attn output of model_forward_rows; K then V of a
