@@ -315,6 +315,38 @@ START_TEST(test_attention_exact) {
 }
 END_TEST
 
+/* Scores that are not ordinary numbers: a key holding NaN (its score NaN for every query),
+ * one whose scores overflow to +inf for some queries and -inf for others, and scores far
+ * below the rest (their weights underflow to 0). The softmax's exp and max see them in
+ * full vectors and in the masked last few keys of a row (n = 37 queries: blocks of 8 and
+ * leftovers, rows of 3 to 39 keys), at every width. */
+START_TEST(test_attention_special) {
+    LEVEL_OR_SKIP(lv, _i, 1);
+    const int n = 37, p = 2, NH = 2, hs = 16, C = NH * hs, Tt = n + p;
+    float *q = alloc_filled((size_t)n * C, 61);
+    float *k = alloc_filled((size_t)Tt * C, 62), *v = alloc_filled((size_t)Tt * C, 63);
+    k[(size_t)5 * C + 3] = NAN;                                 /* key 5, head 0 */
+    k[(size_t)20 * C + hs] = 3e38f;                             /* key 20, head 1 */
+    for (int i = 0; i < n; i += 2) q[(size_t)i * C + hs] = 1e30f; /* ±inf against it */
+    for (int i = 1; i < n; i += 2) q[(size_t)i * C + hs] = -1e30f;
+    for (int d = 0; d < hs; d++) k[(size_t)11 * C + d] = -50.0f; /* key 11, head 0: far below */
+    const size_t ns = (size_t)NH * n * Tt;
+    float *o0 = alloc_filled((size_t)n * C, 0), *o1 = alloc_filled((size_t)n * C, 1);
+    float *s0 = alloc_filled(ns, 0), *s1 = alloc_filled(ns, 1);
+    float *p0 = alloc_filled(ns, 0), *p1 = alloc_filled(ns, 1);
+    attention_forward(o0, s0, p0, q, k, v, n, p, NH, hs);
+    long nan_weights = 0;
+    for (size_t i = 0; i < ns; i++) nan_weights += isnan(p0[i]);
+    ck_assert_int_gt(nan_weights, 0); /* the case is what it says */
+    kern_attention_forward(lv, o1, s1, p1, q, k, v, n, p, NH, hs);
+    ck_assert_msg(memcmp(s0, s1, ns * sizeof(float)) == 0, "scores differ");
+    ck_assert_msg(memcmp(p0, p1, ns * sizeof(float)) == 0, "weights differ");
+    ck_assert_msg(memcmp(o0, o1, (size_t)n * C * sizeof(float)) == 0, "outputs differ");
+    free(q); free(k); free(v); free(o0); free(o1);
+    free(s0); free(s1); free(p0); free(p1);
+}
+END_TEST
+
 /* Decode steps wider than the value sums one pass holds (C > 2048 columns on one thread),
  * the pass boundary on a head boundary (hs = 64) and inside a head (hs = 24), with key
  * counts that end on a full block of 8 (p = 7, 15, 39) or not, over caches long enough for
@@ -590,6 +622,7 @@ Suite *make_kernels_suite(void) {
     tcase_add_loop_test(tc, test_matmul_transposed_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_matmul_half_exact, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_exact, KERN_AVX2, KERN_LEVEL_COUNT);
+    tcase_add_loop_test(tc, test_attention_special, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_loop_test(tc, test_attention_decode_wide, KERN_AVX2, KERN_LEVEL_COUNT);
     tcase_add_test(tc, test_row_kernel_matches_attention_forward);
     tcase_add_test(tc, test_tanh_accuracy);

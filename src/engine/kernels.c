@@ -354,15 +354,22 @@ AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
     softmax_scale(pa, pos, sum);
 }
 
-/* Rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows. */
-AVX2_INLINE void softmax_rows8(float *sc, float *pa, int pos0, int Tt) {
-    float sum[8] = {0};
-    for (int r = 0; r < 8; r++) softmax_exp(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
-    for (int t = 0; t <= pos0; t++) /* 8 chains of adds, each in key order */
+/* The sums of rows r = 0..7 of pa (pa + r·Tt, keys 0..pos0 + r): 8 chains of adds side
+ * by side, each in key order. */
+static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt) {
+    for (int r = 0; r < 8; r++) sum[r] = 0.0f;
+    for (int t = 0; t <= pos0; t++)
 #pragma GCC unroll 8
         for (int r = 0; r < 8; r++) sum[r] += pa[(size_t)r * Tt + t];
     for (int r = 1; r < 8; r++)
         for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
+}
+
+/* Rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows. */
+AVX2_INLINE void softmax_rows8(float *sc, float *pa, int pos0, int Tt) {
+    float sum[8];
+    for (int r = 0; r < 8; r++) softmax_exp(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+    softmax_sums8(sum, pa, pos0, Tt);
     for (int r = 0; r < 8; r++) softmax_scale(pa + (size_t)r * Tt, pos0 + r, sum[r]);
 }
 
@@ -644,6 +651,67 @@ AVX512_INLINE __m512 pow2_16(__m512 n) {
 #undef SIGN16
 EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
 
+/* exp8, softmax_exp, softmax_scale and softmax_rows8 16 lanes wide: the same operations,
+ * so the same bits, on twice the keys per instruction (the prefill attention blocks of
+ * the AVX-512 level). */
+AVX512_INLINE __m512 exp16(__m512 x) {
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(OPS_EXPF_LOW)); /* NaN: LOW, as exp8 */
+    __m512 n;
+    const __m512 er = exp_reduced16(xc, &n);
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
+                                                            _mm512_set1_epi32(64 + 127)), 23);
+    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(er, _mm512_castsi512_ps(bits)),
+                                   _mm512_set1_ps(OPS_EXPF_TWO_M64));
+    return _mm512_mask_blend_ps(nan, e, x);
+}
+AVX512_INLINE void softmax_exp16(float *sc, float *pa, int pos, int Tt) {
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    int t = 0;
+    for (; t + 16 <= pos + 1; t += 16) {
+        const __m512 v = _mm512_loadu_ps(sc + t);
+        mv = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, mv, _CMP_GT_OQ), mv, v);
+    }
+    float lanes[16], maxv = -INFINITY;
+    _mm512_storeu_ps(lanes, mv);
+    for (int j = 0; j < 16; j++)
+        if (lanes[j] > maxv) maxv = lanes[j];
+    for (int u = t; u <= pos; u++)
+        if (sc[u] > maxv) maxv = sc[u];
+    int f = pos + 1;
+    for (; f + 16 <= Tt; f += 16) { /* the future: masked */
+        _mm512_storeu_ps(sc + f, _mm512_set1_ps(-INFINITY));
+        _mm512_storeu_ps(pa + f, _mm512_setzero_ps());
+    }
+    for (; f < Tt; f++) {
+        sc[f] = -INFINITY;
+        pa[f] = 0.0f;
+    }
+    const __m512 vmax = _mm512_set1_ps(maxv);
+    for (t = 0; t + 16 <= pos + 1; t += 16)
+        _mm512_storeu_ps(pa + t, exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + t), vmax)));
+    if (t <= pos) {
+        const __mmask16 m = (__mmask16)((1u << (pos + 1 - t)) - 1);
+        const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + t), vmax);
+        _mm512_mask_storeu_ps(pa + t, m, exp16(x));
+    }
+}
+AVX512_INLINE void softmax_scale16(float *pa, int pos, float sum) {
+    const float inv = 1.0f / sum;
+    const __m512 vinv = _mm512_set1_ps(inv);
+    int t = 0;
+    for (; t + 16 <= pos + 1; t += 16)
+        _mm512_storeu_ps(pa + t, _mm512_mul_ps(_mm512_loadu_ps(pa + t), vinv));
+    for (; t <= pos; t++) pa[t] *= inv;
+}
+AVX512_INLINE void softmax_rows8_16(float *sc, float *pa, int pos0, int Tt) {
+    float sum[8];
+    for (int r = 0; r < 8; r++)
+        softmax_exp16(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
+    softmax_sums8(sum, pa, pos0, Tt);
+    for (int r = 0; r < 8; r++) softmax_scale16(pa + (size_t)r * Tt, pos0 + r, sum[r]);
+}
+
 /* tanh_W: min(|x|, CLAMP) also turns NaN into CLAMP, which keeps the integer conversion
  * in pow2_W defined; NaN lanes are put back at the end, as ops_tanhf returns them early.
  * GELU: 0.5·x·(1 + tanh(k·(x + 0.044715·x·x·x))), left to right, in gelu_W (also the
@@ -703,6 +771,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
     _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define KS_GELU(x) gelu_8(x)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8(sc, pa, pos0, Tt)
 #include "kernels_simd.h"
 
 #define KS_SUFFIX _512
@@ -724,6 +793,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
     _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
 #define KS_GELU(x) gelu_16(x)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8_16(sc, pa, pos0, Tt)
 #include "kernels_simd.h"
 
 typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,

@@ -12,8 +12,9 @@
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
  *   KS_GELU(x)  gelu_forward's bits in every lane
+ *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt)  softmax_rows8 at this width
  * (it undefines them at its end, ready for the next width) and what kernels.c shares
- * between the widths (elem_size, load1w, kout, prefetch_share, softmax_rows8, PanelFn,
+ * between the widths (elem_size, load1w, kout, prefetch_share, PanelFn,
  * DecodeFn, MM_KC, AT_R, KERN_PAR_MIN).
  * Lanes are independent outputs, each summed in the plain order of ops.c: the bytes
  * are those of matmul_forward and attention_forward at every width.
@@ -338,7 +339,7 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
             else if (seen > 0) KS_STORE_FIRST(sc + (size_t)r * Tt + t, seen, KS_DIV(acc[r], vdiv));
         }
     }
-    softmax_rows8(sc, pa, pos0, Tt);
+    KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt);
     int d = 0;
     for (; d + KS_VV * KS_W <= hs; d += KS_VV * KS_W)
         KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_VV);
@@ -371,3 +372,4 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
 #undef KS_FP16
 #undef KS_BF16
 #undef KS_GELU
+#undef KS_SOFTMAX_ROWS8

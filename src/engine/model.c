@@ -599,10 +599,10 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
     at.slot_pos = cache->pos; /* after the reservation, which may move it */
     FlopCount f = {0};
 
-    /* token + position embeddings */
+    /* token + position embeddings (plain: residual_forward; fast: residual_avx2) */
     for (int i = 0; i < n; i++)
-        residual_forward(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                         m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
+        kern_residual_forward(m->kern, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
+                              m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++) {
