@@ -1,10 +1,10 @@
 /* kvcache.c — contiguous KV cache growing by doubling, stored in fp32 or a smaller type. */
 #include "kvcache.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bigbuf.h"
 #include "halfprec.h"
 #include "quant.h"
 
@@ -129,16 +129,17 @@ static int grow(void **p, size_t bytes) {
     return 0;
 }
 
-/* Every layer's K and V rows in one block of 2·L·rows rows, K of layer l then its V:
- * on 2 MiB pages once it is large (bigbuf), because c_attn writes a prefill's new rows
- * and attention reads them pages apart, where 4 KiB pages cost a TLB miss every few
- * rows. Not zeroed: a slot is written before it is used, and a page counts in the
- * process's memory once written (lesson 5). The slots in use move over; the old
- * block goes. */
+/* Every layer's K and V rows in one block of 2·L·rows rows, K of layer l then its V,
+ * the block on a 64-byte line. Not zeroed and on ordinary pages: a page counts
+ * in the process's memory once a slot on it is written, which is what lesson 5
+ * measures (on 2 MiB pages a small model's cache would count its whole reservation).
+ * The slots in use move over; the old block goes. */
 static int grow_store(KVCache *c, size_t rows) {
     const size_t layer = rows * c->row_bytes, used = (size_t)c->len * c->row_bytes;
-    unsigned char *b = bigbuf_alloc(2 * (size_t)c->L, layer);
-    if (!b) return -1;
+    if (c->L > 0 && layer > SIZE_MAX / 2 / (size_t)c->L) return -1;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, 2 * (size_t)c->L * layer)) return -1;
+    unsigned char *b = p;
     for (int l = 0; l < c->L; l++) {
         unsigned char *k = b + 2 * (size_t)l * layer, *v = k + layer;
         if (c->dtype == DT_FP32) {

@@ -4,11 +4,10 @@
  * apart (a (T,4C) matrix: one 4 KiB page per row); on 4 KiB pages every such row costs a
  * TLB miss. A decode step streams the engine's weight panels, hundreds of MiB, where a
  * TLB miss every 4 KiB costs a share of the read bandwidth. A prefill's matmuls store
- * their rows (the run state, the KV cache's new slots) C floats apart: a page or two
- * a row. bigbuf_calloc aligns the
- * buffer to 2 MiB and asks Linux for transparent huge pages (madvise MADV_HUGEPAGE);
- * elsewhere, or when refused, the buffer is an ordinary one. The contents are the same
- * either way: only the speed differs.
+ * their rows (the model's activations) C floats apart: a page or two a row. bigbuf_calloc
+ * aligns the buffer to 2 MiB and asks Linux for transparent huge pages (madvise
+ * MADV_HUGEPAGE); elsewhere, or when refused, the buffer is an ordinary one. The contents
+ * are the same either way: only the speed differs.
  */
 #ifndef KVSCOPE_BIGBUF_H
 #define KVSCOPE_BIGBUF_H
@@ -19,8 +18,7 @@
  * when out of memory or when n · size overflows. */
 void *bigbuf_calloc(size_t n, size_t size);
 /* The same, not zeroed and not touched: a page is counted in the process's memory
- * (RSS) only once something is written to it, so a buffer reserved ahead (the KV
- * cache) costs what it holds, not what it could hold. */
+ * (RSS) only once something is written to it, a 2 MiB one at once. */
 void *bigbuf_alloc(size_t n, size_t size);
 
 #endif
