@@ -255,7 +255,7 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     *out1 = b;
 }
 
-/* ops.c's exp_reduced in lanes, the shared core of exp8 and tanh: n = round(y·log2 e)
+/* ops.c's exp_reduced in lanes, the shared core of exp_8 and tanh: n = round(y·log2 e)
  * and e^r for r = y − n·ln 2 (two-part ln 2), by the degree-7 polynomial; the caller
  * scales by 2^n. Written once for both widths: P is the intrinsics' prefix (_mm256,
  * _mm512), V the vector type, ATTR the function's target. */
@@ -278,7 +278,7 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
 EXP_REDUCED(AVX2_INLINE, exp_reduced8, _mm256, __m256)
 
 /* ops_expf 8 lanes at a time: the same operations on the same constants. */
-AVX2_INLINE __m256 exp8(__m256 x) {
+AVX2_INLINE __m256 exp_8(__m256 x) {
 #define SET1(v) _mm256_set1_ps(v)
     const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
     /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
@@ -300,60 +300,6 @@ AVX2_INLINE __m256i lanes_below(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* softmax_causal_row, 8 keys at a time where the order does not matter: the max (each
- * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
- * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
- * exponentials (the last few keys through exp8 too, masked) and the products by
- * 1/sum. The sum itself runs key after key: softmax_sum, or softmax_rows8 for 8 rows
- * whose 8 sums then run side by side. */
-AVX2_INLINE void softmax_exp(float *sc, float *pa, int pos, int Tt) {
-    __m256 mv = _mm256_set1_ps(-INFINITY);
-    int t = 0;
-    for (; t + 8 <= pos + 1; t += 8) {
-        const __m256 v = _mm256_loadu_ps(sc + t);
-        mv = _mm256_blendv_ps(mv, v, _mm256_cmp_ps(v, mv, _CMP_GT_OQ));
-    }
-    float lanes[8], maxv = -INFINITY;
-    _mm256_storeu_ps(lanes, mv);
-    for (int j = 0; j < 8; j++)
-        if (lanes[j] > maxv) maxv = lanes[j];
-    for (int u = t; u <= pos; u++)
-        if (sc[u] > maxv) maxv = sc[u];
-    const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
-    int f = pos + 1;
-    for (; f + 8 <= Tt; f += 8) { /* the future: masked */
-        _mm256_storeu_ps(sc + f, ninf);
-        _mm256_storeu_ps(pa + f, zero);
-    }
-    for (; f < Tt; f++) {
-        sc[f] = -INFINITY;
-        pa[f] = 0.0f;
-    }
-    const __m256 vmax = _mm256_set1_ps(maxv);
-    for (t = 0; t + 8 <= pos + 1; t += 8)
-        _mm256_storeu_ps(pa + t, exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + t), vmax)));
-    if (t <= pos) {
-        const __m256i m = lanes_below(pos + 1 - t);
-        _mm256_maskstore_ps(pa + t, m, exp8(_mm256_sub_ps(_mm256_maskload_ps(sc + t, m), vmax)));
-    }
-}
-
-AVX2_INLINE void softmax_scale(float *pa, int pos, float sum) {
-    const float inv = 1.0f / sum;
-    const __m256 vinv = _mm256_set1_ps(inv);
-    int t = 0;
-    for (; t + 8 <= pos + 1; t += 8)
-        _mm256_storeu_ps(pa + t, _mm256_mul_ps(_mm256_loadu_ps(pa + t), vinv));
-    for (; t <= pos; t++) pa[t] *= inv;
-}
-
-AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
-    softmax_exp(sc, pa, pos, Tt);
-    float sum = 0.0f;
-    for (int t = 0; t <= pos; t++) sum += pa[t];
-    softmax_scale(pa, pos, sum);
-}
-
 /* The sums of rows r = 0..7 of pa (pa + r·Tt, keys 0..pos0 + r): 8 chains of adds side
  * by side, each in key order. */
 static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt) {
@@ -365,12 +311,75 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
         for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
 }
 
-/* Rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows. */
-AVX2_INLINE void softmax_rows8(float *sc, float *pa, int pos0, int Tt) {
-    float sum[8];
-    for (int r = 0; r < 8; r++) softmax_exp(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
-    softmax_sums8(sum, pa, pos0, Tt);
-    for (int r = 0; r < 8; r++) softmax_scale(pa + (size_t)r * Tt, pos0 + r, sum[r]);
+/* softmax_causal_row, W keys at a time where the order does not matter: the max (each
+ * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
+ * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
+ * exponentials (the last few keys through exp_W too, masked) and the products by
+ * 1/sum. The sum itself runs key after key: softmax_row, or softmax_rows8_W for 8 rows
+ * whose 8 sums then run side by side (softmax_sums8). Written once for both widths (as
+ * EXP_REDUCED); what they do differently sits in helpers per width: exp_W,
+ * keep_greater_W (v where v > m, else m), load_first_W and store_first_W (the first n
+ * lanes only, 0 < n < W: the last few keys of a row read and written in place). */
+#define SOFTMAX(ATTR, W, P, V)                                                              \
+    ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int Tt) {                       \
+        V mv = P##_set1_ps(-INFINITY);                                                       \
+        int t = 0;                                                                           \
+        for (; t + W <= pos + 1; t += W) mv = keep_greater_##W(mv, P##_loadu_ps(sc + t));    \
+        float lanes[W], maxv = -INFINITY;                                                    \
+        P##_storeu_ps(lanes, mv);                                                            \
+        for (int j = 0; j < W; j++)                                                          \
+            if (lanes[j] > maxv) maxv = lanes[j];                                            \
+        for (int u = t; u <= pos; u++)                                                       \
+            if (sc[u] > maxv) maxv = sc[u];                                                  \
+        int f = pos + 1;                                                                     \
+        for (; f + W <= Tt; f += W) { /* the future: masked */                               \
+            P##_storeu_ps(sc + f, P##_set1_ps(-INFINITY));                                   \
+            P##_storeu_ps(pa + f, P##_setzero_ps());                                         \
+        }                                                                                    \
+        for (; f < Tt; f++) {                                                                \
+            sc[f] = -INFINITY;                                                               \
+            pa[f] = 0.0f;                                                                    \
+        }                                                                                    \
+        const V vmax = P##_set1_ps(maxv);                                                    \
+        for (t = 0; t + W <= pos + 1; t += W)                                                \
+            P##_storeu_ps(pa + t, exp_##W(P##_sub_ps(P##_loadu_ps(sc + t), vmax)));          \
+        if (t <= pos) {                                                                      \
+            const V x = P##_sub_ps(load_first_##W(sc + t, pos + 1 - t), vmax);               \
+            store_first_##W(pa + t, pos + 1 - t, exp_##W(x));                                \
+        }                                                                                    \
+    }                                                                                        \
+    ATTR void softmax_scale_##W(float *pa, int pos, float sum) {                             \
+        const float inv = 1.0f / sum;                                                        \
+        const V vinv = P##_set1_ps(inv);                                                     \
+        int t = 0;                                                                           \
+        for (; t + W <= pos + 1; t += W)                                                     \
+            P##_storeu_ps(pa + t, P##_mul_ps(P##_loadu_ps(pa + t), vinv));                   \
+        for (; t <= pos; t++) pa[t] *= inv;                                                  \
+    }                                                                                        \
+    /* rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows */      \
+    ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int Tt) {                    \
+        float sum[8];                                                                        \
+        for (int r = 0; r < 8; r++)                                                          \
+            softmax_exp_##W(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);         \
+        softmax_sums8(sum, pa, pos0, Tt);                                                    \
+        for (int r = 0; r < 8; r++) softmax_scale_##W(pa + (size_t)r * Tt, pos0 + r, sum[r]); \
+    }
+AVX2_INLINE __m256 keep_greater_8(__m256 m, __m256 v) {
+    return _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
+}
+AVX2_INLINE __m256 load_first_8(const float *p, int n) {
+    return _mm256_maskload_ps(p, lanes_below(n));
+}
+AVX2_INLINE void store_first_8(float *p, int n, __m256 x) {
+    _mm256_maskstore_ps(p, lanes_below(n), x);
+}
+SOFTMAX(AVX2_INLINE, 8, _mm256, __m256)
+
+AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
+    softmax_exp_8(sc, pa, pos, Tt);
+    float sum = 0.0f;
+    for (int t = 0; t <= pos; t++) sum += pa[t];
+    softmax_scale_8(pa, pos, sum);
 }
 
 /* The same as a function of its own, for the OpenMP region of a decode step. */
@@ -651,66 +660,30 @@ AVX512_INLINE __m512 pow2_16(__m512 n) {
 #undef SIGN16
 EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
 
-/* exp8, softmax_exp, softmax_scale and softmax_rows8 16 lanes wide: the same operations,
- * so the same bits, on twice the keys per instruction (the prefill attention blocks of
- * the AVX-512 level). */
-AVX512_INLINE __m512 exp16(__m512 x) {
+/* exp_8 and the softmax (SOFTMAX) 16 lanes wide: the same operations, so the same
+ * bits, on twice the keys per instruction (the prefill attention blocks of the AVX-512
+ * level). */
+AVX512_INLINE __m512 exp_16(__m512 x) {
     const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(OPS_EXPF_LOW)); /* NaN: LOW, as exp8 */
+    const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(OPS_EXPF_LOW)); /* NaN: LOW, as exp_8 */
     __m512 n;
     const __m512 er = exp_reduced16(xc, &n);
     const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
                                                             _mm512_set1_epi32(64 + 127)), 23);
     const __m512 e = _mm512_mul_ps(_mm512_mul_ps(er, _mm512_castsi512_ps(bits)),
                                    _mm512_set1_ps(OPS_EXPF_TWO_M64));
-    return _mm512_mask_blend_ps(nan, e, x);
+    return _mm512_mask_blend_ps(nan, e, x); /* NaN lanes: x */
 }
-AVX512_INLINE void softmax_exp16(float *sc, float *pa, int pos, int Tt) {
-    __m512 mv = _mm512_set1_ps(-INFINITY);
-    int t = 0;
-    for (; t + 16 <= pos + 1; t += 16) {
-        const __m512 v = _mm512_loadu_ps(sc + t);
-        mv = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, mv, _CMP_GT_OQ), mv, v);
-    }
-    float lanes[16], maxv = -INFINITY;
-    _mm512_storeu_ps(lanes, mv);
-    for (int j = 0; j < 16; j++)
-        if (lanes[j] > maxv) maxv = lanes[j];
-    for (int u = t; u <= pos; u++)
-        if (sc[u] > maxv) maxv = sc[u];
-    int f = pos + 1;
-    for (; f + 16 <= Tt; f += 16) { /* the future: masked */
-        _mm512_storeu_ps(sc + f, _mm512_set1_ps(-INFINITY));
-        _mm512_storeu_ps(pa + f, _mm512_setzero_ps());
-    }
-    for (; f < Tt; f++) {
-        sc[f] = -INFINITY;
-        pa[f] = 0.0f;
-    }
-    const __m512 vmax = _mm512_set1_ps(maxv);
-    for (t = 0; t + 16 <= pos + 1; t += 16)
-        _mm512_storeu_ps(pa + t, exp16(_mm512_sub_ps(_mm512_loadu_ps(sc + t), vmax)));
-    if (t <= pos) {
-        const __mmask16 m = (__mmask16)((1u << (pos + 1 - t)) - 1);
-        const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc + t), vmax);
-        _mm512_mask_storeu_ps(pa + t, m, exp16(x));
-    }
+AVX512_INLINE __m512 keep_greater_16(__m512 m, __m512 v) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, m, _CMP_GT_OQ), m, v);
 }
-AVX512_INLINE void softmax_scale16(float *pa, int pos, float sum) {
-    const float inv = 1.0f / sum;
-    const __m512 vinv = _mm512_set1_ps(inv);
-    int t = 0;
-    for (; t + 16 <= pos + 1; t += 16)
-        _mm512_storeu_ps(pa + t, _mm512_mul_ps(_mm512_loadu_ps(pa + t), vinv));
-    for (; t <= pos; t++) pa[t] *= inv;
+AVX512_INLINE __m512 load_first_16(const float *p, int n) {
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
 }
-AVX512_INLINE void softmax_rows8_16(float *sc, float *pa, int pos0, int Tt) {
-    float sum[8];
-    for (int r = 0; r < 8; r++)
-        softmax_exp16(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);
-    softmax_sums8(sum, pa, pos0, Tt);
-    for (int r = 0; r < 8; r++) softmax_scale16(pa + (size_t)r * Tt, pos0 + r, sum[r]);
+AVX512_INLINE void store_first_16(float *p, int n, __m512 x) {
+    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), x);
 }
+SOFTMAX(AVX512_INLINE, 16, _mm512, __m512)
 
 /* tanh_W: min(|x|, CLAMP) also turns NaN into CLAMP, which keeps the integer conversion
  * in pow2_W defined; NaN lanes are put back at the end, as ops_tanhf returns them early.
@@ -762,7 +735,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_ZERO() _mm256_setzero_ps()
 #define KS_LOAD(p) _mm256_loadu_ps(p)
 #define KS_STORE(p, x) _mm256_storeu_ps(p, x)
-#define KS_STORE_FIRST(p, n, x) _mm256_maskstore_ps(p, lanes_below(n), x)
+#define KS_STORE_FIRST(p, n, x) store_first_8(p, n, x)
 #define KS_SET1(x) _mm256_set1_ps(x)
 #define KS_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define KS_ADD(a, b) _mm256_add_ps(a, b)
@@ -771,7 +744,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
     _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define KS_GELU(x) gelu_8(x)
-#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8(sc, pa, pos0, Tt)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8_8(sc, pa, pos0, Tt)
 #include "kernels_simd.h"
 
 #define KS_SUFFIX _512
@@ -784,7 +757,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_ZERO() _mm512_setzero_ps()
 #define KS_LOAD(p) _mm512_loadu_ps(p)
 #define KS_STORE(p, x) _mm512_storeu_ps(p, x)
-#define KS_STORE_FIRST(p, n, x) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), x)
+#define KS_STORE_FIRST(p, n, x) store_first_16(p, n, x)
 #define KS_SET1(x) _mm512_set1_ps(x)
 #define KS_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define KS_ADD(a, b) _mm512_add_ps(a, b)

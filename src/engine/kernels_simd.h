@@ -12,7 +12,7 @@
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
  *   KS_GELU(x)  gelu_forward's bits in every lane
- *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt)  softmax_rows8 at this width
+ *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt)  softmax_rows8_W at this width
  * (it undefines them at its end, ready for the next width) and what kernels.c shares
  * between the widths (elem_size, load1w, kout, prefetch_share, PanelFn,
  * DecodeFn, MM_KC, AT_R, KERN_PAR_MIN).
