@@ -1,6 +1,7 @@
 /* check_kvcache.c — the cache itself (kvcache.h), without a model: reservations by
  * doubling under the context and a byte cap, drops and truncations in and out of range
- * (what stays where, which positions stay seen), and rows stored and read back.
+ * (what stays where, which positions stay seen), and rows stored, kept as the storage
+ * grows, and read back.
  * Rows are filled with values that name their slot, layer and lane, so every move is
  * checked exactly. */
 #include <check.h>

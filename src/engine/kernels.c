@@ -9,8 +9,9 @@
  *
  * The matmul and the prefill attention blocks are written once, width-generic, in
  * kernels_simd.h, included below for AVX2 (8 floats) and AVX-512F (16 floats); the
- * decode attention, softmax, GELU and layernorm are AVX2 only (the dispatcher at the
- * end picks per level).
+ * softmax and GELU are written once for both widths too (SOFTMAX, TANH_GELU); the
+ * decode attention and layernorm are AVX2 only (the dispatcher at the end picks per
+ * level).
  */
 #include "kernels.h"
 
@@ -389,9 +390,10 @@ AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int Tt) {
 
 /* ---- attention ------------------------------------------------------------
  * Per (query, head) as ops.c: scores, softmax_causal_row's operations (softmax_row:
- * ops_expf 8 keys at a time, the sum in key order), then the weighted sum of the values. A decode step runs
- * one query at a time; a prefill runs blocks of 8 queries of one head, which share
- * every key and value they load (attention_block). */
+ * ops_expf 8 keys at a time, 16 in a prefill block on AVX-512; the sum in key order),
+ * then the weighted sum of the values. A decode step runs one query at a time; a
+ * prefill runs blocks of 8 queries of one head, which share every key and value they
+ * load (attention_block). */
 
 /* Lane j = Σ_d x[d]·rows[j·stride + d] for the first m ≤ 8 rows only (other lanes 0):
  * dot8 for a block of keys that runs past the query's position, without loading the
@@ -613,7 +615,8 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int ldk, int C) {
     OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
     for (int i0 = 0; i0 < C8; i0 += 8) transpose_rows8(kT, kc, Tt, ldk, C, i0);
     for (int i = C8; i < C; i++)
-        for (int t = 0; t < ldk; t++) kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
+        for (int t = 0; t < ldk; t++)
+            kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
 }
 
 /* ---- GELU ------------------------------------------------------------------
