@@ -278,21 +278,22 @@ AVX2_INLINE void dot16(__m256 *out0, __m256 *out1, const float *x, const float *
     }
 EXP_REDUCED(AVX2_INLINE, exp_reduced8, _mm256, __m256)
 
-/* ops_expf 8 lanes at a time: the same operations on the same constants. */
-AVX2_INLINE __m256 exp_8(__m256 x) {
-#define SET1(v) _mm256_set1_ps(v)
-    const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-    /* max(x, LOW) with LOW second: a NaN lane becomes LOW (defined below), put back last */
-    const __m256 xc = _mm256_max_ps(x, SET1(OPS_EXPF_LOW));
-    __m256 n;
-    const __m256 er = exp_reduced8(xc, &n);
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n),
-                                                            _mm256_set1_epi32(64 + 127)), 23);
-    const __m256 e = _mm256_mul_ps(_mm256_mul_ps(er, _mm256_castsi256_ps(bits)),
-                                   SET1(OPS_EXPF_TWO_M64));
-    return _mm256_blendv_ps(e, x, nan);
-#undef SET1
+/* ops_expf W lanes at a time: the same operations on the same constants. max(x, LOW)
+ * with LOW second turns a NaN lane into LOW; nan_W puts x back there last. Written once
+ * for both widths (P, V, ATTR as for EXP_REDUCED; B the vector's bits). */
+#define EXPF(ATTR, W, B, P, V)                                                              \
+    ATTR V exp_##W(V x) {                                                                    \
+        const V xc = P##_max_ps(x, P##_set1_ps(OPS_EXPF_LOW));                               \
+        V n;                                                                                 \
+        const V er = exp_reduced##W(xc, &n);                                                 \
+        const V two = P##_castsi##B##_ps(P##_slli_epi32(                                     \
+            P##_add_epi32(P##_cvtps_epi32(n), P##_set1_epi32(64 + 127)), 23)); /* 2^(n+64) */ \
+        return nan_##W(P##_mul_ps(P##_mul_ps(er, two), P##_set1_ps(OPS_EXPF_TWO_M64)), x);   \
+    }
+AVX2_INLINE __m256 nan_8(__m256 t, __m256 x) { /* x where x is NaN, else t */
+    return _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
+EXPF(AVX2_INLINE, 8, 256, _mm256, __m256)
 
 /* The mask of lanes 0 .. n-1 (n ≤ 8) for a masked load or store: the last few keys of a
  * row are read and written in place, with no copy through a buffer on the stack (which
@@ -625,16 +626,14 @@ static void transpose_keys(float *kT, const float *kc, int Tt, int ldk, int C) {
  * Written once for both widths (P, V, ATTR as for EXP_REDUCED; W the lanes); what the
  * widths do differently (AVX-512F has no float and/or, and blends by mask registers)
  * sits in five small helpers per width: abs_W, copysign_W (t ≥ +0), less_W (where
- * a < b: then, else otherwise), nan_W (x where x is NaN, else t) and pow2_W. */
+ * a < b: then, else otherwise), nan_W (x where x is NaN, else t; nan_8 sits with EXPF)
+ * and pow2_W. */
 AVX2_INLINE __m256 abs_8(__m256 x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
 AVX2_INLINE __m256 copysign_8(__m256 t, __m256 x) {
     return _mm256_or_ps(t, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
 }
 AVX2_INLINE __m256 less_8(__m256 a, __m256 b, __m256 then, __m256 other) {
     return _mm256_blendv_ps(other, then, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
-}
-AVX2_INLINE __m256 nan_8(__m256 t, __m256 x) {
-    return _mm256_blendv_ps(t, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 AVX2_INLINE __m256 pow2_8(__m256 n) { /* 2^n for whole n in [-126, 127] */
     return _mm256_castsi256_ps(
@@ -666,17 +665,7 @@ EXP_REDUCED(AVX512_INLINE, exp_reduced16, _mm512, __m512)
 /* exp_8 and the softmax (SOFTMAX) 16 lanes wide: the same operations, so the same
  * bits, on twice the keys per instruction (the prefill attention blocks of the AVX-512
  * level). */
-AVX512_INLINE __m512 exp_16(__m512 x) {
-    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    const __m512 xc = _mm512_max_ps(x, _mm512_set1_ps(OPS_EXPF_LOW)); /* NaN: LOW, as exp_8 */
-    __m512 n;
-    const __m512 er = exp_reduced16(xc, &n);
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n),
-                                                            _mm512_set1_epi32(64 + 127)), 23);
-    const __m512 e = _mm512_mul_ps(_mm512_mul_ps(er, _mm512_castsi512_ps(bits)),
-                                   _mm512_set1_ps(OPS_EXPF_TWO_M64));
-    return _mm512_mask_blend_ps(nan, e, x); /* NaN lanes: x */
-}
+EXPF(AVX512_INLINE, 16, 512, _mm512, __m512)
 AVX512_INLINE __m512 keep_greater_16(__m512 m, __m512 v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, m, _CMP_GT_OQ), m, v);
 }
