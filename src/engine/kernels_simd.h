@@ -59,8 +59,14 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++)
             acc[i][v] = first ? KS_ZERO() : KS_LOAD(kout(ko, t + i, o + KS_W * v));
+    /* one line every kc / npf steps: fetches in flight crowd out the tile's own loads */
+    const int every = npf && kc > npf ? kc / npf : 1;
+    int k = 0, next = 0;
     for (int c = 0; c < kc; c++) {
-        if (c < npf) _mm_prefetch(pf + 64 * c, _MM_HINT_T1); /* one line per step: no burst */
+        if (c == next && k < npf) {
+            _mm_prefetch(pf + 64 * k++, _MM_HINT_T1);
+            next += every;
+        }
         const float *wr = blk + (size_t)c * KERN_PANEL;
         const KS_V w0 = KS_LOAD(wr), w1 = KS_LOAD(wr + KS_W), w2 = KS_LOAD(wr + 2 * KS_W);
 #pragma GCC unroll 8
