@@ -14,9 +14,8 @@
  * (dtype.h: fp32 4·C, fp16 and bf16 2·C, int8 C + 4·NH, q8_0 ⌈C/32⌉·34):
  *   bytes per token = 2 · L · row_bytes      used = len · that      reserved = capacity · that
  *
- * fp32 is stored as floats in k[l]/v[l] and read in place: no copy (a decode step's
- * c_attn writes its K and V straight into them, kvcache_rows; a prefill's rows come by
- * kvcache_store, a copy). Other types are
+ * fp32 is stored as floats in k[l]/v[l], written and read in place: no copy (the model's
+ * c_attn writes its K and V straight into them, kvcache_rows). Other types are
  * stored in kq[l]/vq[l]; kvcache_store converts a new row, and kvcache_layer dequantizes
  * a layer's rows into a float scratch buffer for attention (a working buffer of one
  * layer, not counted as cache bytes).

@@ -522,12 +522,9 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
 }
 
 /* ---- where the KV cache lives ------------------------------------------------
- * Layer l of n new tokens after p cached ones: the new K and V go into slots p..p+n-1,
- * then the n queries attend over all p + n slots. A decode step's c_attn writes its row
- * straight into an fp32 cache. Rows of a prefill go into s->qkv first and are copied
- * (other cache types convert them from there): its matmul stores rows C floats apart,
- * a page or two a row, which on the cache's ordinary pages cost more than the copy
- * (s->qkv lies on 2 MiB pages; measured: a 128-token prefill 1–2 % faster). */
+ * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
+ * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
+ * then the n queries attend over all p + n slots. */
 static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
     Model *m = at->m;
     RunState *s = &m->s;
@@ -535,7 +532,7 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
     const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
     const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
     float *kw, *vw;       /* where c_attn writes them */
-    const int in_place = n == 1 && kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
+    const int in_place = kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
     const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
                          C, (size_t)C, KERN_SET};
     int rc;
