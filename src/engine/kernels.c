@@ -121,8 +121,8 @@ static float load1w(const void *p, size_t i, Dtype dt) {
  * contiguous) is fetched into L2 while the current block's ntiles tiles run, a share of
  * its lines each, spread evenly over the tile's loop. Without it each new block starts
  * with a stall (measured: a fifth of the matmul time); fetched all at once at the start
- * of a tile, the lines stall the tile instead; one line per step of the loop's start
- * (a line in flight per step) made mlp.c_proj's shape 2–3 % slower than the spread.
+ * of a tile, the lines stall the tile instead; one line per step over the loop's first
+ * steps made mlp.c_proj's shape 1–2 % slower than the spread (medians of 10 runs).
  * Returns the first line of tile number tile's share and puts their count in *n (0
  * past end). */
 AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t es, int tile,
