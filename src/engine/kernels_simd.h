@@ -59,7 +59,9 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++)
             acc[i][v] = first ? KS_ZERO() : KS_LOAD(kout(ko, t + i, o + KS_W * v));
-    /* one line every kc / npf steps: fetches in flight crowd out the tile's own loads */
+    /* one line every kc / npf steps: fetches in flight crowd out the tile's own loads. At
+     * most one a step: where a share outnumbers the steps (few tiles a block: T < 24 on
+     * AVX-512 with float32 panels) the rest is read when the next block's tiles need it. */
     const int every = npf && kc > npf ? kc / npf : 1;
     int k = 0, next = 0;
     for (int c = 0; c < kc; c++) {
