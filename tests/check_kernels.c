@@ -286,7 +286,8 @@ END_TEST
 
 START_TEST(test_attention_exact) {
     LEVEL_OR_SKIP(lv, _i, 1);
-    static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}, {17, 3}};
+    /* {9, 1020}: more keys than kern_attention_out's blocks hold on the stack */
+    static const int np[][2] = {{1, 0}, {1, 5}, {1, 17}, {1, 200}, {3, 0}, {9, 4}, {13, 20}, {40, 0}, {17, 3}, {9, 1020}};
     static const int hss[] = {1, 5, 8, 12, 32, 40, 64, 100}; /* 100: leftover dimensions past the vector passes */
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
@@ -308,6 +309,13 @@ START_TEST(test_attention_exact) {
                                       memcmp(p0, p1, ns * sizeof(float)) == 0,
                                   "attention n=%d p=%d NH=%d hs=%d threads=%d differs", n, p, NH,
                                   hs, thr);
+                    /* the output alone, scores and weights left to the kernel */
+                    float *o2 = alloc_filled((size_t)n * C, 2);
+                    kern_attention_out(lv, o2, s1, p1, q, k, v, n, p, NH, hs);
+                    ck_assert_msg(memcmp(o0, o2, (size_t)n * C * sizeof(float)) == 0,
+                                  "attention out n=%d p=%d NH=%d hs=%d threads=%d differs", n, p,
+                                  NH, hs, thr);
+                    free(o2);
                     free(q); free(k); free(v); free(o0); free(o1);
                     free(s0); free(s1); free(p0); free(p1);
                 }

@@ -766,9 +766,15 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
                      int ldk, const float *vc, int pos0, int Tt, int C, int hs, float div);
 
+/* Keys a prefill task's own rows of scores and weights hold (kern_attention_out): 2 ×
+ * AT_R rows of them, 64 KiB of stack. */
+enum { AT_OWN_MAX = 1024 };
+
+/* keep: the task writes its rows of scores and pattern, or (0, and Tt ≤ AT_OWN_MAX) rows of
+ * its own on the stack, which stay in L1 and L2 between the scores and the sums. */
 AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
                                 const float *q, const float *kc, const float *vc, int n, int p,
-                                int NH, int hs) {
+                                int NH, int hs, int keep) {
     const int C = NH * hs, Tt = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     if (n == 1 && hs % 8 == 0) {
@@ -785,21 +791,21 @@ AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *
     BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
     const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
+    const int own = !keep && Tt <= AT_OWN_MAX;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < ntasks; it++) {
+        float own_sc[AT_R * AT_OWN_MAX], own_pa[AT_R * AT_OWN_MAX];
         const int h = it % NH, u = it / NH;
         const size_t hoff = (size_t)h * hs;
-        if (u < nb) {
-            const int i = u * AT_R;
-            block(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                  pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff, kT + hoff * ldk,
+        const int i = u < nb ? u * AT_R : nb * AT_R + (u - nb);
+        float *sc = own ? own_sc : scores + ((size_t)h * n + i) * Tt,
+              *pa = own ? own_pa : pattern + ((size_t)h * n + i) * Tt;
+        if (u < nb)
+            block(out + (size_t)i * C + hoff, sc, pa, q + (size_t)i * C + hoff, kT + hoff * ldk,
                   ldk, vc + hoff, p + i, Tt, C, hs, div);
-        } else {
-            const int i = nb * AT_R + (u - nb);
-            attention_one(out + (size_t)i * C + hoff, scores + ((size_t)h * n + i) * Tt,
-                          pattern + ((size_t)h * n + i) * Tt, q + (size_t)i * C + hoff,
+        else
+            attention_one(out + (size_t)i * C + hoff, sc, pa, q + (size_t)i * C + hoff,
                           kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
-        }
     }
     free(kT);
 }
@@ -1088,15 +1094,28 @@ void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
-void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
-                            const float *q, const float *kc, const float *vc,
-                            int n, int p, int NH, int hs) {
+static void attention_kern(KernLevel lv, float *out, float *scores, float *pattern,
+                           const float *q, const float *kc, const float *vc, int n, int p,
+                           int NH, int hs, int keep) {
 #if KERN_HAVE_AVX2
     if (lv >= KERN_AVX2) {
-        attention_avx2(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs);
+        attention_avx2(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs, keep);
         return;
     }
 #endif
     (void)lv;
+    (void)keep;
     attention_forward(out, scores, pattern, q, kc, vc, n, p, NH, hs);
+}
+
+void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
+                            const float *q, const float *kc, const float *vc,
+                            int n, int p, int NH, int hs) {
+    attention_kern(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs, 1);
+}
+
+void kern_attention_out(KernLevel lv, float *out, float *scores, float *pattern,
+                        const float *q, const float *kc, const float *vc,
+                        int n, int p, int NH, int hs) {
+    attention_kern(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs, 0);
 }

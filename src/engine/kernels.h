@@ -113,6 +113,14 @@ void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *
 void kern_attention_forward(KernLevel lv, float *out, float *scores, float *pattern,
                             const float *q, const float *kc, const float *vc,
                             int n, int p, int NH, int hs);
+/* out as kern_attention_forward gives it, bit for bit, for a caller that does not read
+ * the scores and the weights: scores and pattern are then room the call may use or not
+ * (their contents afterwards are unspecified). A prefill's blocks of queries keep their
+ * own rows on the stack instead (up to 1,024 keys): the whole matrices, NH·n·(p+n)
+ * floats each, are cold memory by the time the next layer writes them again. */
+void kern_attention_out(KernLevel lv, float *out, float *scores, float *pattern,
+                        const float *q, const float *kc, const float *vc,
+                        int n, int p, int NH, int hs);
 /* As gelu_forward; in place is fine. */
 void kern_gelu_forward(KernLevel lv, float *out, const float *inp, size_t n);
 /* residual_forward (out = a + b, n floats; out may be a), 8 lanes at a time. */

@@ -552,7 +552,11 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
     /* the heart of it: n new queries against all Tt cached keys and values. Plain:
      * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1 */
     const double t0 = clock_start(m);
-    kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
+        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH,
+                               hs);
+    else /* nobody reads the matrices: the blocks keep their rows where they stay warm */
+        kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     clock_add(m, m->times ? &m->times->attention : NULL, t0);
     f->attn += 4ull * C * pairs;
     f->elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
