@@ -126,10 +126,12 @@ START_TEST(test_matmul_exact) {
 }
 END_TEST
 
-/* kern_matmul_into against matmul_forward (then gelu_forward for KERN_GELU), at every
- * level including plain: outputs in 1 or 3 parts of w columns (128: parts that split a
- * panel; 40 and 8: parts of part vectors, computed into one buffer and copied), rows
- * ld = w + 3 apart, whose gaps must stay untouched; float32 and fp16 panels. */
+/* kern_matmul_into against matmul_forward (then gelu_forward for KERN_GELU, or
+ * residual_forward onto what out held for KERN_ADD), at every level including plain:
+ * outputs in 1 or 3 parts of w columns (128: parts that split a panel; 40 and 8: parts
+ * of part vectors, computed into one buffer and copied), rows ld = w + 3 apart, whose
+ * gaps must stay untouched; float32 and fp16 panels; C = 800 sums over more than one
+ * block of a prefill's panel rows. */
 START_TEST(test_matmul_into_exact) {
     const KernLevel lv = (KernLevel)_i;
     if (!kern_supported(lv)) {
@@ -144,7 +146,7 @@ START_TEST(test_matmul_into_exact) {
         for (size_t a = 0; a < sizeof Ts / sizeof *Ts; a++)
             for (size_t pi = 0; pi < sizeof parts / sizeof *parts; pi++)
                 for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++)
-                    for (int how = KERN_SET; how <= KERN_GELU; how++)
+                    for (int how = KERN_SET; how <= KERN_ADD; how++)
                         for (int half = 0; half <= 1; half++) {
                             const int T = Ts[a], W = parts[pi][0], np = parts[pi][1],
                                       C = Cs[ci], OC = W * np;
@@ -165,6 +167,12 @@ START_TEST(test_matmul_into_exact) {
                             float *y1 = alloc_filled(n1 * np, 65), *y2 = malloc(n1 * np * sizeof *y2);
                             ck_assert_ptr_nonnull(y2);
                             memcpy(y2, y1, n1 * np * sizeof *y2);
+                            if (how == KERN_ADD) /* what out held, plus y: the residual add */
+                                for (int t = 0; t < T; t++)
+                                    for (int k = 0; k < np; k++) {
+                                        float *yk = y0 + (size_t)t * OC + (size_t)k * W;
+                                        residual_forward(yk, y2 + k * n1 + t * ld, yk, (size_t)W);
+                                    }
                             KernOut out = {{y1, y1 + n1, y1 + 2 * n1}, W, ld, (KernStore)how};
                             if (np == 1) out.p[1] = out.p[2] = NULL;
                             kern_matmul_into(lv, out, x, w, half ? (const void *)hp : (const void *)wp,

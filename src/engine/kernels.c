@@ -1015,14 +1015,21 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
                          Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
     if (!panels || lv < KERN_AVX2) return 0;
-    if (out.w % 16 && OC > out.w) {
-        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, out.how};
+    /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
+     * would wait where out's values are */
+    const int add = out.how == KERN_ADD;
+    if ((out.w % 16 && OC > out.w) || (add && C > MM_KC)) {
+        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC,
+                             add ? KERN_SET : out.how};
         if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
             free(one.p[0]);
             return 0;
         }
         for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++) *kout(&out, (size_t)t, o) = *kout(&one, (size_t)t, o);
+            for (int o = 0; o < OC; o++) {
+                float *y = kout(&out, (size_t)t, o);
+                *y = add ? *y + *kout(&one, (size_t)t, o) : *kout(&one, (size_t)t, o);
+            }
         free(one.p[0]);
         return 1;
     }
@@ -1037,7 +1044,7 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
 }
 
 /* The plain kernel into out: matmul_forward's operations, a chunk of MM_PLAIN outputs
- * of a row at a time, then GELU as gelu_forward. */
+ * of a row at a time, then GELU as gelu_forward or the add as residual_forward. */
 enum { MM_PLAIN = 256 };
 static void matmul_plain_into(KernOut out, const float *inp, const float *w, const float *bias,
                               int T, int C, int OC) {
@@ -1052,7 +1059,10 @@ static void matmul_plain_into(KernOut out, const float *inp, const float *w, con
             if (bias)
                 for (int j = 0; j < n; j++) y[j] += bias[o0 + j];
             if (out.how == KERN_GELU) gelu_forward(y, y, (size_t)n);
-            for (int j = 0; j < n; j++) *kout(&out, (size_t)t, o0 + j) = y[j];
+            for (int j = 0; j < n; j++) {
+                float *o = kout(&out, (size_t)t, o0 + j);
+                *o = out.how == KERN_ADD ? *o + y[j] : y[j];
+            }
         }
     }
 }

@@ -64,6 +64,8 @@ void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float
 typedef enum {
     KERN_SET,  /* out = y */
     KERN_GELU, /* out = gelu(y), the bits of gelu_forward on the stored y */
+    KERN_ADD,  /* out = out + y, the bits of residual_forward(out, out, y): the residual
+                * add as the matmul stores, so y is never written and read back */
 } KernStore;
 /* Where a matmul's outputs go: one array, or up to 3 side by side (c_attn's q, k and v,
  * each where it is used). Output o of row t: p[o / w][t·ld + o % w]. */

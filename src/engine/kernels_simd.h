@@ -28,7 +28,8 @@
 
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias, w in column panels ----------
  * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
- * Output o of row t goes where ko says (kout); with KERN_GELU, gelu(y) instead of y. A
+ * Output o of row t goes where ko says (kout); with KERN_GELU, gelu(y) instead of y,
+ * with KERN_ADD out + y (matmul_panels keeps the sums of such a matmul to one block). A
  * part of ko holds a multiple of KS_W outputs, so each vector store lands in one part.
  * A prefill tile is KS_TR rows × 3 vectors (AVX2: 4 × 24 columns, half a panel;
  * AVX-512: 8 × 48, the whole panel): the accumulators, 3 weights and the broadcast
@@ -52,7 +53,7 @@ KS_INLINE KS_V KSF(loadw)(const void *p, size_t i, Dtype dt) {
 KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t rs, size_t cs,
                             const float *blk, const float *bias, int R, int kc, int o,
                             int first, int last, const char *pf, int npf) {
-    const int gelu = last && ko->how == KERN_GELU;
+    const int gelu = last && ko->how == KERN_GELU, add = last && ko->how == KERN_ADD;
     KS_V acc[KS_TR][3];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++)
@@ -86,6 +87,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
             KS_V y = acc[i][v];
             if (last && bias) y = KS_ADD(y, KS_LOAD(bias + o + KS_W * v));
             if (gelu) y = KS_GELU(y);
+            if (add) y = KS_ADD(KS_LOAD(kout(ko, t + i, o + KS_W * v)), y);
             KS_STORE(kout(ko, t + i, o + KS_W * v), y);
         }
 }
@@ -138,7 +140,9 @@ KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
         for (int v = 0; v < NA; v++) {
             const int k = KERN_PANEL * j + KS_W * v;
             const KS_V s = bias ? KS_ADD(a[j][v], KS_LOAD(bias + k)) : a[j][v];
-            KS_STORE(kout(ko, t, o + k), ko->how == KERN_GELU ? KS_GELU(s) : s);
+            float *out = kout(ko, t, o + k);
+            KS_STORE(out, ko->how == KERN_GELU  ? KS_GELU(s)
+                          : ko->how == KERN_ADD ? KS_ADD(KS_LOAD(out), s) : s);
         }
 }
 
@@ -146,7 +150,7 @@ KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
  * all T rows: KS_W columns at a time, then one at a time. */
 KS_FN void KSF(narrow)(const KernOut *ko, const float *inp, const void *pan, Dtype dt,
                        const float *bias, int T, int C, int o, int pw) {
-    const int gelu = ko->how == KERN_GELU;
+    const int gelu = ko->how == KERN_GELU, add = ko->how == KERN_ADD;
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         int k = 0;
@@ -155,14 +159,16 @@ KS_FN void KSF(narrow)(const KernOut *ko, const float *inp, const void *pan, Dty
             for (int c = 0; c < C; c++)
                 acc = KS_FMA(KS_SET1(x[c]), KSF(loadw)(pan, (size_t)c * pw + k, dt), acc);
             if (bias) acc = KS_ADD(acc, KS_LOAD(bias + o + k));
-            KS_STORE(kout(ko, (size_t)t, o + k), gelu ? KS_GELU(acc) : acc);
+            float *out = kout(ko, (size_t)t, o + k);
+            KS_STORE(out, gelu ? KS_GELU(acc) : add ? KS_ADD(KS_LOAD(out), acc) : acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
             for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
             if (bias) s += bias[o + k];
             if (gelu) gelu_forward(&s, &s, 1);
-            *kout(ko, (size_t)t, o + k) = s;
+            float *out = kout(ko, (size_t)t, o + k);
+            *out = add ? *out + s : s;
         }
     }
 }

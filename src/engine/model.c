@@ -474,11 +474,17 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
-    block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
-                 b->attn_proj_b, n, C, C);
-    if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
-    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    if (m->kern != KERN_PLAIN && !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT)) {
+        /* fast, with nobody to see attn.c_proj's output: the residual add as it stores */
+        block_matmul_into(m, (KernOut){{s->x}, C, (size_t)C, KERN_ADD}, s->atty, b->attn_proj_w,
+                          b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
+    } else {
+        block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
+                     b->attn_proj_b, n, C, C);
+        if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
+        /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
+        kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    }
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
