@@ -435,10 +435,11 @@ static void block_matmul_into(Model *m, KernOut out, const float *in, const floa
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
 }
 
-/* out (n,OC) = in (n,C) · w + bias. */
-static void block_matmul(Model *m, float *out, const float *in, const float *w, const float *p32,
-                         const uint16_t *p16, const float *bias, int n, int C, int OC) {
-    const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
+/* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET, KERN_ADD). */
+static void block_matmul(Model *m, float *out, KernStore how, const float *in, const float *w,
+                         const float *p32, const uint16_t *p16, const float *bias, int n, int C,
+                         int OC) {
+    const KernOut o = {{out}, OC, (size_t)OC, how};
     block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
 }
 
@@ -474,17 +475,13 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
-    if (m->kern != KERN_PLAIN && !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT)) {
-        /* fast, with nobody to see attn.c_proj's output: the residual add as it stores */
-        block_matmul_into(m, (KernOut){{s->x}, C, (size_t)C, KERN_ADD}, s->atty, b->attn_proj_w,
-                          b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
-    } else {
-        block_matmul(m, s->proj, s->atty, b->attn_proj_w, b->attn_proj_p, b->attn_proj_h,
-                     b->attn_proj_b, n, C, C);
-        if ((rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-        /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
-        kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
-    }
+    /* fast, with nobody to see attn.c_proj's output: the residual add as it stores (add) */
+    const int add = m->kern != KERN_PLAIN && !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
+    block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty, b->attn_proj_w,
+                 b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
+    if (!add && (rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
+    /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
+    if (!add) kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
@@ -499,8 +496,8 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     if (pre && (rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
     if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* fast: gelu_avx2 */
     if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    block_matmul(m, s->proj, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h, b->mlp_proj_b, n,
-                 4 * C, C);
+    block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
+                 b->mlp_proj_b, n, 4 * C, C);
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     kern_residual_forward(m->kern, s->x, s->x, s->proj, nC); /* as after attention */
     f->mlp += 16ull * n * C * C;
@@ -519,9 +516,8 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     if (m->w.dtype == DT_FP32)
         kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
                                        cfg->V);
-    else
-        kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
-                                            m->w.dtype, 1, cfg->C, cfg->V);
+    else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
+                                             m->w.dtype, 1, cfg->C, cfg->V);
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;
@@ -556,13 +552,12 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
         (rc = fire(at, HOOK_CACHE_V, l, vc, 3, Tt, NH, hs)))
         return rc;
     /* the heart of it: n new queries against all Tt cached keys and values. Plain:
-     * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1 */
+     * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1;
+     * with nobody to read the score and weight matrices, the output alone (kernels.h) */
     const double t0 = clock_start(m);
     if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
-        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH,
-                               hs);
-    else /* nobody reads the matrices: the blocks keep their rows where they stay warm */
-        kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+        kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    else kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     clock_add(m, m->times ? &m->times->attention : NULL, t0);
     f->attn += 4ull * C * pairs;
     f->elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
@@ -615,12 +610,11 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
                               m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
-    for (int l = 0; l < cfg->L; l++) {
+    for (int l = 0; l < cfg->L; l++)
         if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
             (rc = attention_layer(&at, cache, l, n, &f)) ||
             (rc = block_rest(&at, l, n, &f)))
             return rc;
-    }
     cache->len = at.slot0 + n; /* the new tokens are the cache's only once every layer holds them */
     cache->n_seen = at.pos0 + n;
 
