@@ -86,6 +86,14 @@ static inline float *kout(const KernOut *ko, size_t t, int col) {
     return ko->p[col / ko->w] + t * ko->ld + col % ko->w;
 }
 
+/* Output col of row t, y = its sum plus bias, stored as ko says: y, gelu(y) (the bits of
+ * gelu_forward) or out + y (those of residual_forward). */
+static inline void kput(const KernOut *ko, size_t t, int col, float y) {
+    float *p = kout(ko, t, col);
+    if (ko->how == KERN_GELU) gelu_forward(&y, &y, 1);
+    *p = ko->how == KERN_ADD ? *p + y : y;
+}
+
 #if KERN_HAVE_AVX2
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
@@ -1017,19 +1025,14 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
     if (!panels || lv < KERN_AVX2) return 0;
     /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
      * would wait where out's values are */
-    const int add = out.how == KERN_ADD;
-    if ((out.w % 16 && OC > out.w) || (add && C > MM_KC)) {
-        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC,
-                             add ? KERN_SET : out.how};
+    if ((out.w % 16 && OC > out.w) || (out.how == KERN_ADD && C > MM_KC)) {
+        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
         if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
             free(one.p[0]);
             return 0;
         }
         for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++) {
-                float *y = kout(&out, (size_t)t, o);
-                *y = add ? *y + *kout(&one, (size_t)t, o) : *kout(&one, (size_t)t, o);
-            }
+            for (int o = 0; o < OC; o++) kput(&out, (size_t)t, o, *kout(&one, (size_t)t, o));
         free(one.p[0]);
         return 1;
     }
@@ -1044,7 +1047,7 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
 }
 
 /* The plain kernel into out: matmul_forward's operations, a chunk of MM_PLAIN outputs
- * of a row at a time, then GELU as gelu_forward or the add as residual_forward. */
+ * of a row at a time, each stored as out says (kput). */
 enum { MM_PLAIN = 256 };
 static void matmul_plain_into(KernOut out, const float *inp, const float *w, const float *bias,
                               int T, int C, int OC) {
@@ -1058,11 +1061,7 @@ static void matmul_plain_into(KernOut out, const float *inp, const float *w, con
                 for (int j = 0; j < n; j++) y[j] = fmaf(x[c], w[(size_t)c * OC + o0 + j], y[j]);
             if (bias)
                 for (int j = 0; j < n; j++) y[j] += bias[o0 + j];
-            if (out.how == KERN_GELU) gelu_forward(y, y, (size_t)n);
-            for (int j = 0; j < n; j++) {
-                float *o = kout(&out, (size_t)t, o0 + j);
-                *o = out.how == KERN_ADD ? *o + y[j] : y[j];
-            }
+            for (int j = 0; j < n; j++) kput(&out, (size_t)t, o0 + j, y[j]);
         }
     }
 }

@@ -42,6 +42,15 @@ KS_INLINE KS_V KSF(loadw)(const void *p, size_t i, Dtype dt) {
     return KS_BF16((const uint16_t *)p + i);
 }
 
+/* KS_W outputs from col of row t, y their sums plus bias, stored as how says (kput's
+ * operations in lanes). */
+KS_INLINE void KSF(put)(const KernOut *ko, KernStore how, size_t t, int col, KS_V y) {
+    float *p = kout(ko, t, col);
+    if (how == KERN_GELU) y = KS_GELU(y);
+    if (how == KERN_ADD) y = KS_ADD(KS_LOAD(p), y);
+    KS_STORE(p, y);
+}
+
 /* Rows 0..R-1 (R ≤ KS_TR) against 3·KS_W columns of the panel block blk (kc rows of
  * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c·cs]: the
  * rows as they are (rs = C, cs = 1) or a tile packed by pack_rows (rs = 1, cs = KS_TR).
@@ -53,7 +62,7 @@ KS_INLINE KS_V KSF(loadw)(const void *p, size_t i, Dtype dt) {
 KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t rs, size_t cs,
                             const float *blk, const float *bias, int R, int kc, int o,
                             int first, int last, const char *pf, int npf) {
-    const int gelu = last && ko->how == KERN_GELU, add = last && ko->how == KERN_ADD;
+    const KernStore how = last ? ko->how : KERN_SET; /* partial sums wait as they are */
     KS_V acc[KS_TR][3];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++)
@@ -86,9 +95,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
         for (int v = 0; v < 3; v++) {
             KS_V y = acc[i][v];
             if (last && bias) y = KS_ADD(y, KS_LOAD(bias + o + KS_W * v));
-            if (gelu) y = KS_GELU(y);
-            if (add) y = KS_ADD(KS_LOAD(kout(ko, t + i, o + KS_W * v)), y);
-            KS_STORE(kout(ko, t + i, o + KS_W * v), y);
+            KSF(put)(ko, how, t + i, o + KS_W * v, y);
         }
 }
 
@@ -139,10 +146,7 @@ KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
 #pragma GCC unroll 6
         for (int v = 0; v < NA; v++) {
             const int k = KERN_PANEL * j + KS_W * v;
-            const KS_V s = bias ? KS_ADD(a[j][v], KS_LOAD(bias + k)) : a[j][v];
-            float *out = kout(ko, t, o + k);
-            KS_STORE(out, ko->how == KERN_GELU  ? KS_GELU(s)
-                          : ko->how == KERN_ADD ? KS_ADD(KS_LOAD(out), s) : s);
+            KSF(put)(ko, ko->how, t, o + k, bias ? KS_ADD(a[j][v], KS_LOAD(bias + k)) : a[j][v]);
         }
 }
 
@@ -150,7 +154,6 @@ KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
  * all T rows: KS_W columns at a time, then one at a time. */
 KS_FN void KSF(narrow)(const KernOut *ko, const float *inp, const void *pan, Dtype dt,
                        const float *bias, int T, int C, int o, int pw) {
-    const int gelu = ko->how == KERN_GELU, add = ko->how == KERN_ADD;
     for (int t = 0; t < T; t++) {
         const float *x = inp + (size_t)t * C;
         int k = 0;
@@ -159,16 +162,13 @@ KS_FN void KSF(narrow)(const KernOut *ko, const float *inp, const void *pan, Dty
             for (int c = 0; c < C; c++)
                 acc = KS_FMA(KS_SET1(x[c]), KSF(loadw)(pan, (size_t)c * pw + k, dt), acc);
             if (bias) acc = KS_ADD(acc, KS_LOAD(bias + o + k));
-            float *out = kout(ko, (size_t)t, o + k);
-            KS_STORE(out, gelu ? KS_GELU(acc) : add ? KS_ADD(KS_LOAD(out), acc) : acc);
+            KSF(put)(ko, ko->how, (size_t)t, o + k, acc);
         }
         for (; k < pw; k++) {
             float s = 0.0f;
             for (int c = 0; c < C; c++) s = fmaf(x[c], load1w(pan, (size_t)c * pw + k, dt), s);
             if (bias) s += bias[o + k];
-            if (gelu) gelu_forward(&s, &s, 1);
-            float *out = kout(ko, (size_t)t, o + k);
-            *out = add ? *out + s : s;
+            kput(ko, (size_t)t, o + k, s);
         }
     }
 }
