@@ -1022,14 +1022,14 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
  * vector stores need parts of whole vectors (16 floats, or one part only); for other
  * parts the outputs are computed into one buffer and copied. */
 static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void *panels,
-                         Dtype dt, const float *bias, int T, int C, int OC) {
+                         Dtype dt, const float *bias, int T, int C, int OC, float *pack) {
 #if KERN_HAVE_AVX2
     if (!panels || lv < KERN_AVX2) return 0;
     /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
      * would wait where out's values are */
     if ((out.w % 16 && OC > out.w) || (out.how == KERN_ADD && C > MM_KC)) {
         const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
-        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
+        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC, pack)) {
             free(one.p[0]);
             return 0;
         }
@@ -1039,11 +1039,12 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
         return 1;
     }
     /* decode too: memory-bound, it reads a line in half the loads */
-    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC);
-    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC);
+    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC, pack);
+    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC, pack);
     return 1;
 #else
-    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
+    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC,
+        (void)pack;
     return 0;
 #endif
 }
@@ -1069,15 +1070,16 @@ static void matmul_plain_into(KernOut out, const float *inp, const float *w, con
 }
 
 void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
+                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC,
+                      float *pack) {
+    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC, pack))
         matmul_plain_into(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC))
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC, NULL))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
@@ -1085,7 +1087,7 @@ void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC))
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC, NULL))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
@@ -1093,7 +1095,7 @@ void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const 
                               const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC))
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC, NULL))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
@@ -1101,7 +1103,7 @@ void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *
                                          const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC))
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC, NULL))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 

@@ -258,10 +258,10 @@ KS_BY_TYPE(bf16, DT_BF16)
 
 /* Threads take whole panels (decode: whole groups), so each reads one contiguous run of
  * the weights; the last panel, when narrower than 48, goes through narrow. The input
- * rows are packed first (pack_rows) when T ≥ KS_TR and memory allows; without it the
- * tiles read inp as it is. */
+ * rows are packed first (pack_rows) when T ≥ KS_TR, into pack or else a buffer of the
+ * call's own when memory allows; without one the tiles read inp as it is. */
 KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const void *wp,
-                           const float *bias, int T, int C, int OC) {
+                           const float *bias, int T, int C, int OC, float *pack) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     if (T < KS_TR) {
         DecodeFn *const unit = dt == DT_FP32   ? KSF(decode_fp32)
@@ -276,7 +276,7 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
     const size_t es = elem_size(dt);
     const void *end = (const char *)wp + (size_t)C * OC * es;
     const size_t bytes = ((size_t)(T / KS_TR) * KS_TR * C * sizeof(float) + 63) / 64 * 64;
-    float *xp = aligned_alloc(64, bytes);
+    float *const own = pack ? NULL : aligned_alloc(64, bytes), *const xp = pack ? pack : own;
     if (xp) pack_rows(xp, inp, T, C, KS_TR);
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
@@ -285,7 +285,7 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
         if (pw < KERN_PANEL) KSF(narrow)(ko, inp, pan, dt, bias, T, C, o, pw);
         else panel(ko, inp, xp, pan, bias, T, C, o, end);
     }
-    free(xp);
+    free(own);
 }
 
 /* ---- prefill attention: 8 queries of one head ---------------------------------------
