@@ -732,8 +732,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_W 8
 #define KS_V __m256
 #define KS_TR 4 /* matmul tile: 4 rows × 3 vectors = 12 accumulators of 16 registers */
-#define KS_VV 1 /* attention values: 8 queries × 1 vector */
-#define KS_SK 1 /* attention scores: 8 queries × 1 vector of keys */
+#define KS_AV 1 /* attention: 8 queries × 1 vector (8 keys, or 8 dimensions of the values) */
 #define KS_NP 2 /* decode: 2 panels × 6 vectors = 12 accumulators */
 #define KS_ZERO() _mm256_setzero_ps()
 #define KS_LOAD(p) _mm256_loadu_ps(p)
@@ -755,8 +754,7 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_W 16
 #define KS_V __m512
 #define KS_TR 8 /* matmul tile: 8 rows × 3 vectors = 24 accumulators of 32 registers */
-#define KS_VV 2 /* attention values: 8 queries × 2 vectors, 32 dimensions per pass */
-#define KS_SK 2 /* attention scores: 8 queries × 2 vectors, 32 keys per pass */
+#define KS_AV 2 /* attention: 8 queries × 2 vectors, 32 keys or 32 dimensions per pass */
 #define KS_NP 4 /* decode: 4 panels × 3 vectors = 12 accumulators */
 #define KS_ZERO() _mm512_setzero_ps()
 #define KS_LOAD(p) _mm512_loadu_ps(p)

@@ -6,8 +6,8 @@
  *   KS_SUFFIX  the name suffix (_avx2, _512)    KS_TARGET  the target attribute string
  *   KS_W       floats per vector                KS_V       the vector type
  *   KS_TR      rows of a prefill matmul tile    KS_NP      panels a decode walks at once
- *   KS_VV      value vectors per query in a prefill attention pass
- *   KS_SK      key vectors a pass of prefill attention scores runs at once
+ *   KS_AV      vectors per query in a pass of prefill attention: keys at once for the
+ *              scores, dimensions at once for the sums over the values
  *   KS_ZERO() KS_LOAD(p) KS_STORE(p, x) KS_SET1(x) KS_FMA(a, b, c) = a·b + c, rounded once
  *   KS_STORE_FIRST(p, n, x)  the first n (0 < n < KS_W) lanes of x only
  *   KS_ADD(a, b) KS_DIV(a, b)
@@ -291,7 +291,7 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
 /* ---- prefill attention: 8 queries of one head ---------------------------------------
  * Queries pos0..pos0+7 (AT_R) of one head: q, sc, pa, out point at the first one's row
  * and step by C (q and out) and Tt (sc and pa). Scores: the keys any query of the block
- * sees (below pos0+8) KS_SK·KS_W at a time (each q[r][d] broadcast once for KS_SK
+ * sees (below pos0+8) KS_AV·KS_W at a time (each q[r][d] broadcast once for KS_AV
  * vectors of keys), read from the head's keys transposed once per call (kT: hs rows of
  * ldk, kT[d·ldk + t] = dimension d of key t, so the KS_W keys of one d are one load),
  * lane j summing over d in order; each query stores the lanes of the keys
@@ -299,25 +299,35 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
  * every query sums over t = 0..pos0 together (lanes along d, each v_t loaded once for 8
  * queries), then adds its own last few keys, in order. */
 
-/* out[r][d .. d + nv·KS_W) for the 8 queries, nv ≤ KS_VV vectors of sums per query. */
-KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, int pos0,
-                                 int Tt, int C, int d, int nv) {
-    KS_V acc[AT_R][KS_VV];
+/* The 8 queries' sums, n ≤ KS_AV vectors each: zeroed (zero8), then one step (step8):
+ * acc[r][j] += a[r·as] · b[j], each a[r·as] broadcast once for the n vectors of b. */
+KS_INLINE void KSF(zero8)(KS_V acc[AT_R][KS_AV], int n) {
 #pragma GCC unroll 8
     for (int r = 0; r < AT_R; r++)
 #pragma GCC unroll 2
-        for (int v = 0; v < nv; v++) acc[r][v] = KS_ZERO();
+        for (int j = 0; j < n; j++) acc[r][j] = KS_ZERO();
+}
+KS_INLINE void KSF(step8)(KS_V acc[AT_R][KS_AV], const float *a, size_t as, const KS_V *b,
+                          int n) {
+#pragma GCC unroll 8
+    for (int r = 0; r < AT_R; r++) {
+        const KS_V x = KS_SET1(a[(size_t)r * as]);
+#pragma GCC unroll 2
+        for (int j = 0; j < n; j++) acc[r][j] = KS_FMA(x, b[j], acc[r][j]);
+    }
+}
+
+/* out[r][d .. d + nv·KS_W) for the 8 queries, nv ≤ KS_AV vectors of sums per query. */
+KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, int pos0,
+                                 int Tt, int C, int d, int nv) {
+    KS_V acc[AT_R][KS_AV];
+    KSF(zero8)(acc, nv);
     for (int t = 0; t <= pos0; t++) {
         const float *vt = vc + (size_t)t * C + d;
-        KS_V vv[KS_VV];
+        KS_V vv[KS_AV];
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++) vv[v] = KS_LOAD(vt + KS_W * v);
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) {
-            const KS_V w = KS_SET1(pa[(size_t)r * Tt + t]);
-#pragma GCC unroll 2
-            for (int v = 0; v < nv; v++) acc[r][v] = KS_FMA(w, vv[v], acc[r][v]);
-        }
+        KSF(step8)(acc, pa + t, (size_t)Tt, vv, nv);
     }
     /* query r also sees keys pos0+1 .. pos0+r */
 #pragma GCC unroll 8
@@ -334,35 +344,26 @@ KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, i
         for (int v = 0; v < nv; v++) KS_STORE(out + (size_t)r * C + d + KS_W * v, acc[r][v]);
 }
 
-/* Scores of the 8 queries against keys t .. t + nk·KS_W - 1 (nk ≤ KS_SK vectors of keys
- * at once, each q[r][d] broadcast once for all of them), divided by div and stored as far
- * as each query sees. */
+/* Scores of the 8 queries against keys t .. t + nk·KS_W - 1 (nk ≤ KS_AV vectors of
+ * keys), divided by div and stored as far as each query sees. */
 KS_INLINE void KSF(block_scores)(float *sc, const float *q, const float *kT, int ldk, int pos0,
                                  int Tt, int C, int hs, KS_V vdiv, int t, const int nk) {
-    KS_V acc[KS_SK][AT_R];
-#pragma GCC unroll 2
-    for (int j = 0; j < nk; j++)
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) acc[j][r] = KS_ZERO();
+    KS_V acc[AT_R][KS_AV];
+    KSF(zero8)(acc, nk);
     for (int d = 0; d < hs; d++) {
-        KS_V kd[KS_SK];
+        KS_V kd[KS_AV];
 #pragma GCC unroll 2
         for (int j = 0; j < nk; j++) kd[j] = KS_LOAD(kT + (size_t)d * ldk + t + KS_W * j);
-#pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) {
-            const KS_V qb = KS_SET1(q[(size_t)r * C + d]);
-#pragma GCC unroll 2
-            for (int j = 0; j < nk; j++) acc[j][r] = KS_FMA(qb, kd[j], acc[j][r]);
-        }
+        KSF(step8)(acc, q + d, (size_t)C, kd, nk);
     }
-#pragma GCC unroll 2
-    for (int j = 0; j < nk; j++)
 #pragma GCC unroll 8
-        for (int r = 0; r < AT_R; r++) {
+    for (int r = 0; r < AT_R; r++)
+#pragma GCC unroll 2
+        for (int j = 0; j < nk; j++) {
             const int t0 = t + KS_W * j, seen = pos0 + r + 1 - t0; /* keys t0.. that r sees */
-            if (seen >= KS_W) KS_STORE(sc + (size_t)r * Tt + t0, KS_DIV(acc[j][r], vdiv));
+            if (seen >= KS_W) KS_STORE(sc + (size_t)r * Tt + t0, KS_DIV(acc[r][j], vdiv));
             else if (seen > 0)
-                KS_STORE_FIRST(sc + (size_t)r * Tt + t0, seen, KS_DIV(acc[j][r], vdiv));
+                KS_STORE_FIRST(sc + (size_t)r * Tt + t0, seen, KS_DIV(acc[r][j], vdiv));
         }
 }
 
@@ -374,14 +375,14 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
     /* the keys any query of the block sees: below pos0 + AT_R; t + KS_W·nk ≤ ldk, as
      * kT's rows are padded to whole vectors */
     int t = 0;
-    for (; t + KS_W * (KS_SK - 1) < pos0 + AT_R; t += KS_W * KS_SK)
-        KSF(block_scores)(sc, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, KS_SK);
+    for (; t + KS_W * (KS_AV - 1) < pos0 + AT_R; t += KS_W * KS_AV)
+        KSF(block_scores)(sc, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, KS_AV);
     for (; t < pos0 + AT_R; t += KS_W)
         KSF(block_scores)(sc, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, 1);
     KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt);
     int d = 0;
-    for (; d + KS_VV * KS_W <= hs; d += KS_VV * KS_W)
-        KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_VV);
+    for (; d + KS_AV * KS_W <= hs; d += KS_AV * KS_W)
+        KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_AV);
     for (; d + KS_W <= hs; d += KS_W) KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, 1);
     for (; d < hs; d++)
         for (int r = 0; r < AT_R; r++) {
@@ -398,8 +399,7 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
 #undef KS_W
 #undef KS_V
 #undef KS_TR
-#undef KS_VV
-#undef KS_SK
+#undef KS_AV
 #undef KS_NP
 #undef KS_ZERO
 #undef KS_LOAD
