@@ -475,8 +475,8 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
-    /* fast, with nobody to see attn.c_proj's output: the residual add as it stores (add) */
-    const int add = m->kern != KERN_PLAIN && !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
+    /* with nobody to see attn.c_proj's output: the residual add as it stores (add) */
+    const int add = !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
     block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty, b->attn_proj_w,
                  b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
     if (!add && (rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
@@ -499,7 +499,9 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
                  b->mlp_proj_b, n, 4 * C, C);
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC); /* as after attention */
+    /* a separate add: mlp.c_proj's sums run over more than one block of panel rows, where
+     * KERN_ADD would go through a buffer (kernels.c) */
+    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
