@@ -323,27 +323,30 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
         for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
 }
 
-/* softmax_causal_row, W keys at a time where the order does not matter: the max (each
- * lane keeps a value only when it is greater, as the scalar loop does, so NaNs are
- * skipped alike; which zero wins a tie of +0 and -0 does not change sc - max), the
- * exponentials (the last few keys through exp_W too, masked) and the products by
- * 1/sum. The sum itself runs key after key: softmax_row, or softmax_rows8_W for 8 rows
- * whose 8 sums then run side by side (softmax_sums8). Written once for both widths (as
- * EXP_REDUCED); what they do differently sits in helpers per width: exp_W,
- * keep_greater_W (v where v > m, else m), load_first_W and store_first_W (the first n
- * lanes only, 0 < n < W: the last few keys of a row read and written in place). */
+/* softmax_causal_row, W keys at a time where the order does not matter: the max
+ * (row_max_W: each lane keeps a value only when it is greater, as the scalar loop does,
+ * so NaNs are skipped alike, then the lanes against each other; which zero wins a tie of
+ * +0 and -0 does not change the exponentials; a prefill block's scores pass keeps the
+ * same lanes as it stores, so its rows skip this), the exponentials (the last few keys
+ * through exp_W too, masked) and the products by 1/sum. The sum itself runs key after
+ * key: softmax_row, or softmax_rows8_W for 8 rows whose 8 sums then run side by side
+ * (softmax_sums8). Written once for both widths (as EXP_REDUCED); what they do
+ * differently sits in helpers per width: exp_W, keep_greater_W (v where v > m, else m),
+ * max_lanes_W, first_or_W (x in the first n lanes, fill in the others), load_first_W
+ * and store_first_W (the first n lanes only, 0 < n < W: the last few keys of a row read
+ * and written in place). */
 #define SOFTMAX(ATTR, W, P, V)                                                              \
-    ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int Tt) {                       \
+    ATTR float row_max_##W(const float *sc, int pos) {                                       \
         V mv = P##_set1_ps(-INFINITY);                                                       \
         int t = 0;                                                                           \
         for (; t + W <= pos + 1; t += W) mv = keep_greater_##W(mv, P##_loadu_ps(sc + t));    \
-        float lanes[W], maxv = -INFINITY;                                                    \
-        P##_storeu_ps(lanes, mv);                                                            \
-        for (int j = 0; j < W; j++)                                                          \
-            if (lanes[j] > maxv) maxv = lanes[j];                                            \
-        for (int u = t; u <= pos; u++)                                                       \
-            if (sc[u] > maxv) maxv = sc[u];                                                  \
-        int f = pos + 1;                                                                     \
+        float maxv = max_lanes_##W(mv);                                                      \
+        for (; t <= pos; t++)                                                                \
+            if (sc[t] > maxv) maxv = sc[t];                                                  \
+        return maxv;                                                                         \
+    }                                                                                        \
+    ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int Tt, float maxv) {           \
+        int t, f = pos + 1;                                                                  \
         for (; f + W <= Tt; f += W) { /* the future: masked */                               \
             P##_storeu_ps(sc + f, P##_set1_ps(-INFINITY));                                   \
             P##_storeu_ps(pa + f, P##_setzero_ps());                                         \
@@ -368,16 +371,28 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
             P##_storeu_ps(pa + t, P##_mul_ps(P##_loadu_ps(pa + t), vinv));                   \
         for (; t <= pos; t++) pa[t] *= inv;                                                  \
     }                                                                                        \
-    /* rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows */      \
-    ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int Tt) {                    \
+    /* rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows; lane  \
+     * by lane, mx[r] holds the max of row r's scores, as row_max_W would find it */         \
+    ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int Tt, const V mx[8]) {     \
         float sum[8];                                                                        \
         for (int r = 0; r < 8; r++)                                                          \
-            softmax_exp_##W(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt);         \
+            softmax_exp_##W(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt,          \
+                            max_lanes_##W(mx[r]));                                           \
         softmax_sums8(sum, pa, pos0, Tt);                                                    \
         for (int r = 0; r < 8; r++) softmax_scale_##W(pa + (size_t)r * Tt, pos0 + r, sum[r]); \
     }
 AVX2_INLINE __m256 keep_greater_8(__m256 m, __m256 v) {
     return _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
+}
+/* The lanes' max as keep_greater finds it: halves against halves. */
+AVX2_INLINE float max_lanes_8(__m256 m) {
+    m = keep_greater_8(m, _mm256_permute2f128_ps(m, m, 1));
+    m = keep_greater_8(m, _mm256_permute_ps(m, 0x4E));
+    return _mm256_cvtss_f32(keep_greater_8(m, _mm256_permute_ps(m, 0xB1)));
+}
+/* x in the first n lanes, fill in the others */
+AVX2_INLINE __m256 first_or_8(__m256 x, int n, __m256 fill) {
+    return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(lanes_below(n)));
 }
 AVX2_INLINE __m256 load_first_8(const float *p, int n) {
     return _mm256_maskload_ps(p, lanes_below(n));
@@ -388,7 +403,7 @@ AVX2_INLINE void store_first_8(float *p, int n, __m256 x) {
 SOFTMAX(AVX2_INLINE, 8, _mm256, __m256)
 
 AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
-    softmax_exp_8(sc, pa, pos, Tt);
+    softmax_exp_8(sc, pa, pos, Tt, row_max_8(sc, pos));
     float sum = 0.0f;
     for (int t = 0; t <= pos; t++) sum += pa[t];
     softmax_scale_8(pa, pos, sum);
@@ -679,6 +694,15 @@ EXPF(AVX512_INLINE, 16, 512, _mm512, __m512)
 AVX512_INLINE __m512 keep_greater_16(__m512 m, __m512 v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, m, _CMP_GT_OQ), m, v);
 }
+AVX512_INLINE float max_lanes_16(__m512 m) {
+    m = keep_greater_16(m, _mm512_shuffle_f32x4(m, m, 0x4E));
+    m = keep_greater_16(m, _mm512_shuffle_f32x4(m, m, 0xB1));
+    m = keep_greater_16(m, _mm512_permute_ps(m, 0x4E));
+    return _mm512_cvtss_f32(keep_greater_16(m, _mm512_permute_ps(m, 0xB1)));
+}
+AVX512_INLINE __m512 first_or_16(__m512 x, int n, __m512 fill) {
+    return _mm512_mask_blend_ps((__mmask16)((1u << n) - 1), fill, x);
+}
 AVX512_INLINE __m512 load_first_16(const float *p, int n) {
     return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
 }
@@ -746,7 +770,9 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
     _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define KS_GELU(x) gelu_8(x)
-#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8_8(sc, pa, pos0, Tt)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx) softmax_rows8_8(sc, pa, pos0, Tt, mx)
+#define KS_KEEP_GREATER(m, v) keep_greater_8(m, v)
+#define KS_FIRST_OR(x, n, fill) first_or_8(x, n, fill)
 #include "kernels_simd.h"
 
 #define KS_SUFFIX _512
@@ -768,7 +794,9 @@ TANH_GELU(AVX512_INLINE, __attribute__((target("avx2,fma,f16c,avx512f"))) static
 #define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
     _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
 #define KS_GELU(x) gelu_16(x)
-#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt) softmax_rows8_16(sc, pa, pos0, Tt)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx) softmax_rows8_16(sc, pa, pos0, Tt, mx)
+#define KS_KEEP_GREATER(m, v) keep_greater_16(m, v)
+#define KS_FIRST_OR(x, n, fill) first_or_16(x, n, fill)
 #include "kernels_simd.h"
 
 typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,

@@ -13,7 +13,8 @@
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
  *   KS_GELU(x)  gelu_forward's bits in every lane
- *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt)  softmax_rows8_W at this width
+ *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx)  softmax_rows8_W at this width
+ *   KS_KEEP_GREATER(m, v)  keep_greater_W     KS_FIRST_OR(x, n, fill)  first_or_W
  * (it undefines them at its end, ready for the next width) and what kernels.c shares
  * between the widths (elem_size, load1w, kout, prefetch_share, PanelFn,
  * DecodeFn, MM_KC, AT_R, KERN_PAR_MIN).
@@ -345,9 +346,11 @@ KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, i
 }
 
 /* Scores of the 8 queries against keys t .. t + nk·KS_W - 1 (nk ≤ KS_AV vectors of
- * keys), divided by div and stored as far as each query sees. */
-KS_INLINE void KSF(block_scores)(float *sc, const float *q, const float *kT, int ldk, int pos0,
-                                 int Tt, int C, int hs, KS_V vdiv, int t, const int nk) {
+ * keys), divided by div and stored as far as each query sees; query r's stored scores
+ * kept in mx[r] where they are greater (keys it does not see as -inf). */
+KS_INLINE void KSF(block_scores)(float *sc, KS_V mx[AT_R], const float *q, const float *kT,
+                                 int ldk, int pos0, int Tt, int C, int hs, KS_V vdiv, int t,
+                                 const int nk) {
     KS_V acc[AT_R][KS_AV];
     KSF(zero8)(acc, nk);
     for (int d = 0; d < hs; d++) {
@@ -361,9 +364,14 @@ KS_INLINE void KSF(block_scores)(float *sc, const float *q, const float *kT, int
 #pragma GCC unroll 2
         for (int j = 0; j < nk; j++) {
             const int t0 = t + KS_W * j, seen = pos0 + r + 1 - t0; /* keys t0.. that r sees */
-            if (seen >= KS_W) KS_STORE(sc + (size_t)r * Tt + t0, KS_DIV(acc[r][j], vdiv));
-            else if (seen > 0)
-                KS_STORE_FIRST(sc + (size_t)r * Tt + t0, seen, KS_DIV(acc[r][j], vdiv));
+            const KS_V y = KS_DIV(acc[r][j], vdiv);
+            if (seen >= KS_W) {
+                KS_STORE(sc + (size_t)r * Tt + t0, y);
+                mx[r] = KS_KEEP_GREATER(mx[r], y);
+            } else if (seen > 0) {
+                KS_STORE_FIRST(sc + (size_t)r * Tt + t0, seen, y);
+                mx[r] = KS_KEEP_GREATER(mx[r], KS_FIRST_OR(y, seen, KS_SET1(-INFINITY)));
+            }
         }
 }
 
@@ -372,14 +380,16 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
                                 int C, int hs, float div) {
     const size_t qs = (size_t)C;
     const KS_V vdiv = KS_SET1(div);
+    KS_V mx[AT_R]; /* each query's max score so far, in lanes */
+    for (int r = 0; r < AT_R; r++) mx[r] = KS_SET1(-INFINITY);
     /* the keys any query of the block sees: below pos0 + AT_R; t + KS_W·nk ≤ ldk, as
      * kT's rows are padded to whole vectors */
     int t = 0;
     for (; t + KS_W * (KS_AV - 1) < pos0 + AT_R; t += KS_W * KS_AV)
-        KSF(block_scores)(sc, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, KS_AV);
+        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, KS_AV);
     for (; t < pos0 + AT_R; t += KS_W)
-        KSF(block_scores)(sc, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, 1);
-    KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt);
+        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, 1);
+    KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx);
     int d = 0;
     for (; d + KS_AV * KS_W <= hs; d += KS_AV * KS_W)
         KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_AV);
@@ -413,3 +423,5 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
 #undef KS_BF16
 #undef KS_GELU
 #undef KS_SOFTMAX_ROWS8
+#undef KS_KEEP_GREATER
+#undef KS_FIRST_OR
