@@ -324,27 +324,18 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
 }
 
 /* softmax_causal_row, W keys at a time where the order does not matter: the max
- * (row_max_W: each lane keeps a value only when it is greater, as the scalar loop does,
- * so NaNs are skipped alike, then the lanes against each other; which zero wins a tie of
- * +0 and -0 does not change the exponentials; a prefill block's scores pass keeps the
- * same lanes as it stores, so its rows skip this), the exponentials (the last few keys
+ * (row_max: each lane keeps a value only when it is greater, as the scalar loop does, so
+ * NaNs are skipped alike, then the lanes against each other; which zero wins a tie of +0
+ * and -0 does not change the exponentials; a prefill block's scores pass keeps the same
+ * lanes as it stores, so its rows skip this), the exponentials (the last few keys
  * through exp_W too, masked) and the products by 1/sum. The sum itself runs key after
  * key: softmax_row, or softmax_rows8_W for 8 rows whose 8 sums then run side by side
  * (softmax_sums8). Written once for both widths (as EXP_REDUCED); what they do
  * differently sits in helpers per width: exp_W, keep_greater_W (v where v > m, else m),
- * max_lanes_W, first_or_W (x in the first n lanes, fill in the others), load_first_W
- * and store_first_W (the first n lanes only, 0 < n < W: the last few keys of a row read
- * and written in place). */
+ * max_lanes_W (the lanes' max as keep_greater finds it), load_first_W and store_first_W
+ * (the first n lanes only, 0 < n < W: the last few keys of a row read and written in
+ * place). */
 #define SOFTMAX(ATTR, W, P, V)                                                              \
-    ATTR float row_max_##W(const float *sc, int pos) {                                       \
-        V mv = P##_set1_ps(-INFINITY);                                                       \
-        int t = 0;                                                                           \
-        for (; t + W <= pos + 1; t += W) mv = keep_greater_##W(mv, P##_loadu_ps(sc + t));    \
-        float maxv = max_lanes_##W(mv);                                                      \
-        for (; t <= pos; t++)                                                                \
-            if (sc[t] > maxv) maxv = sc[t];                                                  \
-        return maxv;                                                                         \
-    }                                                                                        \
     ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int Tt, float maxv) {           \
         int t, f = pos + 1;                                                                  \
         for (; f + W <= Tt; f += W) { /* the future: masked */                               \
@@ -372,7 +363,7 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
         for (; t <= pos; t++) pa[t] *= inv;                                                  \
     }                                                                                        \
     /* rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows; lane  \
-     * by lane, mx[r] holds the max of row r's scores, as row_max_W would find it */         \
+     * by lane, mx[r] holds the max of row r's scores, as row_max would find it */           \
     ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int Tt, const V mx[8]) {     \
         float sum[8];                                                                        \
         for (int r = 0; r < 8; r++)                                                          \
@@ -384,13 +375,13 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
 AVX2_INLINE __m256 keep_greater_8(__m256 m, __m256 v) {
     return _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
 }
-/* The lanes' max as keep_greater finds it: halves against halves. */
+/* halves against halves */
 AVX2_INLINE float max_lanes_8(__m256 m) {
     m = keep_greater_8(m, _mm256_permute2f128_ps(m, m, 1));
     m = keep_greater_8(m, _mm256_permute_ps(m, 0x4E));
     return _mm256_cvtss_f32(keep_greater_8(m, _mm256_permute_ps(m, 0xB1)));
 }
-/* x in the first n lanes, fill in the others */
+/* x in the first n lanes, fill in the others (the scores pass's last few keys) */
 AVX2_INLINE __m256 first_or_8(__m256 x, int n, __m256 fill) {
     return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(lanes_below(n)));
 }
@@ -402,8 +393,19 @@ AVX2_INLINE void store_first_8(float *p, int n, __m256 x) {
 }
 SOFTMAX(AVX2_INLINE, 8, _mm256, __m256)
 
+/* The max of sc[0..pos] (one row: a decode step's, or a query left over from the blocks). */
+AVX2_INLINE float row_max(const float *sc, int pos) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int t = 0;
+    for (; t + 8 <= pos + 1; t += 8) mv = keep_greater_8(mv, _mm256_loadu_ps(sc + t));
+    float maxv = max_lanes_8(mv);
+    for (; t <= pos; t++)
+        if (sc[t] > maxv) maxv = sc[t];
+    return maxv;
+}
+
 AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
-    softmax_exp_8(sc, pa, pos, Tt, row_max_8(sc, pos));
+    softmax_exp_8(sc, pa, pos, Tt, row_max(sc, pos));
     float sum = 0.0f;
     for (int t = 0; t <= pos; t++) sum += pa[t];
     softmax_scale_8(pa, pos, sum);
