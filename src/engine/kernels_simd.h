@@ -66,7 +66,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
                             int first, int last, const char *pf, int npf) {
     const KernStore how = last ? ko->how : KERN_SET; /* partial sums wait as they are */
     /* the values a residual add reads at the end, fetched into L1 while the sums run:
-     * read only then, they come from L3 (measured in one process: attn.c_proj 4-6 %
+     * read only then, they come from L3 (measured in one process: attn.c_proj 3-6 %
      * faster) */
     if (how == KERN_ADD)
 #pragma GCC unroll 3
