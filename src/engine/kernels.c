@@ -624,8 +624,9 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
 
 /* kT (C rows of ldk ≥ Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of
  * head h for every key, then zeros up to ldk (a multiple of 16: whole vectors). In tiles
- * of 8 × 8 through registers (TRANSPOSE8), so that both sides are read and written 32
- * bytes at a time; a last C % 8 rows one float at a time. */
+ * through registers, so that both sides are read and written 32 or 64 bytes at a time:
+ * 8 × 8 here (TRANSPOSE8), 16 × 16 at AVX-512 (transpose_tile16); the last rows one
+ * float at a time (transpose_keys). */
 enum { KT_PAD = 16 };
 /* Rows i0 .. i0+7 of kT, keys t0 .. t0+7 (those at or past Tt: zeros). */
 AVX2_INLINE void transpose_tile8(float *kT, const float *kc, int Tt, int ldk, int C, int i0,
@@ -638,14 +639,6 @@ AVX2_INLINE void transpose_tile8(float *kT, const float *kc, int Tt, int ldk, in
 }
 AVX2 static void transpose_rows8(float *kT, const float *kc, int Tt, int ldk, int C, int i0) {
     for (int t0 = 0; t0 < ldk; t0 += 8) transpose_tile8(kT, kc, Tt, ldk, C, i0, t0);
-}
-static void transpose_keys(float *kT, const float *kc, int Tt, int ldk, int C) {
-    const int C8 = C - C % 8;
-    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
-    for (int i0 = 0; i0 < C8; i0 += 8) transpose_rows8(kT, kc, Tt, ldk, C, i0);
-    for (int i = C8; i < C; i++)
-        for (int t = 0; t < ldk; t++)
-            kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
 }
 
 /* ---- GELU ------------------------------------------------------------------
@@ -762,11 +755,15 @@ AVX512_INLINE void transpose_tile16(float *kT, const float *kc, int Tt, int ldk,
 AVX512 static void transpose_rows16(float *kT, const float *kc, int Tt, int ldk, int C, int i0) {
     for (int t0 = 0; t0 < ldk; t0 += 16) transpose_tile16(kT, kc, Tt, ldk, C, i0, t0);
 }
-static void transpose_keys_512(float *kT, const float *kc, int Tt, int ldk, int C) {
-    const int C16 = C - C % 16;
+/* kT as the level's tiles make it (16 or 8 rows of kT at a time), the last C % 16 or
+ * C % 8 rows one float at a time. */
+static void transpose_keys(KernLevel lv, float *kT, const float *kc, int Tt, int ldk, int C) {
+    const int w = lv == KERN_AVX512 ? 16 : 8, Cw = C - C % w;
+    void (*const rows)(float *, const float *, int, int, int, int) =
+        lv == KERN_AVX512 ? transpose_rows16 : transpose_rows8;
     OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
-    for (int i0 = 0; i0 < C16; i0 += 16) transpose_rows16(kT, kc, Tt, ldk, C, i0);
-    for (int i = C16; i < C; i++)
+    for (int i0 = 0; i0 < Cw; i0 += w) rows(kT, kc, Tt, ldk, C, i0);
+    for (int i = Cw; i < C; i++)
         for (int t = 0; t < ldk; t++)
             kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
 }
@@ -882,7 +879,7 @@ AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *
     float *kT = NULL;
     const int ldk = (Tt + KT_PAD - 1) / KT_PAD * KT_PAD;
     if (n >= AT_R && (kT = aligned_alloc(64, (size_t)C * ldk * sizeof(float))))
-        (lv == KERN_AVX512 ? transpose_keys_512 : transpose_keys)(kT, kc, Tt, ldk, C);
+        transpose_keys(lv, kT, kc, Tt, ldk, C);
     BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
     const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
@@ -981,7 +978,8 @@ AVX2_INLINE void ln_stats8(double *mean, double *rstd, const float *x, int C, fl
 }
 
 /* Row y = layernorm of row x with its mean m and rstd rs: (x - m)·rs, then ·w + b in one
- * rounding, 8 floats at a time. */
+ * rounding, 8 floats at a time (at AVX-512 too: 16 at a time was no faster, the pass
+ * waits on memory). */
 AVX2_INLINE void ln_row(float *y, const float *x, const float *w, const float *b, int C, float m,
                         float rs) {
     const __m256 vm = _mm256_set1_ps(m), vr = _mm256_set1_ps(rs);
@@ -1076,19 +1074,6 @@ AVX512_INLINE void ln_stats16(double *mean, double *rstd, const float *x, int C,
     for (int r = 0; r < 16; r++) rstd[r] = 1.0 / sqrt(var[r] / C + (double)eps);
 }
 
-/* ln_row 16 floats at a time, the rest as ln_row. */
-AVX512_INLINE void ln_row16(float *y, const float *x, const float *w, const float *b, int C,
-                            float m, float rs) {
-    const __m512 vm = _mm512_set1_ps(m), vr = _mm512_set1_ps(rs);
-    int i = 0;
-    for (; i + 16 <= C; i += 16) {
-        const __m512 xn = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vr);
-        _mm512_storeu_ps(y + i,
-                         _mm512_fmadd_ps(xn, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
-    }
-    ln_row(y + i, x + i, w + i, b + i, C - i, m, rs);
-}
-
 /* Rows in groups of LN_R16; fewer left over go through layernorm_avx2. */
 AVX512 static void layernorm_512(float *out, const float *inp, const float *w, const float *b,
                                  int T, int C, float eps) {
@@ -1097,8 +1082,8 @@ AVX512 static void layernorm_512(float *out, const float *inp, const float *w, c
         double mean[LN_R16], rstd[LN_R16];
         ln_stats16(mean, rstd, inp + (size_t)t * C, C, eps);
         for (int r = 0; r < LN_R16; r++)
-            ln_row16(out + (size_t)(t + r) * C, inp + (size_t)(t + r) * C, w, b, C,
-                     (float)mean[r], (float)rstd[r]);
+            ln_row(out + (size_t)(t + r) * C, inp + (size_t)(t + r) * C, w, b, C, (float)mean[r],
+                   (float)rstd[r]);
     }
     if (t < T) layernorm_avx2(out + (size_t)t * C, inp + (size_t)t * C, w, b, T - t, C, eps);
 }
