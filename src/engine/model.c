@@ -456,7 +456,7 @@ static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {
     const int C = m->cfg.C;
     RunState *s = &m->s;
     int rc;
-    /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 (kernels.c) */
+    /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 / layernorm_512 (kernels.c) */
     kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
     if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
     block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C,

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-/* fast twin: layernorm_avx2 (kernels.c, via kern_layernorm_forward) */
+/* fast twins: layernorm_avx2, layernorm_512 (kernels.c, via kern_layernorm_forward) */
 void layernorm_forward(float *out, const float *inp, const float *w, const float *b,
                        int T, int C, float eps) {
     for (int t = 0; t < T; t++) {
