@@ -697,14 +697,16 @@ AVX512_INLINE float max_lanes_16(__m512 m) {
     m = keep_greater_16(m, _mm512_permute_ps(m, 0x4E));
     return _mm512_cvtss_f32(keep_greater_16(m, _mm512_permute_ps(m, 0xB1)));
 }
+/* lanes_below as a mask register: lanes 0..n-1 set */
+AVX512_INLINE __mmask16 lanes_below16(int n) { return (__mmask16)((1u << n) - 1); }
 AVX512_INLINE __m512 first_or_16(__m512 x, int n, __m512 fill) {
-    return _mm512_mask_blend_ps((__mmask16)((1u << n) - 1), fill, x);
+    return _mm512_mask_blend_ps(lanes_below16(n), fill, x);
 }
 AVX512_INLINE __m512 load_first_16(const float *p, int n) {
-    return _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
+    return _mm512_maskz_loadu_ps(lanes_below16(n), p);
 }
 AVX512_INLINE void store_first_16(float *p, int n, __m512 x) {
-    _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1), x);
+    _mm512_mask_storeu_ps(p, lanes_below16(n), x);
 }
 SOFTMAX(AVX512_INLINE, 16, _mm512, __m512)
 
@@ -1016,11 +1018,10 @@ AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, co
 /* Columns i..i+15 of 16 rows x (C apart) as 16 vectors, vector j = column i + j: lane r is
  * row r. Past the row's end (n < 16 columns left) the columns are zeros. */
 AVX512_INLINE void ln_columns16(__m512 col[16], const float *x, int C, int i, int n) {
-    const __mmask16 m = (__mmask16)((1u << n) - 1);
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++)
         col[r] = n == 16 ? _mm512_loadu_ps(x + (size_t)r * C + i)
-                         : _mm512_maskz_loadu_ps(m, x + (size_t)r * C + i);
+                         : load_first_16(x + (size_t)r * C + i, n);
     transpose16(col);
 }
 /* Lanes 0-7 (rows 0-7) and 8-15 of a column as doubles. */
