@@ -131,8 +131,7 @@ END_TEST
  * outputs in 1 or 3 parts of w columns (128: parts that split a panel; 40 and 8: parts
  * of part vectors, computed into one buffer and copied), rows ld = w + 3 apart, whose
  * gaps must stay untouched; float32 and fp16 panels; C = 800 sums over more than one
- * block of a prefill's panel rows; the inputs packed into the caller's buffer (filled
- * with NaNs first, so that nothing of what it held may reach the sums) or the call's own. */
+ * block of a prefill's panel rows. */
 START_TEST(test_matmul_into_exact) {
     const KernLevel lv = (KernLevel)_i;
     if (!kern_supported(lv)) {
@@ -148,8 +147,7 @@ START_TEST(test_matmul_into_exact) {
             for (size_t pi = 0; pi < sizeof parts / sizeof *parts; pi++)
                 for (size_t ci = 0; ci < sizeof Cs / sizeof *Cs; ci++)
                     for (int how = KERN_SET; how <= KERN_ADD; how++)
-                        for (int half = 0; half <= 1; half++)
-                        for (int given = 0; given <= 1; given++) {
+                        for (int half = 0; half <= 1; half++) {
                             const int T = Ts[a], W = parts[pi][0], np = parts[pi][1],
                                       C = Cs[ci], OC = W * np;
                             const size_t ld = (size_t)W + 3, nw = (size_t)C * OC;
@@ -177,14 +175,8 @@ START_TEST(test_matmul_into_exact) {
                                     }
                             KernOut out = {{y1, y1 + n1, y1 + 2 * n1}, W, ld, (KernStore)how};
                             if (np == 1) out.p[1] = out.p[2] = NULL;
-                            float *pk = NULL;
-                            if (given) {
-                                pk = aligned_alloc(64, ((size_t)T * C * sizeof *pk + 63) / 64 * 64);
-                                ck_assert_ptr_nonnull(pk);
-                                for (size_t i = 0; i < (size_t)T * C; i++) pk[i] = NAN;
-                            }
                             kern_matmul_into(lv, out, x, w, half ? (const void *)hp : (const void *)wp,
-                                             half ? DT_FP16 : DT_FP32, b, T, C, OC, pk);
+                                             half ? DT_FP16 : DT_FP32, b, T, C, OC);
                             for (int t = 0; t < T; t++)
                                 for (int k = 0; k < np; k++) {
                                     const float *got = y1 + k * n1 + t * ld;
@@ -193,12 +185,10 @@ START_TEST(test_matmul_into_exact) {
                                                       memcmp(got + W, y2 + (got + W - y1),
                                                              3 * sizeof(float)) == 0,
                                                   "%s into T=%d C=%d parts %d×%d how=%d half=%d "
-                                                  "pack given=%d threads=%d: row %d part %d differs",
-                                                  kern_name(lv), T, C, np, W, how, half, given, thr,
-                                                  t, k);
+                                                  "threads=%d: row %d part %d differs",
+                                                  kern_name(lv), T, C, np, W, how, half, thr, t, k);
                                 }
                             free(x); free(w); free(b); free(wp); free(hp); free(y0); free(y1); free(y2);
-                            free(pk);
                         }
     }
 }

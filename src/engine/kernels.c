@@ -147,10 +147,10 @@ AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t
     return p;
 }
 
-/* One full panel (output columns o..o+47) against all T input rows; xp: the rows
- * packed by pack_rows, or NULL. end: the end of the weights, for the prefetch. */
-typedef void PanelFn(const KernOut *ko, const float *inp, const float *xp, const void *pan,
-                     const float *bias, int T, int C, int o, const void *end);
+/* One full panel (output columns o..o+47) against all T input rows. end: the end of the
+ * weights, for the prefetch. */
+typedef void PanelFn(const KernOut *ko, const float *inp, const void *pan, const float *bias,
+                     int T, int C, int o, const void *end);
 /* Decode rows (T < the tile's rows) against unit u of the panels: a group of neighbour
  * panels (u < ng) or one left over. */
 typedef void DecodeFn(const KernOut *ko, const float *inp, const void *wp, const float *bias,
@@ -181,38 +181,6 @@ typedef void DecodeFn(const KernOut *ko, const float *inp, const void *wp, const
     r5 = _mm256_permute2f128_ps(s1, s5, 0x31);                                                \
     r6 = _mm256_permute2f128_ps(s2, s6, 0x31);                                                \
     r7 = _mm256_permute2f128_ps(s3, s7, 0x31); }
-
-/* The rows of inp in tiles of R (R rows, then the next R, …; rows past the last full
- * tile are left out), each tile input-major: input c of the tile's row i at
- * tile·C + c·R + i. A prefill tile then reads the R inputs it broadcasts for one c
- * from one 16- or 32-byte line, instead of from R rows C floats apart. Tiles of 8 are
- * transposed 8 × 8 at a time in registers. */
-AVX2 static void pack_rows(float *xp, const float *inp, int T, int C, int R) {
-    const int ntiles = T / R;
-    OMP(omp parallel for schedule(static) if((double)T * C > 16 * KERN_PAR_MIN))
-    for (int b = 0; b < ntiles; b++) {
-        float *dst = xp + (size_t)b * R * C;
-        const float *src = inp + (size_t)b * R * C;
-        int c = 0;
-        for (; R == 8 && c + 8 <= C; c += 8) {
-            __m256 r0 = _mm256_loadu_ps(src + c), r1 = _mm256_loadu_ps(src + C + c),
-                   r2 = _mm256_loadu_ps(src + 2 * (size_t)C + c),
-                   r3 = _mm256_loadu_ps(src + 3 * (size_t)C + c),
-                   r4 = _mm256_loadu_ps(src + 4 * (size_t)C + c),
-                   r5 = _mm256_loadu_ps(src + 5 * (size_t)C + c),
-                   r6 = _mm256_loadu_ps(src + 6 * (size_t)C + c),
-                   r7 = _mm256_loadu_ps(src + 7 * (size_t)C + c);
-            TRANSPOSE8(r0, r1, r2, r3, r4, r5, r6, r7)
-            float *d = dst + (size_t)c * 8;
-            _mm256_storeu_ps(d, r0), _mm256_storeu_ps(d + 8, r1);
-            _mm256_storeu_ps(d + 16, r2), _mm256_storeu_ps(d + 24, r3);
-            _mm256_storeu_ps(d + 32, r4), _mm256_storeu_ps(d + 40, r5);
-            _mm256_storeu_ps(d + 48, r6), _mm256_storeu_ps(d + 56, r7);
-        }
-        for (; c < C; c++)
-            for (int i = 0; i < R; i++) dst[(size_t)c * R + i] = src[(size_t)i * C + c];
-    }
-}
 
 /* acc lane i += x[d..d+7]·(row i)[d..d+7], one product after the other, for the 8
  * rows at p, p + stride, ... */
@@ -1193,14 +1161,14 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
  * vector stores need parts of whole vectors (16 floats, or one part only); for other
  * parts the outputs are computed into one buffer and copied. */
 static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void *panels,
-                         Dtype dt, const float *bias, int T, int C, int OC, float *pack) {
+                         Dtype dt, const float *bias, int T, int C, int OC) {
 #if KERN_HAVE_AVX2
     if (!panels || lv < KERN_AVX2) return 0;
     /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
      * would wait where out's values are */
     if ((out.w % 16 && OC > out.w) || (out.how == KERN_ADD && C > MM_KC)) {
         const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
-        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC, pack)) {
+        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
             free(one.p[0]);
             return 0;
         }
@@ -1210,12 +1178,11 @@ static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void
         return 1;
     }
     /* decode too: memory-bound, it reads a line in half the loads */
-    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC, pack);
-    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC, pack);
+    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC);
+    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC);
     return 1;
 #else
-    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC,
-        (void)pack;
+    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
     return 0;
 #endif
 }
@@ -1241,16 +1208,15 @@ static void matmul_plain_into(KernOut out, const float *inp, const float *w, con
 }
 
 void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC,
-                      float *pack) {
-    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC, pack))
+                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
         matmul_plain_into(out, inp, w, bias, T, C, OC);
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC, NULL))
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
@@ -1258,7 +1224,7 @@ void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC, NULL))
+    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
@@ -1266,7 +1232,7 @@ void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const 
                               const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC, NULL))
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC))
         matmul_forward(out, inp, w, bias, T, C, OC);
 }
 
@@ -1274,7 +1240,7 @@ void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *
                                          const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC, NULL))
+    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC))
         matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 

@@ -54,14 +54,15 @@ KS_INLINE void KSF(put)(const KernOut *ko, KernStore how, size_t t, int col, KS_
 }
 
 /* Rows 0..R-1 (R ≤ KS_TR) against 3·KS_W columns of the panel block blk (kc rows of
- * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c·cs]: the
- * rows as they are (rs = C, cs = 1) or a tile packed by pack_rows (rs = 1, cs = KS_TR).
- * The sums run over C in blocks of kc: between blocks the partial sums wait in out as
- * floats, the values the plain loop holds in y[o] at that point, so blocking changes
- * no rounding. first: the block starts the sums at 0; last: it adds the bias (and
- * applies GELU when gelu). pf: npf lines of the next block to fetch into L2 meanwhile
- * (prefetch_share). */
-KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t rs, size_t cs,
+ * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c]: the rows
+ * where they are. (Copied first into tiles input-major by 8 × 8 transposes, so that one
+ * input's 8 values were one read, a 128-token prefill took up to 4 % longer at one thread
+ * and 7-9 % at two, mlp.c_proj with its 3,072 inputs the most.) The sums run over C in
+ * blocks of kc: between blocks the partial sums wait in out as floats, the values the plain
+ * loop holds in y[o] at that point, so blocking changes no rounding. first: the block
+ * starts the sums at 0; last: it adds the bias (and applies GELU when gelu). pf: npf
+ * lines of the next block to fetch into L2 meanwhile (prefetch_share). */
+KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t rs,
                             const float *blk, const float *bias, int R, int kc, int o,
                             int first, int last, const char *pf, int npf) {
     const KernStore how = last ? ko->how : KERN_SET; /* partial sums wait as they are */
@@ -96,7 +97,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
         const KS_V w0 = KS_LOAD(wr), w1 = KS_LOAD(wr + KS_W), w2 = KS_LOAD(wr + 2 * KS_W);
 #pragma GCC unroll 8
         for (int i = 0; i < R; i++) {
-            const KS_V xb = KS_SET1(x[(size_t)i * rs + (size_t)c * cs]);
+            const KS_V xb = KS_SET1(x[(size_t)i * rs + (size_t)c]);
             acc[i][0] = KS_FMA(xb, w0, acc[i][0]);
             acc[i][1] = KS_FMA(xb, w1, acc[i][1]);
             acc[i][2] = KS_FMA(xb, w2, acc[i][2]);
@@ -112,21 +113,16 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
         }
 }
 
-/* Full tiles with R and the strides constants, so that the compiler unrolls the row
- * loop and keeps the accumulators in registers; leftover rows one at a time. */
-KS_FN void KSF(tile_packed)(const KernOut *ko, size_t t, const float *xt, const float *blk,
-                            const float *bias, int kc, int o, int first, int last,
-                            const char *pf, int npf) {
-    KSF(mm_tile)(ko, t, xt, 1, KS_TR, blk, bias, KS_TR, kc, o, first, last, pf, npf);
-}
+/* Full tiles with R a constant, so that the compiler unrolls the row loop and keeps the
+ * accumulators in registers; leftover rows one at a time. */
 KS_FN void KSF(tile_rows)(const KernOut *ko, size_t t, const float *inp, const float *blk,
                           const float *bias, int C, int kc, int o, int first, int last,
                           const char *pf, int npf) {
-    KSF(mm_tile)(ko, t, inp, (size_t)C, 1, blk, bias, KS_TR, kc, o, first, last, pf, npf);
+    KSF(mm_tile)(ko, t, inp, (size_t)C, blk, bias, KS_TR, kc, o, first, last, pf, npf);
 }
 KS_FN void KSF(tile_one)(const KernOut *ko, size_t t, const float *inp, const float *blk,
                          const float *bias, int kc, int o, int first, int last) {
-    KSF(mm_tile)(ko, t, inp, 0, 1, blk, bias, 1, kc, o, first, last, NULL, 0);
+    KSF(mm_tile)(ko, t, inp, 0, blk, bias, 1, kc, o, first, last, NULL, 0);
 }
 
 /* Decode: one row x (C) against KS_NP neighbouring full panels from pan (C rows of 48
@@ -198,12 +194,11 @@ KS_INLINE const float *KSF(block_floats)(float *buf, const void *pan, Dtype dt, 
     return buf;
 }
 
-/* One full panel pan (output columns o..o+47) against all T ≥ KS_TR input rows; xp:
- * the rows packed by pack_rows, or NULL. Prefill keeps MM_KC rows of the panel (144 KiB)
- * in L2 while every tile of KS_TR input rows passes by, for each 3·KS_W columns of the
- * panel. */
-KS_INLINE void KSF(panel)(const KernOut *ko, const float *inp, const float *xp, const void *pan,
-                          Dtype dt, const float *bias, int T, int C, int o, const void *end) {
+/* One full panel pan (output columns o..o+47) against all T ≥ KS_TR input rows.
+ * Prefill keeps MM_KC rows of the panel (144 KiB) in L2 while every tile of KS_TR input
+ * rows passes by, for each 3·KS_W columns of the panel. */
+KS_INLINE void KSF(panel)(const KernOut *ko, const float *inp, const void *pan, Dtype dt,
+                          const float *bias, int T, int C, int o, const void *end) {
     float buf[MM_KC * KERN_PANEL] __attribute__((aligned(64))); /* 144 KiB of stack */
     const size_t es = elem_size(dt);
     const int Tfull = T - T % KS_TR, span = 3 * KS_W;
@@ -217,12 +212,8 @@ KS_INLINE void KSF(panel)(const KernOut *ko, const float *inp, const float *xp, 
             for (int t = 0; t < Tfull; t += KS_TR, tile++) {
                 int npf;
                 const char *pf = prefetch_share(next, end, es, tile, ntiles, &npf);
-                if (xp)
-                    KSF(tile_packed)(ko, (size_t)t, xp + (size_t)t * C + (size_t)c0 * KS_TR,
-                                     blk + h, bias, kc, o + h, first, last, pf, npf);
-                else
-                    KSF(tile_rows)(ko, (size_t)t, inp + (size_t)t * C + c0, blk + h, bias, C,
-                                   kc, o + h, first, last, pf, npf);
+                KSF(tile_rows)(ko, (size_t)t, inp + (size_t)t * C + c0, blk + h, bias, C, kc,
+                               o + h, first, last, pf, npf);
             }
             for (int t = Tfull; t < T; t++)
                 KSF(tile_one)(ko, (size_t)t, inp + (size_t)t * C + c0, blk + h, bias, kc, o + h,
@@ -254,10 +245,9 @@ KS_INLINE void KSF(decode_unit)(const KernOut *ko, const float *inp, const void 
 /* panel and decode_unit for each weight type, the type a constant so that its tests
  * fold away. */
 #define KS_BY_TYPE(name, DT)                                                                \
-    KS_FN void KSF(panel_##name)(const KernOut *ko, const float *inp, const float *xp,      \
-                                 const void *pan, const float *bias, int T, int C, int o,    \
-                                 const void *end) {                                          \
-        KSF(panel)(ko, inp, xp, pan, DT, bias, T, C, o, end);                                \
+    KS_FN void KSF(panel_##name)(const KernOut *ko, const float *inp, const void *pan,      \
+                                 const float *bias, int T, int C, int o, const void *end) {  \
+        KSF(panel)(ko, inp, pan, DT, bias, T, C, o, end);                                    \
     }                                                                                        \
     KS_FN void KSF(decode_##name)(const KernOut *ko, const float *inp, const void *wp,      \
                                   const float *bias, int T, int C, int OC, int u, int ng) {  \
@@ -269,11 +259,9 @@ KS_BY_TYPE(bf16, DT_BF16)
 #undef KS_BY_TYPE
 
 /* Threads take whole panels (decode: whole groups), so each reads one contiguous run of
- * the weights; the last panel, when narrower than 48, goes through narrow. The input
- * rows are packed first (pack_rows) when T ≥ KS_TR, into pack or else a buffer of the
- * call's own when memory allows; without one the tiles read inp as it is. */
+ * the weights; the last panel, when narrower than 48, goes through narrow. */
 KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const void *wp,
-                           const float *bias, int T, int C, int OC, float *pack) {
+                           const float *bias, int T, int C, int OC) {
     const int npan = (OC + KERN_PANEL - 1) / KERN_PANEL;
     if (T < KS_TR) {
         DecodeFn *const unit = dt == DT_FP32   ? KSF(decode_fp32)
@@ -287,17 +275,13 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
                            : dt == DT_FP16 ? KSF(panel_fp16) : KSF(panel_bf16);
     const size_t es = elem_size(dt);
     const void *end = (const char *)wp + (size_t)C * OC * es;
-    const size_t bytes = ((size_t)(T / KS_TR) * KS_TR * C * sizeof(float) + 63) / 64 * 64;
-    float *const own = pack ? NULL : aligned_alloc(64, bytes), *const xp = pack ? pack : own;
-    if (xp) pack_rows(xp, inp, T, C, KS_TR);
     OMP(omp parallel for schedule(static) if((double)T * C * OC > KERN_PAR_MIN))
     for (int j = 0; j < npan; j++) {
         const int o = j * KERN_PANEL, pw = OC - o < KERN_PANEL ? OC - o : KERN_PANEL;
         const void *pan = (const char *)wp + (size_t)o * C * es;
         if (pw < KERN_PANEL) KSF(narrow)(ko, inp, pan, dt, bias, T, C, o, pw);
-        else panel(ko, inp, xp, pan, bias, T, C, o, end);
+        else panel(ko, inp, pan, bias, T, C, o, end);
     }
-    free(own);
 }
 
 /* ---- prefill attention: 8 queries of one head ---------------------------------------

@@ -370,10 +370,10 @@ static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
     while (c < Tt) c *= 2;
     const size_t C = (size_t)cfg->C, rc = lines_of((size_t)r * C),
                  att = lines_of((size_t)cfg->NH * (size_t)r * (size_t)c);
-    /* x, ln, q, atty, proj: rc each; qkv 3, fc and pack 4 rows' worth; scores, pattern */
+    /* x, ln, q, atty, proj: rc each; qkv 3, fc 4 rows' worth; scores, pattern */
     const size_t sizes[] = {rc, rc, lines_of(3 * (size_t)r * C), rc, rc, rc,
-                            lines_of(4 * (size_t)r * C), lines_of(4 * (size_t)r * C), att, att};
-    float **bufs[] = {&s->x, &s->ln, &s->qkv, &s->q, &s->atty, &s->proj, &s->fc, &s->pack,
+                            lines_of(4 * (size_t)r * C), att, att};
+    float **bufs[] = {&s->x, &s->ln, &s->qkv, &s->q, &s->atty, &s->proj, &s->fc,
                       &s->scores, &s->pattern};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) total += sizes[i];
@@ -431,7 +431,7 @@ static void block_matmul_into(Model *m, KernOut out, const float *in, const floa
                               int C, int OC) {
     const double t0 = clock_start(m);
     const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
-    kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC, m->s.pack);
+    kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
 }
 

@@ -106,8 +106,6 @@ typedef struct {
     float *proj;    /* (rows, C) c_proj / mlp c_proj output */
     float *fc;      /* (rows, 4C) c_fc output after GELU (before it, then GELU in place,
                      * while an observer wants hook_mlp_pre) */
-    float *pack;    /* (rows, 4C) a matmul's input rows laid out for the kernels'
-                     * tiles (kern_matmul_into) */
     float *scores;  /* (NH, rows, cols) pre-softmax */
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
