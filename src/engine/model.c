@@ -314,7 +314,7 @@ int model_init_shared(Model *m, const Model *src) {
 
 int model_init_random(Model *m, const Config *cfg, uint64_t seed) {
     size_t n = model_num_params(cfg);
-    float *blob = malloc(n * sizeof(float));
+    float *blob = bigbuf_alloc(n, sizeof(float)); /* huge pages: see bigbuf.h */
     if (!blob) return -1;
     int ns = model_tensor_specs(cfg, NULL);
     TensorSpec *specs = malloc((size_t)ns * sizeof *specs);
