@@ -312,9 +312,12 @@ int model_init_shared(Model *m, const Model *src) {
     return 0;
 }
 
+float *model_blob_alloc(const Config *cfg) {
+    return bigbuf_alloc(model_num_params(cfg), sizeof(float));
+}
+
 int model_init_random(Model *m, const Config *cfg, uint64_t seed) {
-    size_t n = model_num_params(cfg);
-    float *blob = bigbuf_alloc(n, sizeof(float)); /* huge pages: see bigbuf.h */
+    float *blob = model_blob_alloc(cfg);
     if (!blob) return -1;
     int ns = model_tensor_specs(cfg, NULL);
     TensorSpec *specs = malloc((size_t)ns * sizeof *specs);

@@ -133,6 +133,10 @@ typedef struct {
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
  * 0, or -1 when out of memory. */
 int model_init_random(Model *m, const Config *cfg, uint64_t seed);
+/* Room for cfg's weights laid out by model_tensor_specs (model_num_params floats), not
+ * zeroed, on 2 MiB pages where Linux offers them (bigbuf.h: the embedding reads rows of
+ * wte far apart); to be released with free(). NULL when out of memory. */
+float *model_blob_alloc(const Config *cfg);
 /* Point the weights into an existing blob laid out by model_tensor_specs.
  * The model does not own it unless take_ownership is set. When this CPU has a
  * vector level (kern_detect), the block matrices are also copied into column panels

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bigbuf.h"
 #include "infile.h"
 #include "outdir.h"
 #include "safetensors.h"
@@ -300,7 +299,7 @@ int hf_weights_load(const char *dir, const Config *cfg, Model *m, char *err, siz
         st_close(&st);
         return rc;
     }
-    float *blob = bigbuf_alloc(n, sizeof *blob); /* huge pages: see bigbuf.h */
+    float *blob = model_blob_alloc(cfg);
     if (!blob) rc = HF_NOMEM;
     else rc = load_tensors(&st, cfg, blob, path, err, errsize);
     st_close(&st);

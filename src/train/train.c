@@ -197,7 +197,7 @@ int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed) {
 int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, double std) {
     memset(tr, 0, sizeof *tr);
     const size_t n = model_num_params(cfg);
-    float *blob = bigbuf_alloc(n, sizeof *blob); /* huge pages: see bigbuf.h */
+    float *blob = model_blob_alloc(cfg);
     if (!blob) return TRAIN_NOMEM;
     if (init_weights(blob, cfg, seed, std) || model_init_from_blob(&tr->model, cfg, blob, 1)) {
         free(blob);
