@@ -65,6 +65,15 @@ col("T") == 10 || col("T") == 100 || col("T") == 1000 {
     printf "attn_share_cache_%d,%.1f\n", T, 100 * cattn / cache >> V
     printf "layers_ratio_%d,%.1f\n", T, col("flops_recompute") / col("flops_cache") >> V
     printf "attn_share_recompute_%d,%.1f\n", T, 100 * rattn / re >> V
+    if (T == 1000) {
+        # outside the blocks: lm_head (the new token'"'"'s logits only, with or without the cache)
+        # and the elementwise operations (layer norms, GELU, softmax, residuals: per token)
+        lc = col("flops_lm_head_cache"); lr = col("flops_lm_head_recompute")
+        ec = col("flops_elementwise_cache"); er = col("flops_elementwise_recompute")
+        printf "lm_head_cache_1000,%s\nlm_head_recompute_1000,%s\nlm_head_equal,%d\n", digits(lc), digits(lr), lc == lr >> V
+        printf "elem_cache_1000,%s\nelem_recompute_1000,%s\n", digits(ec), digits(er) >> V
+        printf "outside_cache_1000,%.2f\noutside_recompute_1000,%.1f\noutside_ratio_1000,%.0f\n", (lc + ec) / 1e6, (lr + er) / 1e6, (lr + er) / (lc + ec) >> V
+    }
 }' "$CMP" > "$D/articles_table.md"
 
 # Cumulative FLOPs of the blocks (matmuls + attention) to generate up to T tokens from a
@@ -105,6 +114,40 @@ col("T") == 1000 {
   cat "$D/intensity.rows"; } > "$D/intensity.md"
 rm -f "$D/intensity.rows"
 
+# What the measured steps (data/measured/, make timing) did per second: the counted FLOPs
+# and bytes of a step at the shortest and the longest measured length, over its median
+# time, against this machine's FMA peak and read bandwidth (data/measured/roof.csv).
+M=data/measured
+TS=$(awk -F, 'NR == 2 { a = $1 } NR > 1 { b = $1 } END { print a "," b }' "$M/decode_time.csv")
+"$KV" compare $MODEL_ARGS --prompt-ids 0 --lengths "$TS" --table-lengths none --decode-at 2 \
+    --repeat 1 --out "$D/cmpm" --quiet
+awk -F, -v V="$V" -v peak="$(value "$M/roof.csv" peak_gflops)" -v bw="$(value "$M/roof.csv" read_gbs)" "$AWKLIB"'
+FNR == 1 { header(); f++; next }
+f == 1 { tc[col("T")] = col("cache_median_s"); tr[col("T")] = col("recompute_median_s"); next }
+{ T = col("T"); n++; t[n] = T; b[n] = col("weight_bytes_cache") + col("kv_bytes"); kvb[n] = col("kv_bytes")
+  fc[n] = col("flops_total_cache"); fr[n] = col("flops_total_recompute") }
+END {
+    a = t[1]; z = t[n]
+    printf "mt_first,%d\nmt_last,%d\n", a, z >> V
+    printf "m_gflops_cache,%.1f\nm_gflops_recompute,%.1f\n", fc[n] / tc[z] / 1e9, fr[n] / tr[z] / 1e9 >> V
+    printf "m_peak_share_cache,%.1f\nm_peak_share_recompute,%.0f\n", 100 * fc[n] / tc[z] / 1e9 / peak, 100 * fr[n] / tr[z] / 1e9 / peak >> V
+    printf "m_mb_first,%.1f\nm_mb_last,%.1f\n", b[1] / 1e6, b[n] / 1e6 >> V
+    printf "m_ms_first,%.2f\nm_ms_last,%.2f\n", 1e3 * tc[a], 1e3 * tc[z] >> V
+    printf "m_gbs_first,%.1f\nm_gbs_last,%.1f\nm_bw,%s\n", b[1] / tc[a] / 1e9, b[n] / tc[z] / 1e9, bw >> V
+    printf "m_bw_share_last,%.0f\n", 100 * b[n] / tc[z] / 1e9 / bw >> V
+    dk = kvb[n] - kvb[1]; dt = tc[z] - tc[a]
+    printf "m_kv_extra_mb,%.1f\nm_kv_extra_ms,%.2f\nm_kv_extra_read_ms,%.2f\n", dk / 1e6, 1e3 * dt, 1e3 * dk / (bw * 1e9) >> V
+}' "$M/decode_time.csv" "$D/cmpm/compare.csv"
+rm -rf "$D/cmpm"
+# what the text says of them: the cached step is far from the FMA peak, and at the longest
+# length it reads well below the bandwidth, its extra K/V taking far longer than reading them
+claim "a cached step uses a few per cent of the FMA peak" "$(value "$V" m_peak_share_cache) < 10"
+claim "the recomputed step computes many times faster per second than the cached one" \
+    "$(value "$V" m_gflops_recompute) > 3 * $(value "$V" m_gflops_cache)"
+claim "at the longest measured length the cached step reads at well below the bandwidth" "$(value "$V" m_bw_share_last) < 60"
+claim "its extra K and V take longer than reading them would" "$(value "$V" m_kv_extra_ms) > 3 * $(value "$V" m_kv_extra_read_ms)"
+claim "the shortest measured cached step reads at about the bandwidth or faster" "$(value "$V" m_gbs_first) > 0.8 * $(value "$V" m_bw)"
+
 # Half-size weights (--weights fp16, bf16): the bytes a decode step reads (kvscope info:
 # the five matrices, the blocks' four and wte, the lm_head, at 2 bytes), and what
 # rounding them once costs: the logits of a 16-token prompt and 15 greedy steps against
@@ -141,6 +184,8 @@ rm -rf "$D/weights.rows" "$D/w_fp32" "$D/w_fp16" "$D/w_bf16"
 
 # kipply: the K and V of a token cost 1/6 of its forward compute (c_attn's K and V
 # columns are 4·C² of the 24·C² multiply-adds per token and layer).
+claim "lm_head costs the same with or without the cache" "$(value "$V" lm_head_equal) == 1"
+claim "outside the blocks the cache saves less than in them" "$(value "$V" outside_ratio_1000) < $(value "$V" layers_ratio_1000)"
 kv "$V" kv_share "$(awk -v s="$(value "$I" kv_flops_share)" 'BEGIN { printf "%.4f", s }')"
 rm -f "$D"/info_*.csv
 

@@ -48,15 +48,22 @@ roofline_section() {
     best=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } { g = col("gflops_s") + 0; if (g > m) m = g }
         END { printf "%.1f", m }' "$1/roofline.csv")
     share=$(awk -v b="$best" -v p="$peak" 'BEGIN { printf "%.0f", 100 * b / p }')
+    # what the points show: B = 1 against the memory roof (FLOPs per byte × bandwidth), and
+    # the first B that falls below 80 % of its roof
+    set -- "$1" $(awk -F, -v bw="$bw" -v peak="$peak" "$AWKLIB"'FNR == 1 { header(); next }
+        { r = col("flops_per_byte") * bw; if (r > peak) r = peak; s = col("gflops_s") / r
+          if (FNR == 2) { b1 = s; r1 = r } if (!off && s < 0.8) off = col("B") }
+        END { printf "%.0f %.1f %d", 100 * b1, r1, off }' "$1/roofline.csv")
+    b1share=$2 b1roof=$3 offb=$4
     {
         echo "![A decode step on this machine's roofline](../plots/measured/roofline.png)"
         echo
-        echo "*Look where the points leave the slanted roof: below the ridge (the FMA peak over the"
-        echo "read bandwidth, $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') FLOPs per byte here) a decode step is bound by memory, and a bigger"
-        echo "batch does more work for the same bytes; above it, by arithmetic. Right: the time to first"
-        echo "token of the batch grows with B, the time per output token much less. Here the"
-        echo "points reach at most $best GFLOP/s ($share % of the FMA peak): past a few sequences the"
-        echo "step is bound neither by the bytes nor by the FMA peak but by kvscope's own batched step.*"
+        echo "*The slanted roof is what the bandwidth allows at each FLOPs per byte, the flat one the"
+        echo "FMA peak; they meet at the ridge ($(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') FLOPs per byte here). At B = 1 the step reaches $b1share % of"
+        echo "what the bandwidth allows ($b1roof GFLOP/s): bound by memory. From B = $offb on the points fall below"
+        echo "the slanted roof, and the most any batch reaches is $best GFLOP/s ($share % of the FMA peak): these"
+        echo "points never reach the ridge, because kvscope's batched step, not the bytes or the FMA peak,"
+        echo "sets their pace. Right: the time to first token and per output token against B.*"
         echo "([SVG](../plots/measured/roofline.svg))"
         echo
         echo "| batch B | FLOPs per decode step | bytes read | FLOPs per byte | reached | time per output token | time to first token |"
@@ -73,7 +80,7 @@ roofline_section() {
     {
         echo "![A decode step on this machine's roofline](../../plots/measured/roofline.png)"
         echo
-        echo "*看这些点在哪里离开斜着的屋顶：在屋脊（FMA 峰值除以读带宽，这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）左侧，解码步受内存限制，批越大，读同样的字节做的功越多；屋脊右侧则受算力限制。右图：整批的首词元延迟随 B 增长，每词元时间增长得少得多。这里各点最高只达到 $best GFLOP/s（FMA 峰值的 $share %）：序列多于几条之后，限制这一步的既不是读字节，也不是 FMA 峰值，而是 kvscope 自己的批处理步。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是屋脊，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
+        echo "*斜的屋顶是带宽在每种“每字节浮点运算次数”下所允许的速度，平的屋顶是 FMA 峰值；两者交于屋脊（这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）。B = 1 时，解码步达到带宽所允许速度（$b1roof GFLOP/s）的 $b1share %：受内存限制。从 B = $offb 起，各点落到斜屋顶之下，任何批最高只达到 $best GFLOP/s（FMA 峰值的 $share %）：这些点从未到达屋脊，因为决定它们速度的是 kvscope 自己的批处理步，而不是读字节或 FMA 峰值。右图：首词元延迟与每词元时间随 B 的变化。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是屋脊，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
         echo
         echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元时间 | 首词元延迟 |"
         tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'
