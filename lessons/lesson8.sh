@@ -99,32 +99,50 @@ figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L
 # 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted
 # with the first copy and the first KEEP bytes of the second; the model writes the rest
-# greedily with the full cache, a window longer than the copy distance and one shorter.
+# greedily with the full cache and with windows of S sinks and W - S recent positions (the
+# newest included): W - S = R (the token after the first occurrence, R - 1 back, still in
+# the window), W - S = R - 1 (just evicted), and W = R/2.
 R=$R8
-SAMPLES=4
+SAMPLES=$(awk -F, -v p="copy${R}_" 'index($1, p) == 1 { s[$1] = 1 } END { print length(s) }' "$D/heads/tokens.csv")
+WLONG=$((R + S))
+WEDGE=$((R + S - 1))
 WSHORT=$((R / 2))
-WLONG=$((R + S + 8))
 kv "$V" R $R
+kv "$V" rm1 $((R - 1))
 kv "$V" samples $SAMPLES
 kv "$V" wshort $WSHORT
 kv "$V" wlong $WLONG
+kv "$V" wedge $WEDGE
 kv "$V" rest $((R - KEEP))
-for w in full long short; do
-    case $w in full) opt="" ;; long) opt="--window $WLONG --sink $S" ;; short) opt="--window $WSHORT --sink $S" ;; esac
-    right=0
+for w in full long edge short; do
+    case $w in full) opt="" ;; long) opt="--window $WLONG --sink $S" ;; edge) opt="--window $WEDGE --sink $S" ;;
+               short) opt="--window $WSHORT --sink $S" ;; esac
+    right=0 runs=0 far=0
     s=0
     while [ $s -lt $SAMPLES ]; do
         awk -F, -v q="copy${R}_$s" '$1 == q { print $3 }' "$D/heads/tokens.csv" > "$D/seq.txt"
         n0=$(awk 'END { print NR - 2 * '$R' }' "$D/seq.txt") # 1 with a start token, else 0
         ids=$(awk -v n=$((R + KEEP)) -v z=$n0 'NR <= n + z { s = s (s == "" ? "" : ",") $1 } END { print s }' "$D/seq.txt")
         "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps $((R - KEEP)) --record tokens --out "$D/tmp" $opt --quiet
-        n=$(awk -F, "$AWKLIB"'FNR == NR { want[FNR - 1] = $1; next } FNR == 1 { header(); next }
-            col("step") > 0 && col("token_id") == want[col("pos")] { n++ } END { print n + 0 }' "$D/seq.txt" "$D/tmp/tokens.csv")
-        right=$((right + n))
+        # bytes right; runs of wrong bytes (a wrong byte after a right one: until then the
+        # model has read the true sequence); and the runs that start right after a byte
+        # that also occurs in the first copy more than WLONG - S - 1 positions back, where
+        # no window of this table reaches (the induction head can match it too)
+        set -- $(awk -F, -v R=$R -v z=$n0 -v reach=$((WLONG - S - 1)) "$AWKLIB"'FNR == NR { want[FNR - 1] = $1; next }
+            FNR == 1 { header(); next }
+            col("step") > 0 { p = col("pos"); ok = col("token_id") == want[p]
+                if (ok) n++
+                else if (!bad) { runs++; q = want[p - 1]
+                    for (j = z; j < z + R; j++) if (want[j] == q && j != p - 1 - R && j < p - 1 - reach) { far++; break } }
+                bad = !ok }
+            END { print n + 0, runs + 0, far + 0 }' "$D/seq.txt" "$D/tmp/tokens.csv")
+        right=$((right + $1)) runs=$((runs + $2)) far=$((far + $3))
         rm -rf "$D/tmp"
         s=$((s + 1))
     done
     kv "$V" right_$w $right
+    kv "$V" runs_$w $runs
+    kv "$V" far_$w $far
     kv "$V" pct_$w "$(awk -v a=$right -v b=$((SAMPLES * (R - KEEP))) 'BEGIN { printf "%.1f", 100 * a / b }')"
 done
 rm -f "$D/seq.txt"
@@ -154,5 +172,10 @@ claim "the window shorter than the copy distance gets at most a fifth of the byt
     "$(value "$V" pct_short) <= 20"
 claim "the full cache copies at least as well as the short window" \
     "$(value "$V" right_full) >= $(value "$V" right_short)"
+claim "a window with W - S = R copies (at least nine bytes in ten)" "$(value "$V" pct_long) >= 90"
+claim "a window with W - S = R - 1 copies almost nothing (at most a fifth)" "$(value "$V" pct_edge) <= 20"
+claim "the window with W - S = R copies better than the full cache" "$(value "$V" right_long) > $(value "$V" right_full)"
+claim "most of the full cache's runs of wrong bytes follow a byte that recurs beyond the window's reach" \
+    "2 * $(value "$V" far_full) > $(value "$V" runs_full) && $(value "$V" far_long) < $(value "$V" far_full)"
 
 lesson_end 8
