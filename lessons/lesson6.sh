@@ -94,15 +94,22 @@ kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
 "$KV" run $MODEL_ARGS --prompt "$REPEAT_PROMPT" --steps $GSTEPS --record tokens --out "$D/g_small" --window $WSMALL --sink $S --quiet \
     --html "$P/explorer_small_window.html"
 kv "$V" rprompt_tokens "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") == 0 { n++ } END { print n }' "$D/g_full/tokens.csv")"
+# The prompt on its own line, then only what each cache generated after it, a space shown
+# as · (so that a continuation of spaces is seen, not a blank line).
 {
-    printf 'its first copy goes:  %s%s\n' "$PHRASE_START" "$COPY_WANT"
+    printf '%-21s %s\n' "the prompt:" "$REPEAT_PROMPT"
+    printf '%-21s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /·/g')"
     for w in full big small; do
         t=$(generated "$D/g_$w")
-        case $w in full) lbl="the full cache:      " ;; big) lbl="window $WBIG, $S sinks:" ;; small) lbl="window $WSMALL, $S sinks:" ;; esac
-        printf '%-21s %s%s\n' "$lbl" "$PHRASE_START" "$t"
+        case $w in full) lbl="the full cache:" ;; big) lbl="window $WBIG, $S sinks:" ;; small) lbl="window $WSMALL, $S sinks:" ;; esac
+        printf '%-21s %s\n' "$lbl" "$(printf '%s' "$t" | sed 's/ /·/g')"
         kv "$V" copied_$w "$(copied "$t" "$COPY_WANT")"
+        kv "$V" spaces_$w "$(printf '%s' "$t" | tr -cd ' ' | wc -c | tr -d ' ')"
     done
 } > "$D/window_texts.txt"
+kv "$V" wbig_recent $((WBIG - S))
+kv "$V" wsmall_recent $((WSMALL - S))
+claim "the window that holds the copy has W - S at least the distance, the other not" "$WBIG - $S >= $DIST && $WSMALL - $S < $DIST"
 rm -rf "$D/g_full" "$D/g_big" "$D/g_small"
 # One sentence on the three lines, chosen by the counts (the issue's bars: 90 % and 20 %).
 awk -v f="$(value "$V" copied_full)" -v b="$(value "$V" copied_big)" -v s="$(value "$V" copied_small)" \
@@ -142,10 +149,13 @@ In the beginning God created the heaven and the earth. And the earth was without
 TEXT
 LW=$((NCTX / 4))
 kv "$V" loss_window $LW
-"$KV" loss $MODEL_ARGS --text "$D/genesis.txt" --window $LW --sinks 1 --out "$D/loss" --plots "$P/loss" --quiet
+"$KV" loss $MODEL_ARGS --text "$D/genesis.txt" --window $LW --sink 1 --out "$D/loss" --plots "$P/loss" --quiet
 mv "$P/loss/loss.png" "$P/sinks_loss.png"; mv "$P/loss/loss.svg" "$P/sinks_loss.svg"; rm -rf "$P/loss"
 awk -F, -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
     { printf "loss_%s,%.3f\n", col("cache"), col("mean_bits_past_window") >> V }' "$D/loss/loss_means.csv"
+kv "$V" loss_gap "$(awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" 'BEGIN { printf "%.2f", e - k }')"
+kv "$V" genesis_bytes "$(($(wc -c < "$D/genesis.txt") - 1))"
+kv "$V" nctx "$NCTX"
 awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" \
     -v en="$D/sinks_loss_verdict.md" -v zh="$D/sinks_loss_verdict.zh.md" 'BEGIN {
     if (k < e) { printf "The window that keeps the start byte predicts the text better than the one that evicts it: %.3f bits per byte past the window against %.3f.\n", k, e > en

@@ -209,7 +209,7 @@ START_TEST(test_heads_bits_match_loss) {
     }
     bytes[n] = '\0';
     ck_assert_int_eq(write_text_file(txt, bytes), 0);
-    const char *loss[] = {"loss", "--text", txt, "--window", "64", "--sinks", "1", "--out", ld, "--quiet",
+    const char *loss[] = {"loss", "--text", txt, "--window", "64", "--sink", "1", "--out", ld, "--quiet",
                           NULL};
     run_ok(SHAPE, 8, loss);
     snprintf(path, sizeof path, "%s/loss.csv", ld);

@@ -117,7 +117,9 @@ START_TEST(test_loss_bad_input) {
     static const struct {
         const char *opt, *val, *opt2, *val2, *says;
     } bad[] = {
-        {"--window", "8", "--sinks", "8", "--sinks must be fewer than the window (8 tokens): 8\n"},
+        {"--window", "8", "--sink", "8", "--sink must be fewer than the window (8 tokens): 8\n"},
+        /* --sinks, the old name, sets the same number */
+        {"--window", "8", "--sinks", "9", "--sink must be fewer than the window (8 tokens): 9\n"},
         {"--window", "1", NULL, NULL, "--window"},
         {"--text", "/nonexistent/t.txt", NULL, NULL, "/nonexistent/t.txt"},
         {"--text", "E", NULL, NULL, "--text is empty: "},

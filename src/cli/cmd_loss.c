@@ -1,7 +1,7 @@
 /* cmd_loss.c — `kvscope loss`: the loss at every position of a text with the full cache,
  * a window that keeps the sinks and one that evicts them (loss.h does the work).
  * parse → check --out, --plots, gnuplot and the chart script → read --text → load the
- * model → check --window and --sinks → measure → the CSVs and the chart → commit → the
+ * model → check --window and --sink → measure → the CSVs and the chart → commit → the
  * means, a line each. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +26,11 @@ static const Option LOSS_OPTIONS[] = {
                "the text (required): its tokens, the start token first, cut to the context"),
     OPT_INT_AUTO("--window", "W", LossArgs, window, 2, 65536, "N/4: a text that fills the "
                  "context is four windows long", "tokens each window keeps in the cache"),
-    OPT_INT_AUTO("--sinks", "S", LossArgs, sinks, 1, 65535, "1 (the start token) for a model "
-                 "with a start token, else 4", "first positions the first window keeps"),
+    OPT_INT_AUTO("--sink", "S", LossArgs, sinks, 1, 65535, "1 (the start token) for a model "
+                 "with a start token, else 4", "first positions the first window keeps (the "
+                 "sinks), as run's and budget's --sink"),
+    /* the old name, kept so that existing commands still run */
+    OPT_INT_AUTO("--sinks", "S", LossArgs, sinks, 1, 65535, "as --sink", "the same as --sink (its old name)"),
     OPT_STRING("--out", "DIR", LossArgs, out,
                "output folder, replaced as a whole: loss.csv, loss_means.csv"),
     {.kind = OPT_KIND_STRING, .name = "--plots", .arg = "DIR",
@@ -94,7 +97,7 @@ static int read_text(LossArgs *a, char **buf) {
     return 0;
 }
 
-/* --window and --sinks against the model and the text. 0, or 2 after the error line. */
+/* --window and --sink against the model and the text. 0, or 2 after the error line. */
 static int check_window(LossArgs *a, const Loaded *ld) {
     const Config *c = &ld->model.cfg;
     char what[128], v[32];
@@ -102,7 +105,7 @@ static int check_window(LossArgs *a, const Loaded *ld) {
     if (!a->window) a->window = c->N / 4 > 2 ? c->N / 4 : 2;
     if (!a->sinks) a->sinks = c->bos >= 0 ? 1 : 4;
     if (a->sinks < a->window) return 0;
-    snprintf(what, sizeof what, "--sinks must be fewer than the window (%d tokens)", a->window);
+    snprintf(what, sizeof what, "--sink must be fewer than the window (%d tokens)", a->window);
     snprintf(v, sizeof v, "%d", a->sinks);
     return cli_fail(what, v);
 }
