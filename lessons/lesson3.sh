@@ -80,12 +80,17 @@ rm -rf "$D/tmp"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $GSTEPS --record tokens --out "$D/gen_full" --quiet
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $GSTEPS --record tokens --out "$D/gen_bug" --article-bug --quiet
 full=$(generated "$D/gen_full"); bug=$(generated "$D/gen_bug")
+# the tokens each run wrote, by decode step (the verify table compares them below)
+for r in full bug; do
+    awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") > 0 { print col("step") "," col("token_id") }' "$D/gen_$r/tokens.csv" > "$D/wrote_$r.csv"
+done
 rm -rf "$D/gen_full" "$D/gen_bug"
+# The prompt on its own line, then only what each run generated after it (a space as ·).
 {
-    printf 'the prompt:          %s\n' "$PROMPT"
-    printf 'its first copy goes: %s%s\n' "$PHRASE_START" "$COPY_WANT"
-    printf 'the full cache:      %s%s\n' "$PHRASE_START" "$full"
-    printf "the article's cache: %s%s\n" "$PHRASE_START" "$bug"
+    printf '%-20s %s\n' "the prompt:" "$PROMPT"
+    printf '%-20s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /·/g')"
+    printf '%-20s %s\n' "the full cache:" "$(printf '%s' "$full" | sed 's/ /·/g')"
+    printf '%-20s %s\n' "the article's cache:" "$(printf '%s' "$bug" | sed 's/ /·/g')"
 } > "$D/texts.txt"
 kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
 kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"
@@ -146,11 +151,25 @@ FNR == 1 { header(); next }
   if (col("same_token") == 0) { nd++; if (fd == "") fd = st } }
 END { printf "bug_max,%.3g\nbug_max_step,%d\nbug_first,%d\nbug_diff_tokens,%d\nbug_first_diff_token,%s\n",
              m, ms, first, nd, fd == "" ? "none" : fd >> V }' "$D/article_bug.csv"
-awk -F, "$AWKLIB"'
-FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same next token? |"; print "|---:|---:|---|"
-           print "| 步 | 最大 abs(Δlogit)，缓存对比重算 | 下一个词元相同？ |" > zh; print "|---:|---:|---|" > zh; next }
-{ printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "yes" : "**no**"
-  printf "| %d | %.3g | %s |\n", col("step"), col("max_abs_diff"), col("same_token") == 1 ? "是" : "**否**" > zh }' zh="$D/article_bug.zh.md" "$D/article_bug.csv" > "$D/article_bug.md"
+# Two questions per step. verify feeds the recomputation the forgetful run's own tokens, so
+# its same_token asks: given the same (possibly wrong) text, do both pick the same next
+# token? The runs' own texts ask the other: is what the forgetful run wrote so far still
+# what the full cache wrote? (the token picked from step s's logits is the one the run
+# feeds at decode step s + 1)
+awk -F, -v V="$V" "$AWKLIB"'
+FNR == NR { split($0, a, ","); full[a[1]] = a[2]; next }
+FILENAME ~ /wrote_bug/ { split($0, a, ","); bug[a[1]] = a[2]; next }
+FNR == 1 { header(); print "| step | max abs(Δlogit), cache vs recompute | same next token, given the same text? | its text still the full cache'"'"'s? |"; print "|---:|---:|---|---|"
+           print "| 步 | 最大 abs(Δlogit)，缓存对比重算 | 给定同样的文本，下一个词元相同？ | 它的文本仍与完整缓存的相同？ |" > zh; print "|---:|---:|---|---|" > zh; next }
+{ st = col("step"); if (!parted && bug[st + 1] != full[st + 1]) { parted = 1; ps = st }
+  if (col("same_token") == 1 && parted) { late++; if (!again) again = st }
+  printf "| %d | %.3g | %s | %s |\n", st, col("max_abs_diff"), col("same_token") == 1 ? "yes" : "**no**", parted ? "**no**" : "yes"
+  printf "| %d | %.3g | %s | %s |\n", st, col("max_abs_diff"), col("same_token") == 1 ? "是" : "**否**", parted ? "**否**" : "是" > zh }
+END { printf "bug_parted,%d\nbug_same_after_parted,%d\nbug_agree_again,%d\n", ps, late, again >> V }' zh="$D/article_bug.zh.md" "$D/wrote_full.csv" "$D/wrote_bug.csv" "$D/article_bug.csv" > "$D/article_bug.md"
+rm -f "$D/wrote_full.csv" "$D/wrote_bug.csv"
+claim "the forgetful run's text parts from the full cache's where the greedy token first differs" \
+    "$(value "$V" bug_parted) == $(value "$V" bug_first_diff_token)"
+claim "after the texts part, the two still pick the same next token on the same text at some steps" "$(value "$V" bug_same_after_parted) > 0"
 
 FIRST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("max_abs_diff") > 0 { print col("step"); exit }' "$D/article_bug.csv")
 chart lesson3_drift "$P/article_bug_drift" -e "in='$D/article_bug.csv'; ok='$D/verify.csv'; prompt='$PHRASE_START …'; first=${FIRST:-0}"

@@ -15,7 +15,7 @@ set -eu
 KV=$1
 [ -x "$KV" ] || { echo "timing: no kvscope binary at $KV (run make first)" >&2; exit 2; }
 OUT=data/measured
-MODEL_NOTE="the built-in model: L = 1, C = 768, V = 256, one thread"
+MODEL_NOTE="the built-in model: L = 1, C = 768, n_vocab = 256, one thread"
 BENCH=${BENCH:-build/release/bench_kvscope}
 GPT2_ARGS="--layers 12 --vocab 50257"
 
