@@ -97,6 +97,10 @@ function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]
     zh="$D/scores_row.zh.md" "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
 kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; printf "%s", c == 32 ? "␣" : sprintf("%c", c) }' "$D/run/tokens.csv")"
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
+# the copy length R of the prompt: the second copy starts R bytes after the first, and an
+# induction head's line runs R - 1 cells left of the diagonal
+kv "$V" dist "$(( $(printf '%s' "$PHRASE" | wc -c) + 1 ))"
+kv "$V" dist_m1 "$(printf '%s' "$PHRASE" | wc -c | tr -d ' ')"
 kv "$V" qp_next_pos "$(( $(printf '%s' "$PHRASE_START" | wc -c) + T0 - $(printf '%s' "$PROMPT" | wc -c) ))"
 kv "$V" qp $QP
 # The weight the induction head's last query puts on the byte to copy, and its heaviest key.

@@ -115,8 +115,8 @@ rm -rf "$D/g_full" "$D/g_big" "$D/g_small"
 awk -v f="$(value "$V" copied_full)" -v b="$(value "$V" copied_big)" -v s="$(value "$V" copied_small)" \
     -v n="$(value "$V" copy_len)" -v en="$D/window_verdict.md" -v zh="$D/window_verdict.zh.md" 'BEGIN {
     if (b >= 0.9 * n && s <= 0.2 * n) {
-        print "The window that still holds the first copy copies it; the window shorter than the distance does not." > en
-        print "仍然装得下第一遍原文的窗口照抄了它；比这段距离短的窗口则抄不出来。" > zh
+        print "The window that still holds the first copy copies it; the window whose W − S is shorter than the distance does not." > en
+        print "仍然装得下第一遍原文的窗口照抄了它；W − S 比这段距离短的窗口则抄不出来。" > zh
     } else if (f < 0.9 * n) {
         printf "This model does not copy the sentence even with the full cache (%d of %d bytes), so no window can show what it takes away; lesson 8 measures copying where only copying helps.\n", f, n > en
         printf "这个模型即使用完整缓存也没有照抄这句话（%d 个字节里只抄对 %d 个），所以任何窗口都显示不出它拿走了什么；第 8 课在只有照抄才有用的地方测量照抄。\n", n, f > zh
