@@ -28,6 +28,17 @@ if [ $st -ne 1 ]; then echo "lesson7: batch --no-mask exited $st, expected 1" >&
 # The exercises' answers.
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged4" --paged --block-size 4 --quiet > "$D/paged4_console.txt"
 "$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged_ctx128" --paged --ctx 128 --quiet > "$D/paged_ctx128_console.txt"
+# The same built-in model at its own context: doubling and paging do not depend on the
+# context (only preallocation does), which the exercise's answer says.
+"$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged_builtin" --paged --quiet > "$D/paged_builtin_console.txt"
+for s in used_pct_doubling used_pct_paged; do
+    kv "$D/builtin.csv" "$s" "$(value "$D/paged_builtin/summary.csv" $s)"
+    claim "doubling and paging do not depend on the context ($s)" \
+        "$(value "$D/paged_builtin/summary.csv" $s) == $(value "$D/paged_ctx128/summary.csv" $s)"
+done
+kv "$D/builtin.csv" used_pct_prealloc "$(value "$D/paged_builtin/summary.csv" used_pct_prealloc)"
+kv "$D/builtin.csv" ctx "$(value "$D/paged_builtin/summary.csv" context)"
+rm -rf "$D/paged_builtin" "$D/paged_builtin_console.txt"
 rm -f "$D"/*/timing.csv   # measured: not part of the lesson
 
 # The prompts: length, steps, padding slots after pad_kv_cache.
