@@ -85,12 +85,12 @@ for r in full bug; do
     awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") > 0 { print col("step") "," col("token_id") }' "$D/gen_$r/tokens.csv" > "$D/wrote_$r.csv"
 done
 rm -rf "$D/gen_full" "$D/gen_bug"
-# The prompt on its own line, then only what each run generated after it (a space as ·).
+# The prompt on its own line, then only what each run generated after it (a space as ␣).
 {
     printf '%-20s %s\n' "the prompt:" "$PROMPT"
-    printf '%-20s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /·/g')"
-    printf '%-20s %s\n' "the full cache:" "$(printf '%s' "$full" | sed 's/ /·/g')"
-    printf '%-20s %s\n' "the article's cache:" "$(printf '%s' "$bug" | sed 's/ /·/g')"
+    printf '%-20s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"
+    printf '%-20s %s\n' "the full cache:" "$(printf '%s' "$full" | sed 's/ /␣/g')"
+    printf '%-20s %s\n' "the article's cache:" "$(printf '%s' "$bug" | sed 's/ /␣/g')"
 } > "$D/texts.txt"
 kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
 kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"

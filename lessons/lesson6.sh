@@ -95,14 +95,14 @@ kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
     --html "$P/explorer_small_window.html"
 kv "$V" rprompt_tokens "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") == 0 { n++ } END { print n }' "$D/g_full/tokens.csv")"
 # The prompt on its own line, then only what each cache generated after it, a space shown
-# as · (so that a continuation of spaces is seen, not a blank line).
+# as ␣ (so that a continuation of spaces is seen, not a blank line).
 {
     printf '%-21s %s\n' "the prompt:" "$REPEAT_PROMPT"
-    printf '%-21s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /·/g')"
+    printf '%-21s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"
     for w in full big small; do
         t=$(generated "$D/g_$w")
         case $w in full) lbl="the full cache:" ;; big) lbl="window $WBIG, $S sinks:" ;; small) lbl="window $WSMALL, $S sinks:" ;; esac
-        printf '%-21s %s\n' "$lbl" "$(printf '%s' "$t" | sed 's/ /·/g')"
+        printf '%-21s %s\n' "$lbl" "$(printf '%s' "$t" | sed 's/ /␣/g')"
         kv "$V" copied_$w "$(copied "$t" "$COPY_WANT")"
         kv "$V" spaces_$w "$(printf '%s' "$t" | tr -cd ' ' | wc -c | tr -d ' ')"
     done
