@@ -135,6 +135,9 @@ END {
     printf "m_ms_first,%.2f\nm_ms_last,%.2f\n", 1e3 * tc[a], 1e3 * tc[z] >> V
     printf "m_gbs_first,%.1f\nm_gbs_last,%.1f\nm_bw,%s\n", b[1] / tc[a] / 1e9, b[n] / tc[z] / 1e9, bw >> V
     printf "m_bw_share_last,%.0f\n", 100 * b[n] / tc[z] / 1e9 / bw >> V
+    g = b[1] / tc[a] / 1e9
+    if (g > bw) printf "m_first_note,a little faster than the bandwidth: part of the weights stays in the processor'"'"'s cache between steps\nm_first_note_zh,比带宽略快：部分权重在两步之间留在了处理器的缓存里\n" >> V
+    else printf "m_first_note,%.0f %% of the bandwidth\nm_first_note_zh,带宽的 %.0f %%\n", 100 * g / bw, 100 * g / bw >> V
     dk = kvb[n] - kvb[1]; dt = tc[z] - tc[a]
     printf "m_kv_extra_mb,%.1f\nm_kv_extra_ms,%.2f\nm_kv_extra_read_ms,%.2f\n", dk / 1e6, 1e3 * dt, 1e3 * dk / (bw * 1e9) >> V
 }' "$M/decode_time.csv" "$D/cmpm/compare.csv"
