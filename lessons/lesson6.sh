@@ -153,6 +153,23 @@ kv "$V" loss_window $LW
 mv "$P/loss/loss.png" "$P/sinks_loss.png"; mv "$P/loss/loss.svg" "$P/sinks_loss.svg"; rm -rf "$P/loss"
 awk -F, -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
     { printf "loss_%s,%.3f\n", col("cache"), col("mean_bits_past_window") >> V }' "$D/loss/loss_means.csv"
+# The same comparison on every text of lessons/lesson6.texts (a rule, not a choice: the
+# first chapter of the first eight books), so that the lesson can say how often keeping the
+# start byte helps, and by how much.
+grep -v '^#' lessons/lesson6.texts | while IFS= read -r text; do
+    printf '%s\n' "$text" > "$D/text.txt"
+    "$KV" loss $MODEL_ARGS --text "$D/text.txt" --window $LW --sink 1 --out "$D/tloss" --quiet
+    awk -F, "$AWKLIB"'FNR == 1 { header(); next } { m[col("cache")] = col("mean_bits_past_window") }
+        END { printf "%s,%s,%s\n", m["full"], m["sinks"], m["evict"] }' "$D/tloss/loss_means.csv"
+    rm -rf "$D/tloss" "$D/text.txt"
+done > "$D/texts_loss.csv"
+awk -F, -v V="$V" '{ n++; g = $3 - $2; s += g; if (n == 1 || g < lo) lo = g; if (n == 1 || g > hi) hi = g
+        if ($2 < $3) better++; d = $2 - $1; if (n == 1 || d > dmax) dmax = d }
+    END { printf "texts_n,%d\ntexts_better,%d\ntexts_gap_mean,%.2f\ntexts_gap_min,%.2f\ntexts_gap_max,%.2f\ntexts_sinks_vs_full_max,%.2f\n",
+          n, better, s / n, lo, hi, dmax >> V }' "$D/texts_loss.csv"
+rm -f "$D/texts_loss.csv"
+claim "keeping the start byte predicts every text better than evicting it" \
+    "$(value "$V" texts_better) == $(value "$V" texts_n) && $(value "$V" texts_n) >= 8"
 kv "$V" loss_gap "$(awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" 'BEGIN { printf "%.2f", e - k }')"
 kv "$V" genesis_bytes "$(($(wc -c < "$D/genesis.txt") - 1))"
 kv "$V" nctx "$NCTX"
