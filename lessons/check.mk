@@ -7,3 +7,9 @@ check-lessons: $(BIN)
 	@sh lessons/twins.sh
 check-twins:
 	@sh lessons/twins.sh
+
+# make check-utf8 — every lesson file is valid UTF-8 (lessons/utf8.sh). Part of make check.
+.PHONY: check-utf8
+check-utf8:
+	@sh lessons/utf8.sh
+check: check-utf8
