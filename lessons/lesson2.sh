@@ -30,7 +30,8 @@ awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v zh="$D/ind_words.zh.md" 'BEGIN {
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
+    --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" \
+    --html-view "layer=$IND_L,head=$IND_H" --quiet
 # Stable names (the heads are the model's choice): _ind the induction head, _prev the
 # previous-token head, prefill_heads_ind every head of the induction head's layer.
 for f in attn scores step; do

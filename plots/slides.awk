@@ -11,7 +11,7 @@
 BEGIN {
     W = 1280; H = 720; MX = 48; MINPX = 18
     CAPPX = 21; CAPLH = 27; CAPLINES = 3; CAPW = W - 2 * MX - 96
-    BODYPX = 25; BODYLH = 33; HEADPX = 38
+    BODYPX = 27; BODYLH = 36; HEADPX = 38
     INK = "#1a1a1a"; MUTED = "#4d4d4d"; ACCENT = "#b34700"
     while ((getline line < strings) > 0) {
         split(line, kv, "\t"); S[kv[1]] = kv[2]
@@ -237,14 +237,15 @@ function FRAMEKEY(gif,   d, b, h, t) {
 function list_pages(head, kind, label, note, nitems, ITEM, SUB, numbered,   i, y, hy, pre, need) {
     newpage(); y = heading(head)
     for (i = 1; i <= nitems; i++) {
-        pre = numbered ? i ". " : "• "
-        need = wrap(pre ITEM[i], BODYPX, W - 2 * MX - 30, 0) * BODYLH + (SUB[i] != "" ? wrap(SUB[i], 22, W - 2 * MX - 60, 0) * 29 : 0)
+        pre = numbered ? i "." : "•"
+        need = wrap(ITEM[i], BODYPX, W - 2 * MX - 36, 0) * BODYLH + (SUB[i] != "" ? wrap(SUB[i], 24, W - 2 * MX - 60, 0) * 31 : 0)
         if (y + need > H - 40 && i > 1) {
             endpage(kind, label, note)
             newpage(); y = heading(head " (" S["continued"] ")")
         }
-        y = para(MX, y, BODYPX, BODYLH, W - 2 * MX - 30, pre ITEM[i], INK, 0)
-        if (SUB[i] != "") y = para(MX + 36, y, 22, 29, W - 2 * MX - 60, SUB[i], ACCENT, 0)
+        BODY = BODY text(MX, y, BODYPX, pre, numbered ? ACCENT : INK, numbered, "")
+        y = para(MX + 36, y, BODYPX, BODYLH, W - 2 * MX - 36, ITEM[i], INK, 0)
+        if (SUB[i] != "") y = para(MX + 36, y, 24, 31, W - 2 * MX - 60, SUB[i], ACCENT, 0)
         y += 12
     }
     endpage(kind, label, note)
