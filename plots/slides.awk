@@ -11,7 +11,7 @@
 BEGIN {
     W = 1280; H = 720; MX = 48; MINPX = 18
     CAPPX = 21; CAPLH = 27; CAPLINES = 3; CAPW = W - 2 * MX - 96
-    BODYPX = 27; BODYLH = 36; HEADPX = 38
+    BODYPX = 27; BODYLH = 36; HEADPX = 38; SUBPX = 24; SUBLH = 31
     INK = "#1a1a1a"; MUTED = "#4d4d4d"; ACCENT = "#b34700"
     while ((getline line < strings) > 0) {
         split(line, kv, "\t"); S[kv[1]] = kv[2]
@@ -138,7 +138,7 @@ function divider(i,   y, sec, lead) {
 # a figure page: the figure as large as its caption leaves room for; a caption longer
 # than CAPLINES lines goes on over the next page, with the same figure, broken between
 # sentences (or clauses, if one sentence alone is longer)
-function figure_pages(f, cap, note, label,   np, i, k, h, y, first, part, nl) {
+function figure_pages(f, cap, note, label, alt,   np, i, k, h, y, first, part, nl) {
     np = capparts(cap)
     if (np > 1) printf "slides: the caption of %s needs %d lines at %d px: on %d pages\n", f, wrap(cap, CAPPX, CAPW, 0), CAPPX, np > LONGCAP
     for (i = 1; i <= np; i++) {
@@ -152,6 +152,7 @@ function figure_pages(f, cap, note, label,   np, i, k, h, y, first, part, nl) {
         y = 8 + BH + 26
         for (nl = 1; nl <= k; nl++) { BODY = BODY text(MX, y, CAPPX, LN[nl], INK, 0, ""); y += CAPLH }
         endpage("figure", label, i == 1 ? note : S["notes_cont"])
+        PWHAT[NP] = alt " · " f
     }
 }
 # the caption in pages' worth, CP[1..n]: whole sentences, CAPLINES lines at most each
@@ -200,8 +201,9 @@ function table_pages(files, alts, heads, cap, note, label,   k, fl, al, hl, i, c
     y = 60 + BH + 28
     for (j = 1; j <= n; j++) { BODY = BODY text(MX, y, CAPPX, LN[j], INK, 0, ""); y += CAPLH }
     endpage("table", label, note)
+    PWHAT[NP] = files
     for (i = 1; i <= k; i++)
-        figure_pages(fl[i], (hl[i] != "" ? hl[i] ": " : "") al[i] " (" S["enlarged"] " " tp ")", S["notes_zoom"], label)
+        figure_pages(fl[i], al[i] " (" S["enlarged"] " " tp ")", S["notes_zoom"], label, al[i])
 }
 function strip_page(gif, alt, cap, note, label,   cmd, fr, nf, i, cols, rows, cw, ch, x, y, n, s, j) {
     cmd = "cat " sizes
@@ -227,6 +229,7 @@ function strip_page(gif, alt, cap, note, label,   cmd, fr, nf, i, cols, rows, cw
     y = y + rows * (ch + 34) + 24
     for (j = 1; j <= n; j++) { BODY = BODY text(MX, y, CAPPX, LN[j], INK, 0, ""); y += CAPLH }
     endpage("strip", label, (note != "" ? note " " : "") S["notes_strip"])
+    PWHAT[NP] = alt " · " gif
 }
 function FRAMEKEY(gif,   d, b, h, t) {
     d = gif; sub(/[^\/]*$/, "", d); b = gif; sub(/.*\//, "", b); sub(/\.gif$/, "", b)
@@ -238,14 +241,14 @@ function list_pages(head, kind, label, note, nitems, ITEM, SUB, numbered,   i, y
     newpage(); y = heading(head)
     for (i = 1; i <= nitems; i++) {
         pre = numbered ? i "." : "•"
-        need = wrap(ITEM[i], BODYPX, W - 2 * MX - 36, 0) * BODYLH + (SUB[i] != "" ? wrap(SUB[i], 24, W - 2 * MX - 60, 0) * 31 : 0)
+        need = wrap(ITEM[i], BODYPX, W - 2 * MX - 36, 0) * BODYLH + (SUB[i] != "" ? wrap(SUB[i], SUBPX, W - 2 * MX - 60, 0) * SUBLH : 0)
         if (y + need > H - 40 && i > 1) {
             endpage(kind, label, note)
             newpage(); y = heading(head " (" S["continued"] ")")
         }
         BODY = BODY text(MX, y, BODYPX, pre, numbered ? ACCENT : INK, numbered, "")
         y = para(MX + 36, y, BODYPX, BODYLH, W - 2 * MX - 36, ITEM[i], INK, 0)
-        if (SUB[i] != "") y = para(MX + 36, y, 24, 31, W - 2 * MX - 60, SUB[i], ACCENT, 0)
+        if (SUB[i] != "") y = para(MX + 36, y, SUBPX, SUBLH, W - 2 * MX - 60, SUB[i], ACCENT, 0)
         y += 12
     }
     endpage(kind, label, note)
@@ -282,7 +285,7 @@ END {
                 f = IT_F[t, 4]; note = fnote(f, IT_F[t, 7])
                 FIRSTPAGE[f] = NP + 1
                 if (kind == "G") strip_page(f, IT_F[t, 5], IT_F[t, 6], note, label)
-                else figure_pages(f, IT_F[t, 6], note, label)
+                else figure_pages(f, IT_F[t, 6], note, label, IT_F[t, 5])
             }
         }
         lesson_end(i)
@@ -298,19 +301,21 @@ function refs_pages(   k, j, r, IT, SB, m, figs, fl, q, pg, s) {
     k = DN["references", "ref"]
     for (j = 1; j <= k; j++) {
         m = split(D["references", "ref", j], r, " \\| ")
-        IT[j] = r[1] " (" r[2] "). " r[3] "."
+        IT[j] = r[1] (r[2] ~ /[0-9]/ ? " (" r[2] ")" : "") ". " r[3] "."
         s = r[4]
         if (m >= 5) {
             q = split(r[5], fl, " "); shown = 0
             for (x = 1; x <= q; x++) {
                 pg = FIRSTPAGE["plots/" fl[x]]
                 if (pg == "") { printf "slides: warning: %s: reference %d names plots/%s, which no lesson links (left out)\n", deck, j, fl[x] > "/dev/stderr"; continue }
-                s = s (++shown == 1 ? ": " : ", ") fl[x] " (" S["see"] " {{p " pg "}})"
+                nm = fl[x]; sub(/.*\//, "", nm); sub(/\.[a-z]+$/, "", nm)
+                s = s (++shown == 1 ? " — " : ", ") nm " " S["page"] " " pg
             }
         }
         SB[j] = "→ " s
     }
     REFSTART = NP + 1
+    BODYPX = 24; BODYLH = 31; SUBPX = 21; SUBLH = 27   # a references page is read, not projected from afar
     list_pages(S["references"], "references", "", dget("references", "notes"), k, IT, SB, 0)
 }
 function write_all(   p, f, body, n, notehead) {
@@ -338,7 +343,7 @@ function write_all(   p, f, body, n, notehead) {
         notehead = PKIND[p] (PLABEL[p] != "" ? ", " tolower(S["lesson"]) " " PLABEL[p] : "")
         n = PNOTE[p]
         while (match(n, /\{\{p [0-9]+\}\}/)) n = substr(n, 1, RSTART - 1) substr(n, RSTART + 4, RLENGTH - 6) substr(n, RSTART + RLENGTH)
-        printf "\n## %d (%s)\n\n%s\n", p, notehead, n > notes
+        printf "\n## %d (%s)%s\n\n%s\n", p, notehead, PWHAT[p] != "" ? " " PWHAT[p] : "", n > notes
     }
     close(notes); close(list); close(layout)
 }

@@ -34,7 +34,8 @@
 set -eu
 out=${1:-plots/slides.pdf}
 lang=${SLIDES_LANG:-en}
-strings=plots/slides.$lang.tsv
+here=$(dirname "$0")    # this script's folder: its awk program and string tables
+strings=$here/slides.$lang.tsv
 case $lang in en) ldir=lessons ;; *) ldir=lessons/$lang ;; esac
 deck=$ldir/deck.md
 notes=${out%.pdf}.notes.md
@@ -62,7 +63,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
             t = substr(s, RSTART + 1, RLENGTH); sub(/\]\(.*/, "", t)
             s = substr(s, 1, RSTART - 1) t substr(s, RSTART + RLENGTH)
         }
-        gsub(/\*\*/, "", s); gsub(/`/, "", s); gsub(/<[^>]*>/, "", s)
+        gsub(/\*\*/, "", s); gsub(/`/, "", s)
         gsub(/  +/, " ", s); sub(/^ +/, "", s); sub(/ +$/, "", s)
         return s
     }
@@ -74,6 +75,15 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
             if (substr(p, i, 1) == "*") return substr(p, 2, i - 2)
         }
         return substr(p, 2)
+    }
+    # the text that leads to a figure: the paragraph before it (with the one before that,
+    # when it is a short lead-in such as "And over a longer run:"); used up by the figure
+    function leadin(   l) {
+        l = (para != "" ? para : lastpara)
+        if (para != "" && lastpara != "" && length(para) < 120) l = lastpara " " para
+        if (l != "" && length(l) < 120 && sect != "") l = sect ". " l
+        para = ""; lastpara = ""
+        return l
     }
     function path(link,   p) { p = link; sub(/^(\.\.\/)+/, "", p); return p }
     # a figure right under a heading has no paragraph leading to it: its note is the
@@ -133,7 +143,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
                 hs = ""; c = 0
                 for (i = 1; i <= k; i++) if (cl[i] ~ /!\[/) { hs = hs (c++ ? "|" : "") (i in hd ? clean(hd[i]) : ""); }
                 heads = hs
-                kind = (nimg > 1 ? "T" : "F"); lead = (para != "" ? para : lastpara)
+                kind = (nimg > 1 ? "T" : "F"); lead = leadin()
                 if (kind == "F") { heads = "" }
             }
             next
@@ -142,7 +152,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
         intable = 0
         if (line ~ /!\[[^]]*\]\([^)]*plots\//) {
             if (images(line) > 0) {
-                lead = (para != "" ? para : lastpara)
+                lead = leadin()
                 kind = (files ~ /\.gif$/ ? "G" : "F")
                 if (index(files, "|")) { kind = "T"; heads = alts }
                 capwait = 1
@@ -151,7 +161,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
         }
         if (line ~ /^[ \t]*$/) {
             if (para ~ /^\*\*Why it matters\.\*\*/) why = para
-            if (para != "") { lastpara = para; flushheld(para) }
+            if (para != "") { if (held != "") flushheld(para); else lastpara = para }
             para = ""; next
         }
         if (line ~ /^#/) { flushheld(sect); sect = line; sub(/^#+ */, "", sect); para = ""; lastpara = ""; next }
@@ -218,7 +228,7 @@ done < "$tmp/items.tsv" > "$tmp/sizes.txt"
 # into plots/ for the time it takes to join them
 awk -F'\t' -v strings="$strings" -v deck="$deck" -v sizes="$tmp/sizes.txt" \
     -v pagepre="plots/.slide$$." -v notes="$tmp/notes.md" -v layout="$tmp/layout.tsv" \
-    -v list="$tmp/pages.txt" -v LONGCAP="$tmp/longcaps.txt" -f plots/slides.awk "$tmp/items.tsv"
+    -v list="$tmp/pages.txt" -v LONGCAP="$tmp/longcaps.txt" -f "$here/slides.awk" "$tmp/items.tsv"
 # the captions too long for one page: a list for whoever shortens them in the lessons
 [ ! -s "$tmp/longcaps.txt" ] || cat "$tmp/longcaps.txt"
 

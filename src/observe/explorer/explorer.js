@@ -559,7 +559,7 @@ function badges() {
   const page = new Blob([document.documentElement.outerHTML]).size;
   $('foot').innerHTML = '<span>This page: ' + bytesText(page) + ' \u00b7 ' + HEADS.length + (HEADS.length === 1 ? ' head, ' : ' heads, ') + bytesText(perHead) +
     ' each \u00b7 a decode step at t tokens adds 8t + 12\u00b7hs = 8t + ' + 12 * hs + ' bytes per head (float32; \u00d74/3 in base64) \u00b7 kvscope ' + esc(D.kvscope) + '</span>' +
-    '<span><kbd>\u2190</kbd> <kbd>\u2192</kbd> step \u00b7 <kbd>space</kbd> play \u00b7 <kbd>\u2191</kbd> <kbd>\u2193</kbd> head \u00b7 hover a cell</span>';
+    '<span><kbd>\u2190</kbd> <kbd>\u2192</kbd> step \u00b7 <kbd>space</kbd> play \u00b7 <kbd>\u2191</kbd> <kbd>\u2193</kbd> head \u00b7 click a cell \u00b7 <kbd>+</kbd> <kbd>\u2212</kbd> zoom \u00b7 <kbd>P</kbd> projector</span>';
 }
 
 function titles() {
@@ -799,7 +799,7 @@ function controls() {
     if (tag === 'SELECT' || (tag === 'INPUT' && e.key !== ' ')) return;
     const k = { ArrowRight: () => go(S.step + 1), ArrowLeft: () => go(S.step - 1), Home: () => go(0),
       End: () => go(STEPS.length - 1), ' ': () => play(!S.timer), ArrowUp: () => setHead(-1), ArrowDown: () => setHead(1),
-      '+': () => zoom(1), '=': () => zoom(1), '-': () => zoom(-1), p: () => present(!S.present), Escape: () => { S.sel = S.kvSel = null; render(); } }[e.key];
+      '+': () => zoom(1), '=': () => zoom(1), '-': () => zoom(-1), p: () => present(!S.present), P: () => present(!S.present), Escape: () => { S.sel = S.kvSel = null; render(); } }[e.key];
     if (k) { e.preventDefault(); k(); }
   });
   document.addEventListener('keyup', (e) => { if (e.key === ' ' && e.target.tagName === 'BUTTON') e.preventDefault(); });
