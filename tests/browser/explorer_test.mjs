@@ -350,9 +350,15 @@ async function zoomRun(browser, r) {
 // At a projector's 1280×720 the K/V panel keeps its height, the page needs no scrolling, and
 // the value panel covers nothing; projector mode makes the type larger and keeps all that.
 async function layoutRun(browser, r) {
-  for (const [w, h, present] of [[1280, 720, false], [1280, 720, true], [1400, 1000, false]]) {
-    const { page, errors } = await open(browser, r.html, present ? '#step=8&present=1' : '#step=8', [w, h]);
-    const at = `${w}\u00d7${h}${present ? ' (projector)' : ''}`;
+  for (const [w, h, present, frag] of [[1280, 720, false, '#step=8'], [1280, 720, true, '#step=8&present=1'],
+    [1280, 720, false, '#step=99&head=77'], [1400, 1000, false, '#step=8']]) {
+    const { page, errors } = await open(browser, r.html, frag, [w, h]);
+    const at = `${w}\u00d7${h} ${frag}`;
+    // the staircase fills the box it was drawn for: drawn after the layout settled
+    const g = await geo(page), fs = present ? 1.3 : 1;
+    const [bw, bh] = await page.$eval('#stair', (c) => [c.parentElement.clientWidth, c.parentElement.clientHeight]);
+    const side = Math.min(bw - Math.round(104 * fs) - Math.round(96 * fs), bh - Math.round(52 * fs) - 28);
+    ok(g.cell * g.n >= side - (g.cell >= 8 ? g.n : 1), `${at}: the staircase is ${Math.round(g.cell * g.n)} px in a box that holds ${side}`);
     const kvb = await boxOf(page, '#kv'), stb = await boxOf(page, '#stair');
     ok(kvb.height >= 0.4 * h && kvb.width >= 380, `${at}: the K/V panel is ${Math.round(kvb.width)}\u00d7${Math.round(kvb.height)} (at least 380 \u00d7 40 % of the height)`);
     const kv = await page.$eval('#kv', (c) => ({ rows: +c.dataset.rows, rh: +c.dataset.rh }));

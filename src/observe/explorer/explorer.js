@@ -710,7 +710,8 @@ function applyView(frag, notes) {
   if (kv.has('step')) {
     const v = kv.get('step'), nums = STEPS.map((x) => x.step), last = nums[nums.length - 1];
     const want = v === 'last' ? last : num(v), st = isNaN(want) ? 0 : nearest(nums, want);
-    if (st !== want) notes.push('There is no step ' + esc(v) + ' in this run (steps ' + range(nums) + ', 0 is the prefill): showing ' + (st ? 'step ' + st : 'the prefill') + '.');
+    if (st !== want) notes.push('There is no step ' + esc(v) + ' in this run (' + (nums.length > 1 ? 'steps ' + range(nums) + ', 0 is the prefill' : 'it has only the prefill, step 0') +
+      '): showing ' + (st ? 'step ' + st : 'the prefill') + '.');
     S.step = stepAt.get(st);
   }
   if (kv.has('view')) {
@@ -815,7 +816,10 @@ function controls() {
     openView(location.hash); buildThumbs(); render();
   });
   // a notice about the opening view goes with the first thing the user does
-  for (const ev of ['keydown', 'click']) document.addEventListener(ev, () => notice([]), true);
+  for (const ev of ['keydown', 'click']) document.addEventListener(ev, () => {
+    if ($('notice').hidden) return;
+    notice([]); requestAnimationFrame(render);   // the space it took goes back to the panels
+  }, true);
 }
 
 // Where the selected cell's panel sits: under the staircase, or, in a short wide window
@@ -839,7 +843,8 @@ function render() {
   document.body.dataset.layer = S.layer;
   document.body.dataset.view = S.view;
   document.body.dataset.zoom = S.zoom;
-  drawText(); titles(); drawCell(); drawMem(); drawFlops(); drawStair(); drawKV(); drawThumbs();
+  // everything that sets the layout's sizes first, then the canvases that fill it
+  drawText(); titles(); drawCell(); drawMem(); drawFlops(); drawThumbs(); drawStair(); drawKV();
   writeFragment();
 }
 
