@@ -10,3 +10,9 @@ check-lessons: $(BIN)
 check-twins:
 	@sh lessons/twins.sh
 	@sh lessons/glossary.sh
+
+# make check-utf8 — every lesson file is valid UTF-8 (lessons/utf8.sh). Part of make check.
+.PHONY: check-utf8
+check-utf8:
+	@sh lessons/utf8.sh
+check: check-utf8

@@ -19,17 +19,41 @@ words_en() {
     echo "Each lesson's run is also an explorer page (\`kvscope run --html\`): one HTML file that opens"
     echo "offline in a browser, to step through prefill and decode and hover any cell."
     echo
-    echo "**For slides:** [slides.pdf](slides.pdf) (\`make slides\`) has every figure the lessons link, in"
-    echo "lesson order, one per 16:9 page with its title and a one-line caption. LaTeX takes a page as"
-    echo "\`\\includegraphics[page=N]{plots/slides.pdf}\`; PowerPoint and Keynote take a figure's SVG below"
-    echo "(Insert → Picture) or a page as an image: \`pdftocairo -png -r 200 -f N -l N plots/slides.pdf page\`."
+    echo "**For a lecture:** [slides.pdf](slides.pdf) (\`make slides\`) is a deck with a lecture's shape: a"
+    echo "title page, an outline, a divider per lesson, every figure the lessons link with its caption"
+    echo "whole (a caption too long for one page goes on over a second page with the same figure;"
+    echo "figures in a table row side by side, then each enlarged; the animation as a strip of its"
+    echo "frames), a page of take-aways and one of questions and their answers per lesson, and the"
+    echo "papers the lessons cite with the pages of the figures they go with. Every page has a page"
+    echo "number and no text under 18 px at 1280×720 (\`make check-slides\` measures it). Its speaker"
+    echo "notes, one section per page, are [slides.notes.md](slides.notes.md). The lecture's own words"
+    echo "(title, take-aways, questions, answers, references, notes) are in one file,"
+    echo "[lessons/deck.md](../lessons/deck.md); the figures and captions come from the lessons as they"
+    echo "are, so run \`make lessons\` first. \`make slides\` stops with one line naming the file (exit 2)"
+    echo "when a lesson links a figure that is missing or an SVG librsvg cannot read, and leaves the"
+    echo "PDF as it was. LaTeX takes a page as \`\\includegraphics[page=N]{plots/slides.pdf}\`;"
+    echo "PowerPoint and Keynote a figure's SVG below (Insert → Picture) or a page as an image:"
+    echo "\`pdftocairo -png -scale-to 1280 -f N -l N plots/slides.pdf page\`."
+    echo
+    echo "**The explorer on a projector:** at 1280×720 (any window under 860 px high) the page keeps"
+    echo "three columns, so K and V take the main area's full height; **projector** (key P) makes"
+    echo "every label larger. Click a cell of the staircase or of K and V: its values stay in the"
+    echo "*Selected cell* panel (hovering shows a cell there too; Escape clears it). **+** and **−**"
+    echo "zoom the staircase (×2 to ×8) around the selected cell, and K and V show the same"
+    echo "positions. The address is a link to what is on screen: \`explorer.html#step=8&layer=1&head=4&view=weights\`"
+    echo "(also \`zoom=2\`, \`present=1\`, \`q=66&k=14\` for a selected cell) opens that view and follows"
+    echo "every move; a step, layer or head the page does not have opens the nearest one, and a notice"
+    echo "says so. A page opens on the view its run chose with \`kvscope run --html-view\`"
+    echo "(\`layer=1,head=4,step=last\`): lessons 2 and 3 open on the induction head they are about."
 }
 words_zh() {
     echo "# 图表一览"
     echo
     echo "[English](README.md) · 各课的全部图表，均由 kvscope 生成（\`make lessons\` 重新生成全部）。点击缩略图看完整的 PNG；SVG 是同一张图的矢量版，适合放进幻灯片。热力图由 \`kvscope run\` 自己绘制；折线图、柱状图由本目录下的 gnuplot 脚本绘制。图中文字为英文，每张图的中文说明写在表格里。每课的运行还有一个探索页面（\`kvscope run --html\`）：一个可离线在浏览器中打开的 HTML 文件，可逐步查看预填充（prefill）与解码（decode），鼠标悬停查看任一格的数值。"
     echo
-    echo "**做幻灯片：** [slides.pdf](slides.pdf)（\`make slides\`）按课程顺序收录各课链接的每一张图，每页一张 16:9 图，附标题和一行说明。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片：\`pdftocairo -png -r 200 -f N -l N plots/slides.pdf page\`。"
+    echo "**做讲座：** [slides.pdf](slides.pdf)（\`make slides\`）是一套按讲座组织的幻灯片：标题页、提纲、每课一页分隔页，各课链接的每一张图都附完整说明（一页放不下的说明接到下一页，图不变；表格里并排的图先按表格并排，再逐张放大；动画以帧条呈现），每课一页要点、一页课堂提问及答案，最后是各课引用的论文及对应图所在页码。每页有页码，在 1280×720 下没有小于 18 px 的文字（\`make check-slides\` 实测）。讲者备注每页一节，见 [slides.notes.md](slides.notes.md)。讲座自己的文字（标题、要点、提问与答案、参考文献、备注）都在 [lessons/deck.md](../lessons/deck.md)；图和说明直接取自各课，所以先运行 \`make lessons\`。某课链接的图缺失或其 SVG 无法被 librsvg 读取时，\`make slides\` 以一行指明该文件的错误退出（退出码 2），原有 PDF 不变。中文版幻灯片尚未生成（字符串表 plots/slides.LANG.tsv 已为第二种语言留好位置）。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片：\`pdftocairo -png -scale-to 1280 -f N -l N plots/slides.pdf page\`。"
+    echo
+    echo "**投影时的探索页面：** 在 1280×720（或任何低于 860 px 的窗口）下页面分三栏，K 和 V 占满主区域的高度；**projector**（P 键）放大所有文字。点击阶梯图或 K、V 中的一格，它的数值留在 *Selected cell* 面板里（悬停也显示在那里；Esc 清除）。**+**、**−** 以选中的格为中心缩放阶梯图（×2 到 ×8），K、V 显示同样的位置。地址就是当前画面的链接：\`explorer.html#step=8&layer=1&head=4&view=weights\`（还有 \`zoom=2\`、\`present=1\`、选中格 \`q=66&k=14\`）打开该视图并随操作更新；页面没有的步、层或头会打开最近的一个，并有提示说明。\`kvscope run --html-view\`（如 \`layer=1,head=4,step=last\`）设定页面打开时的视图：第 2、3 课打开在所讲的归纳头上。"
 }
 
 # gallery LANG: the page, on stdout. LANG is en or zh.

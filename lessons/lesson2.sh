@@ -30,7 +30,8 @@ awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v zh="$D/ind_words.zh.md" 'BEGIN {
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
-    --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" --quiet
+    --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" \
+    --html-view "layer=$IND_L,head=$IND_H" --quiet
 # Stable names (the heads are the model's choice): _ind the induction head, _prev the
 # previous-token head, prefill_heads_ind every head of the induction head's layer.
 for f in attn scores step; do
@@ -74,7 +75,7 @@ awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
 # copy's first words), its keys ranked by weight. It sees keys 0..QP.
 QP=$((T0 - 1))
 awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H "$AWKLIB"'
-FNR == NR { if (FNR > 1) { split($0, a, ","); c = a[3] + 0; ch[a[2]] = c == 32 ? "␣" : c == 10 ? "¶" : sprintf("%c", c) } next }
+FNR == NR { if (FNR > 1) { split($0, a, ","); c = a[3] + 0; ch[a[2]] = bytelabel(c) } next }
 FNR == 1 { header(); next }
 col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     n++; k[n] = col("key_pos"); s[n] = col("score"); w[n] = col("weight"); sum += col("weight")
@@ -95,7 +96,7 @@ END {
 }
 function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]; return t }' \
     zh="$D/scores_row.zh.md" "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
-kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP 'NR > 1 && $2 == p { c = $3 + 0; printf "%s", c == 32 ? "␣" : sprintf("%c", c) }' "$D/run/tokens.csv")"
+kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP "$AWKLIB"'NR > 1 && $2 == p { printf "%s", bytelabel($3) }' "$D/run/tokens.csv")"
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
 # the copy length R of the prompt: the second copy starts R bytes after the first, and an
 # induction head's line runs R - 1 cells left of the diagonal

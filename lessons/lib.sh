@@ -100,6 +100,9 @@ value() {
 #   header()    at a file's first line (FNR == 1): learn its columns by name
 #   col(name)   this line's field in the column called name (unknown: the script stops)
 #   digits(n), bytes(n), kib(n)   n marked for kvscope format: 212,705,280 / 72.0 KiB / 6
+#   bytelabel(c)  byte c as a markdown table shows it: ␣ for a space, ¶ for a newline, a
+#               printable ASCII byte as itself, any other byte as ⟨c⟩ (⟨255⟩ for the start
+#               byte): a lone byte >= 0x80 is not UTF-8, and a lesson file must be
 AWKLIB='
 function header(   i) { for (i = 1; i <= NF; i++) COL[FILENAME, $i] = i }
 function col(name) {
@@ -111,6 +114,13 @@ function col(name) {
 function digits(n) { return "{{digits " sprintf("%.0f", n) "}}" }
 function bytes(n) { return "{{bytes " sprintf("%.0f", n) "}}" }
 function kib(n) { return "{{kib " sprintf("%.0f", n) "}}" }
+function bytelabel(c) {
+    c += 0
+    if (c == 32) return "␣"
+    if (c == 10) return "¶"
+    if (c > 32 && c < 127) return sprintf("%c", c)
+    return "⟨" c "⟩"
+}
 '
 
 figure() {

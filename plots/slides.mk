@@ -1,6 +1,9 @@
-# make slides — plots/slides.pdf: every figure the lessons link, in lesson order, one per
-# 16:9 page with its title and a one-line caption (plots/slides.sh). It takes the lessons
+# make slides — plots/slides.pdf, the lecture deck (16:9 pages), and its speaker notes,
+# plots/slides.notes.md (plots/slides.sh): a title page, an outline, per lesson a divider,
+# every figure the lesson links with its caption whole, take-aways, questions and answers;
+# references at the end. The lecture's own text is lessons/deck.md. It takes the lessons
 # and figures as they are: run `make lessons` (and `make timing`) first to refresh them.
+# Checked by `make check-slides` (tests/slides/).
 .PHONY: slides
 slides: | $(NEED_DEPS)
 	@sh plots/slides.sh plots/slides.pdf

@@ -479,11 +479,13 @@ static int shell_out(const char *cmd, char *out, size_t n) {
     return pclose(p);
 }
 
-/* Two lessons link three figures (one twice): the deck has a 16:9 page per figure, in
- * lesson order, with each title and the first sentence of each caption; a link to a
- * missing figure is refused, naming it, and leaves no deck. */
+/* Two lessons link three figures (one twice) and lessons/deck.md gives the lecture's
+ * words: the deck is a title page, an outline, per lesson a divider, its figures in
+ * order (each once) with their captions whole, its take-aways, questions and answers, and
+ * a references page that names the page of the figure it goes with; 16:9 pages and one
+ * note per page. A link to a missing figure is refused, naming it, and leaves no deck. */
 START_TEST(test_slides_deck) {
-    char dir[64], cwd[512], cmd[2048], out[8192], path[256];
+    char dir[64], cwd[512], cmd[2048], out[16384], path[256];
     if (system("command -v rsvg-convert > /dev/null 2>&1 && command -v pdfinfo > /dev/null 2>&1 && "
                "command -v pdftotext > /dev/null 2>&1") != 0) {
         TEST_SKIPPED("rsvg-convert or poppler-utils not installed");
@@ -500,30 +502,46 @@ START_TEST(test_slides_deck) {
         snprintf(path, sizeof path, "%s/%s.svg", dir, fig[i]);
         ck_assert_int_eq(write_text_file(path, svg), 0);
         snprintf(path, sizeof path, "%s/%s.png", dir, fig[i]);
-        ck_assert_int_eq(write_text_file(path, "not read: the SVG is"), 0);
+        /* a PNG's signature and IHDR size, 1600 × 900: the page shows the SVG */
+        static const unsigned char png[24] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H',
+                                              'D', 'R', 0, 0, 0x06, 0x40, 0, 0, 0x03, 0x84};
+        FILE *f = fopen(path, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(png, 1, sizeof png, f), sizeof png);
+        ck_assert_int_eq(fclose(f), 0);
     }
     snprintf(path, sizeof path, "%s/lessons/lesson1.md", dir);
-    ck_assert_int_eq(write_text_file(path, "# One\n\n![Alpha (first)](../plots/lesson1/a.png)\n\n"
-                                           "*Look at alpha. Not this.*\n\ntext\n\n"
+    ck_assert_int_eq(write_text_file(path, "# Lesson 1 — One\n\n![Alpha (first)](../plots/lesson1/a.png)\n\n"
+                                           "*Look at alpha. Then this.*\n\ntext\n\n"
                                            "![Beta](../plots/lesson1/b.png)\n\n*Beta & <co>.*\n\n"
                                            "![Alpha again](../plots/lesson1/a.png)\n"), 0);
     snprintf(path, sizeof path, "%s/lessons/lesson2.md", dir);
-    ck_assert_int_eq(write_text_file(path, "![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last.*\n"), 0);
+    ck_assert_int_eq(write_text_file(path, "# Lesson 2 — Two\n\n![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last.*\n"), 0);
+    snprintf(path, sizeof path, "%s/lessons/deck.md", dir);
+    ck_assert_int_eq(write_text_file(path, "# Deck title\n\n## title\nnotes: hello\n\n## lesson 1\n"
+                                           "take-away: First point.\nquestion: Why?\nanswer: Because.\n\n"
+                                           "## references\nref: Someone et al. | 2020 | A paper | its point | lesson2/c.png\n"), 0);
     snprintf(cmd, sizeof cmd, "cd %s && sh %s/plots/slides.sh deck.pdf 2>&1 && pdfinfo deck.pdf && "
-                              "pdftotext -layout deck.pdf -", dir, cwd);
+                              "pdftotext -layout deck.pdf - && cat deck.notes.md", dir, cwd);
     ck_assert_msg(shell_out(cmd, out, sizeof out) == 0, "%s", out);
-    ck_assert_msg(strstr(out, "Pages:           3\n"), "%s", out);
-    ck_assert_msg(strstr(out, "Page size:       720 x 405 pts"), "%s", out); /* 16:9 */
-    const char *a = strstr(out, "Alpha (first)"), *b = strstr(out, "Beta"), *c = strstr(out, "Gamma");
-    ck_assert_msg(a && b && c && a < b && b < c, "pages out of order: %s", out);
-    ck_assert_msg(strstr(out, "Look at alpha.") && !strstr(out, "Not this"), "%s", out);
-    ck_assert_msg(strstr(out, "Beta & <co>.") && strstr(out, "lesson 2"), "%s", out);
+    /* title, outline, divider, a, b, take-aways, questions, answers, divider, c, references */
+    ck_assert_msg(strstr(out, "Pages:           11\n"), "%s", out);
+    ck_assert_msg(strstr(out, "Page size:       960 x 540 pts"), "%s", out); /* 16:9, 1280 × 720 px */
+    const char *t = strstr(out, "Deck title"), *a = strstr(out, "Look at alpha. Then this."),
+               *b = strstr(out, "Beta & <co>."), *w = strstr(out, "First point."), *q = strstr(out, "Why?"),
+               *c = strstr(out, "Gamma, last."), *r = strstr(out, "Someone et al. (2020). A paper.");
+    ck_assert_msg(t && a && b && w && q && c && r && t < a && a < b && b < w && w < q && q < c && c < r,
+                  "pages out of order or a caption cut: %s", out);
+    ck_assert_msg(strstr(out, "Because."), "no answer page: %s", out);
+    ck_assert_msg(strstr(out, "c p. 10"), "the reference does not name page 10, Gamma's: %s", out);
+    ck_assert_msg(strstr(out, "## 11 (references)") && !strstr(out, "## 12 "), "a note per page: %s", out);
+    ck_assert_msg(strstr(out, "## 4 (figure, lesson 1) Alpha (first) · plots/lesson1/a.png"), "%s", out);
     /* a link to a figure that is not there */
     snprintf(path, sizeof path, "%s/lessons/lesson3.md", dir);
     ck_assert_int_eq(write_text_file(path, "![Gone](../plots/lesson3/gone.png)\n"), 0);
     snprintf(cmd, sizeof cmd, "cd %s && rm -f deck.pdf && sh %s/plots/slides.sh deck.pdf 2>&1", dir, cwd);
-    ck_assert_int_ne(shell_out(cmd, out, sizeof out), 0);
-    ck_assert_msg(strstr(out, "plots/lesson3/gone.png"), "%s", out);
+    ck_assert_int_eq(shell_out(cmd, out, sizeof out), 2 << 8);
+    ck_assert_msg(strstr(out, "plots/lesson3/gone.png") && strchr(out, '\n') == out + strlen(out) - 1, "%s", out);
     snprintf(path, sizeof path, "%s/deck.pdf", dir);
     ck_assert_ptr_null(read_file(path, NULL));
     remove_tree(dir);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "generate.h"
 #include "html_out.h"
@@ -396,6 +397,50 @@ START_TEST(test_cli_page) {
 }
 END_TEST
 
+/* --html-view: the page's JSON carries the view (',' read as '&', the fragment's syntax);
+ * a malformed view, a head or layer the page does not show, or a view without a page:
+ * exit 2, one line naming it, no page written. */
+START_TEST(test_cli_page_view) {
+    char dir[64], out[128], html[160], errf[128];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(html, sizeof html, "%s/page.html", dir);
+    snprintf(errf, sizeof errf, "%s/err.txt", dir);
+    const char *ok[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "64",
+                        "--prompt-ids", "1,2,3", "--steps", "3", "--out", out, "--html", html,
+                        "--html-view", "head=1,step=last&view=scores,zoom=2", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ok, NULL, errf), 0);
+    json_t *D = page_json(html);
+    ck_assert_ptr_nonnull(D);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(D, "run"), "view")),
+                     "head=1&step=last&view=scores&zoom=2");
+    json_decref(D);
+    ck_assert_int_eq(run_page(out, html, errf, NULL), 0); /* no view: "" */
+    D = page_json(html);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(D, "run"), "view")), "");
+    json_decref(D);
+    ck_assert_int_eq(unlink(html), 0);
+    const char *bad[][2] = {{"head=2", "does not show (--heads-shown)"}, {"layer=1", "does not show (--layers-shown)"},
+                            {"hed=1", "hed=1"}, {"step=-1", "step=-1"}, {"view=keys", "view=keys"},
+                            {"zoom=3", "zoom=3"}, {"head=0,head=1", "head=1"}, {"layer", "layer"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "64",
+                           "--prompt-ids", "1,2,3", "--steps", "3", "--out", out, "--html", html,
+                           "--html-view", bad[i][0], "--quiet", NULL};
+        ck_assert_int_eq(run_kvscope(a, NULL, errf), 2);
+        assert_one_line(errf, bad[i][1]);
+        struct stat sb;
+        ck_assert_msg(stat(html, &sb) != 0, "--html-view %s: a page was written", bad[i][0]);
+    }
+    const char *nopage[] = {"run", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "64",
+                            "--prompt-ids", "1,2,3", "--steps", "3", "--out", out,
+                            "--html-view", "head=1", "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(nopage, NULL, errf), 2);
+    assert_one_line(errf, "--html-view needs --html FILE");
+    remove_tree(dir);
+}
+END_TEST
+
 /* Bad places and a run too large: exit 2, one line, nothing written, files kept. */
 START_TEST(test_cli_page_errors) {
     char dir[64], out[128], errf[128], foreign[128], missing[160], nested[200], big[160];
@@ -505,6 +550,7 @@ Suite *make_html_suite(void) {
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_cli_page);
     tcase_add_test(tc, test_cli_page_errors);
+    tcase_add_test(tc, test_cli_page_view);
     tcase_add_test(tc, test_cli_page_disk_full);
     suite_add_tcase(s, tc);
     return s;

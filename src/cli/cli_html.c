@@ -13,6 +13,10 @@ const Option HTML_OPTIONS[] = {
     OPT_STRING("--html", "FILE", HtmlOpts, path,
                "write it to FILE (its folder must exist; inside --out: directly in it); layers: "
                "--layers-shown, heads: --heads-shown (default all); at most 16 MiB"),
+    OPT_STRING("--html-view", "VIEW", HtmlOpts, view,
+               "the view the page opens on, e.g. layer=1,head=4,step=last: keys step (a number "
+               "or last), layer, head (shown ones), view (weights or scores), zoom (1, 2, 4 "
+               "or 8), present (1: larger type); a #fragment in the page's URL wins"),
     OPT_END,
 };
 
@@ -38,8 +42,75 @@ static int name_free(const char *name, const OutDir *out, const char *path) {
     return 2;
 }
 
+/* A non-negative decimal number of at most 6 digits: its value, else -1. */
+static int small_uint(const char *s, size_t n) {
+    int v = 0;
+    if (n == 0 || n > 6) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = 10 * v + (s[i] - '0');
+    }
+    return v;
+}
+
+/* --html-view: pairs key=value split by ',' or '&', each key once; written to
+ * o->view_norm with '&' between pairs (the page's URL-fragment syntax). Layers and
+ * heads are checked against the page's selections in html_opts_begin. 0, or 2 after
+ * the error line. */
+static int view_check(HtmlOpts *o) {
+    static const char *const keys[] = {"step", "layer", "head", "view", "zoom", "present"};
+    const char *p = o->view;
+    size_t w = 0;
+    unsigned seen = 0;
+    if (strlen(p) >= sizeof o->view_norm)
+        return cli_fail("bad --html-view (too long)", o->view);
+    while (*p) {
+        const size_t n = strcspn(p, ",&"), k = strcspn(p, "=");
+        char part[256];
+        snprintf(part, sizeof part, "%.*s", (int)n, p);
+        size_t key = sizeof keys / sizeof keys[0];
+        for (size_t i = 0; k < n && i < sizeof keys / sizeof keys[0]; i++)
+            if (strlen(keys[i]) == k && strncmp(p, keys[i], k) == 0) key = i;
+        const char *v = p + k + 1;
+        const size_t vn = k < n ? n - k - 1 : 0;
+        int ok = key < sizeof keys / sizeof keys[0] && !(seen >> key & 1);
+        if (ok && key == 0) ok = (vn == 4 && strncmp(v, "last", 4) == 0) || small_uint(v, vn) >= 0;
+        if (ok && (key == 1 || key == 2)) ok = small_uint(v, vn) >= 0;
+        if (ok && key == 3) ok = (vn == 7 && !strncmp(v, "weights", 7)) || (vn == 6 && !strncmp(v, "scores", 6));
+        if (ok && key == 4) ok = vn == 1 && strchr("1248", v[0]);
+        if (ok && key == 5) ok = vn == 1 && strchr("01", v[0]);
+        if (!ok)
+            return cli_fail("bad --html-view (key=value pairs: step=N|last, layer=N, head=N, "
+                            "view=weights|scores, zoom=1|2|4|8, present=0|1, each once)", part);
+        seen |= 1u << key;
+        w += (size_t)snprintf(o->view_norm + w, sizeof o->view_norm - w, "%s%s", w ? "&" : "", part);
+        p += n;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+/* The layer and head --html-view names must be ones the page shows. */
+static int view_shown(const HtmlOpts *o, const HtmlConfig *hc) {
+    static const char *const keys[] = {"layer=", "head="};
+    for (int i = 0; i < 2; i++) {
+        const char *at = strstr(o->view_norm, keys[i]);
+        while (at && at != o->view_norm && at[-1] != '&') at = strstr(at + 1, keys[i]);
+        if (!at) continue;
+        const int v = atoi(at + strlen(keys[i]));
+        const Selection *sel = i == 0 ? &hc->layers : &hc->heads;
+        if (v >= (i == 0 ? hc->cfg.L : hc->cfg.NH) || !select_has(sel, v))
+            return cli_fail(i == 0 ? "--html-view names a layer the page does not show (--layers-shown)"
+                                   : "--html-view names a head the page does not show (--heads-shown)",
+                            o->view);
+    }
+    return 0;
+}
+
 int html_opts_check(HtmlOpts *o, const OutDir *out, const OutDir *plots, unsigned flags) {
+    if (o->view && !o->path) return cli_fail("--html-view needs --html FILE", o->view);
     if (!o->path) return 0;
+    if (o->view && view_check(o)) return 2;
     const size_t n = strlen(o->path);
     char real[4096], err[8400];
     if (n == 0 || n >= 4000) return cli_fail("bad --html", o->path);
@@ -96,6 +167,8 @@ int html_opts_begin(HtmlOpts *o, const ModelArgs *ma, const Loaded *ld, GenMode 
     const char *hs = heads_shown ? heads_shown : "all";
     if (select_parse(&hc.heads, hs, cfg->NH))
         return cli_fail("bad --heads-shown (heads are 0..NH-1)", hs);
+    if (o->view && view_shown(o, &hc)) return 2;
+    hc.view = o->view ? o->view_norm : "";
     if (ma->model_dir) snprintf(o->model_name, sizeof o->model_name, "%s", ma->model_dir);
     else snprintf(o->model_name, sizeof o->model_name, "built-in GPT-2 (seed %llu)",
                   (unsigned long long)ma->seed);

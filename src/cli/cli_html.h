@@ -14,6 +14,8 @@
 
 typedef struct {
     const char *path;       /* --html FILE; NULL: no page */
+    const char *view;       /* --html-view VIEW: the view the page opens on; NULL: none */
+    char view_norm[256];    /*   as the page reads it: "key=value&key=value" */
     int in_out;             /* FILE lies directly in --out: it goes into the new folder, */
     char name[4096];        /*   under this name */
     OutFile file;           /* else FILE itself, replaced whole (a page kvscope wrote) */

@@ -326,8 +326,10 @@ static void write_model_run(FILE *f, const HtmlOut *h) {
     fputs(",\"kv_dtype\":", f);
     json_str(f, c->kv_dtype);
     fprintf(f, ",\"kv_bytes_per_token\":%zu,\"window\":%d,\"sink\":%d,\"kv_cap_bytes\":%zu,"
-               "\"prompt_tokens\":%d,\"steps_asked\":%d},\n",
+               "\"prompt_tokens\":%d,\"steps_asked\":%d,\"view\":",
             c->kv_bytes_per_token, c->window, c->sink, c->kv_cap_bytes, c->T, c->T_max - c->T);
+    json_str(f, c->view ? c->view : "");
+    fputs("},\n", f);
 }
 
 /* The token of every computed position: its id and raw bytes in hex; no bytes ("") for

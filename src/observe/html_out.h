@@ -17,7 +17,8 @@
  *   model     {name, L, NH, hs, C, V, N, tokenizer: "bytes" | "bpe"}
  *   run       {mode: "cache" | "recompute" | "article-bug", kv_dtype, kv_bytes_per_token
  *              (2·L·row bytes), window, sink (0: none), kv_cap_bytes (0: none),
- *              prompt_tokens T, steps_asked}
+ *              prompt_tokens T, steps_asked, view: the view the page opens on, in the
+              syntax of its URL fragment ("layer=1&head=4&step=last"; "": the first)}
  *   tokens    {id: [P ints], bytes: [P hex strings]}: position p's token id and its
  *              raw bytes ("e4"; a BPE token may hold several bytes)
  *   steps     [{step (0 = prefill), phase, pos0 (first new position), n (new rows),
@@ -78,6 +79,7 @@ typedef struct {
     int T;                  /* prompt tokens */
     int T_max;              /* prompt + decode steps asked: sizes the buffers */
     Selection layers, heads;
+    const char *view;       /* the view the page opens on ("layer=1&head=4"); NULL or "": none */
 } HtmlConfig;
 
 /* What the page keeps of one (layer, head). */

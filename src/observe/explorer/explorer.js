@@ -149,7 +149,9 @@ const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&l
 
 // ---- state ----
 const layers = [...new Set(HEADS.map((h) => h.layer))];
-const S = { step: 0, layer: layers[0], head: HEADS.length ? HEADS[0].head : 0, view: 'weights', timer: null };
+const S = { step: 0, layer: layers[0], head: HEADS.length ? HEADS[0].head : 0, view: 'weights', timer: null,
+  zoom: 1, present: false, sel: null, kvSel: null };   // sel: [query, key] of the staircase; kvSel: {p, m, j}
+const ZOOMS = [1, 2, 4, 8];
 const headsOf = (l) => HEADS.filter((h) => h.layer === l);
 const cur = () => HEADS.find((h) => h.layer === S.layer && h.head === S.head);
 const stepObj = () => STEPS[S.step];
@@ -168,7 +170,9 @@ function fit(cv, w, h) {
   return ctx;
 }
 const FONT = getComputedStyle(document.documentElement).fontFamily;
-const font = (px, bold) => (bold ? '600 ' : '') + px + 'px ' + FONT;
+const FS = () => (S.present ? 1.3 : 1);  // projector mode: every canvas label 30 % larger
+const font = (px, bold) => (bold ? '600 ' : '') + Math.round(px * FS()) + 'px ' + FONT;
+const mono = (px) => Math.round(px * FS()) + 'px "DejaVu Sans Mono", monospace';
 function tickStep(cellPx) {               // label every k positions, at least 26 px apart
   for (const k of [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]) if (k * cellPx >= 26) return k;
   return 10000;
@@ -207,79 +211,103 @@ function evictedRuns(r) {
   return runs;
 }
 
-// Token labels along one axis: spans [a, b] of positions < upto, centred on their cells.
-function axisLabels(ctx, cell, upto, place) {
+// Token labels along one axis: spans [a, b] of positions < upto and in the window
+// [off, end) (zoom), centred on their cells.
+function axisLabels(ctx, cell, upto, place, off = 0, end = Infinity) {
   for (const sp of TOK.spans) {
-    if (sp.a >= upto) break;
-    const b = Math.min(sp.b, upto - 1), w = (b - sp.a + 1) * cell;
+    if (sp.a >= upto || sp.a >= end) break;
+    if (sp.b < off) continue;
+    const a = Math.max(sp.a, off), b = Math.min(sp.b, upto - 1, end - 1), w = (b - a + 1) * cell;
     const hex = sp.kind === 'hex';
-    let px = Math.min(hex ? 12 : 19, (hex ? 0.42 : 0.78) * w, hex ? cell * 0.5 : 40);
+    let px = Math.min(hex ? 12 : 19, (hex ? 0.42 : 0.78) * w / FS(), hex ? cell * 0.5 / FS() : 40);
     if (px < 8) continue;
-    ctx.font = hex ? px + 'px "DejaVu Sans Mono", monospace' : font(px, true);
+    ctx.font = hex ? mono(px) : font(px, true);
     let t = sp.text;
     const room = Math.min(w + cell * 0.2, place.room || 1e9);
     while (t.length > 1 && ctx.measureText(t).width > room) t = t.slice(0, -1);
     if (t !== sp.text) t = t.slice(0, -1) + '\u2026';
     ctx.fillStyle = hex ? '#707070' : sp.kind === 'ws' ? '#6b6b6b' : '#111';
-    place(t, sp.a * cell + w / 2, sp.a * cell, w, px);
+    place(t, (a - off) * cell + w / 2, (a - off) * cell, w, px);
   }
 }
 
 // ---- the staircase panel ----
 const stairGeo = {};
+// The zoom window: n positions from r0 (rows) and c0 (columns), centred on the selected
+// cell, else on the step's newest row and its diagonal.
+function stairWindow(rows) {
+  const n = Math.max(1, Math.ceil(P / S.zoom)), at = S.sel || [rows - 1, rows - 1];
+  const clamp = (x) => Math.max(0, Math.min(P - n, x));
+  return { n, r0: clamp(at[0] - (n >> 1)), c0: clamp(at[1] - (n >> 1)) };
+}
 function drawStair() {
   const box = $('stair').parentElement, W = box.clientWidth, H = box.clientHeight;
   const ctx = fit($('stair'), W, H), h = cur(), s = stepObj();
   if (!h || !s) return;
-  const left = 104, top = 52, right = 96, bottom = 28;
+  const left = Math.round(104 * FS()), top = Math.round(52 * FS()), right = Math.round(96 * FS()), bottom = 28;
+  const rows = shownRows(s), { n, r0, c0 } = stairWindow(rows);
   const side = Math.max(40, Math.min(W - left - right, H - top - bottom));
-  const cell = P <= side ? Math.floor(side / P) : side / P, M = cell * P;
+  const cell = side / n >= 8 ? Math.floor(side / n) : side / n, M = cell * n;   // whole pixels when cells are large
   const strip = Math.max(3, Math.min(10, Math.round(cell / 2)));
-  const x0 = left + Math.round((W - left - right - M) / 2), y0 = top, rows = shownRows(s);
-  Object.assign(stairGeo, { x0, y0, cell, rows, M });
-  Object.assign($('stair').dataset, { x0, y0, cell, rows, positions: P });
-  ctx.drawImage(stairImage(h, s, S.view), 0, 0, P, P, x0, y0, M, M);
+  const x0 = left + Math.round((W - left - right - M) / 2), y0 = top;
+  Object.assign(stairGeo, { x0, y0, cell, rows, M, n, r0, c0 });
+  Object.assign($('stair').dataset, { x0, y0, cell, rows, positions: P, r0, c0, n });
+  ctx.drawImage(stairImage(h, s, S.view), c0, r0, n, n, x0, y0, M, M);
+  ctx.save();
+  ctx.beginPath(); ctx.rect(x0 - strip - 4, y0 - 3, M + strip + 8, M + 6); ctx.clip();
+  const X = (c) => x0 + (c - c0) * cell, Y = (r) => y0 + (r - r0) * cell;
   ctx.fillStyle = hatch(ctx);
-  for (let r = 0; r < rows; r++) for (const [a, b] of evictedRuns(r)) ctx.fillRect(x0 + a * cell, y0 + r * cell, (b - a + 1) * cell, cell);
+  for (let r = r0; r < Math.min(rows, r0 + n); r++) for (const [a, b] of evictedRuns(r)) {
+    const a1 = Math.max(a, c0), b1 = Math.min(b, c0 + n - 1);
+    if (a1 <= b1) ctx.fillRect(X(a1), Y(r), (b1 - a1 + 1) * cell, cell);
+  }
   ctx.strokeStyle = '#bbb'; ctx.lineWidth = 1; ctx.strokeRect(x0 - 0.5, y0 - 0.5, M + 1, M + 1);
-  for (let r = D.run.prompt_tokens; r < rows; r++) {   // marker strip: decode rows, this step's
+  for (let r = Math.max(D.run.prompt_tokens, r0); r < Math.min(rows, r0 + n); r++) {   // marker strip: decode rows, this step's
     ctx.fillStyle = isNew(s, r) ? NEWEST : '#000';
-    ctx.fillRect(x0 - strip - 2, y0 + r * cell, strip, cell);
+    ctx.fillRect(x0 - strip - 2, Y(r), strip, cell);
   }
-  const hy = y0 + s.pos0 * cell, hh = s.n * cell;     // the step's rows, outlined
-  ctx.lineWidth = 3; ctx.strokeStyle = '#000'; ctx.strokeRect(x0 - 1.5, hy - 1.5, (s.pos0 + s.n) * cell + 3, hh + 3);
-  ctx.lineWidth = 2; ctx.strokeStyle = NEWEST; ctx.strokeRect(x0 - 1.5, hy - 1.5, (s.pos0 + s.n) * cell + 3, hh + 3);
-  if (stairGeo.hover) {
-    const [r, c] = stairGeo.hover;
-    ctx.lineWidth = 2; ctx.strokeStyle = '#fff'; ctx.strokeRect(x0 + c * cell - 1, y0 + r * cell - 1, cell + 2, cell + 2);
-    ctx.lineWidth = 1; ctx.strokeStyle = '#000'; ctx.strokeRect(x0 + c * cell - 2, y0 + r * cell - 2, cell + 4, cell + 4);
+  const hy = Y(s.pos0), hh = s.n * cell, hw = Math.min((s.pos0 + s.n - c0) * cell, M);   // the step's rows, outlined
+  if (hw > 0) {
+    ctx.lineWidth = 3; ctx.strokeStyle = '#000'; ctx.strokeRect(x0 - 1.5, hy - 1.5, hw + 3, hh + 3);
+    ctx.lineWidth = 2; ctx.strokeStyle = NEWEST; ctx.strokeRect(x0 - 1.5, hy - 1.5, hw + 3, hh + 3);
   }
-  stairAxes(ctx, x0, y0, cell, rows, strip);
-  colorBar(ctx, x0 + M + 22, y0, Math.min(M, 260), h);
+  const mark = (rc, w) => {
+    const [r, c] = rc;
+    ctx.lineWidth = w; ctx.strokeStyle = '#fff'; ctx.strokeRect(X(c) - 1, Y(r) - 1, cell + 2, cell + 2);
+    ctx.lineWidth = 1; ctx.strokeStyle = '#000'; ctx.strokeRect(X(c) - 1 - w / 2, Y(r) - 1 - w / 2, cell + 2 + w, cell + 2 + w);
+  };
+  if (S.sel) mark(S.sel, 3);
+  if (stairGeo.hover) mark(stairGeo.hover, 2);
+  ctx.restore();
+  stairAxes(ctx, x0, y0, cell, rows, strip, r0, c0, n);
+  colorBar(ctx, x0 + M + 22, y0, Math.max(60, Math.min(M, 260, H - y0 - 80 * FS())), h);
 }
 
-function stairAxes(ctx, x0, y0, cell, rows, strip) {
-  const k = tickStep(cell);
+function stairAxes(ctx, x0, y0, cell, rows, strip, r0, c0, n) {
+  const k = tickStep(cell / FS());
   ctx.textBaseline = 'middle';
+  const lw = Math.round(42 * FS());
   const rowLabel = (t, mid, a, w) => {      // query tokens, left of the rows, at most 42 px wide
     ctx.textAlign = 'right'; ctx.fillText(t, x0 - strip - 7, y0 + mid);
     if (w > cell * 1.5) ctx.fillRect(x0 - strip - 5, y0 + a + 2, 1.5, w - 4);
   };
-  rowLabel.room = 42;
-  axisLabels(ctx, cell, rows, rowLabel);
+  rowLabel.room = lw;
+  axisLabels(ctx, cell, rows, rowLabel, r0, r0 + n);
   axisLabels(ctx, cell, rows, (t, mid, a, w, px) => {     // key tokens, above the columns
-    ctx.textAlign = 'center'; ctx.fillText(t, x0 + mid, y0 - 12);
+    ctx.textAlign = 'center'; ctx.fillText(t, x0 + mid, y0 - 12 * FS());
     if (w > cell * 1.5) ctx.fillRect(x0 + a + 2, y0 - 4, w - 4, 1.5);
-  });
+  }, c0, c0 + n);
   ctx.fillStyle = '#555'; ctx.font = font(12);
-  for (let p = 0; p < rows; p += k) {
-    ctx.textAlign = 'right'; ctx.fillText(p, x0 - strip - 52, y0 + (p + 0.5) * cell);
-    ctx.textAlign = 'center'; ctx.fillText(p, x0 + (p + 0.5) * cell, y0 - 32);
+  for (let p = Math.ceil(r0 / k) * k; p < Math.min(rows, r0 + n); p += k) {
+    ctx.textAlign = 'right'; ctx.fillText(p, x0 - strip - lw - 10, y0 + (p - r0 + 0.5) * cell);
+  }
+  for (let p = Math.ceil(c0 / k) * k; p < Math.min(rows, c0 + n); p += k) {
+    ctx.textAlign = 'center'; ctx.fillText(p, x0 + (p - c0 + 0.5) * cell, y0 - 32 * FS());
   }
   ctx.font = font(13); ctx.fillStyle = '#333';
-  ctx.textAlign = 'left'; ctx.fillText('key position \u2192', x0, y0 - 44);
-  ctx.save(); ctx.translate(x0 - 96, y0); ctx.rotate(-Math.PI / 2);
-  ctx.textAlign = 'right'; ctx.fillText('\u2190 query position', 0, 0); ctx.restore();
+  ctx.textAlign = 'left'; ctx.fillText('key position \u2192' + (S.zoom > 1 ? '  (zoom \u00d7' + S.zoom + ': ' + c0 + '\u2013' + (c0 + n - 1) + ')' : ''), x0, y0 - 44 * FS());
+  ctx.save(); ctx.translate(x0 - lw - 54 * FS(), y0); ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = 'right'; ctx.fillText('\u2190 query position' + (S.zoom > 1 ? ' (' + r0 + '\u2013' + (r0 + n - 1) + ')' : ''), 0, 0); ctx.restore();
 }
 
 // A vertical colour bar with its range, and the legend of the special cells.
@@ -312,10 +340,13 @@ function drawKV() {
   const box = $('kv').parentElement, W = box.clientWidth, H = box.clientHeight;
   const ctx = fit($('kv'), W, H), h = cur(), s = stepObj();
   if (!h || !s) return;
-  const d = headData(h), pos = slotPositions(s), t = pos.length;
+  // zoomed: the cache's rows whose positions the staircase window shows
+  const all = slotPositions(s), win = S.zoom > 1 ? stairWindow(shownRows(s)) : null, slot = [];
+  for (let i = 0; i < all.length; i++) if (!win || (all[i] >= win.r0 && all[i] < win.r0 + win.n)) slot.push(i);
+  const d = headData(h), pos = slot.map((i) => all[i]), t = pos.length;
   const gapRows = [];                     // slot i where a jump in positions (eviction) starts
   for (let i = 1; i < t; i++) if (pos[i] !== pos[i - 1] + 1) gapRows.push(i);
-  if (t && pos[0] > 0) gapRows.unshift(0);
+  if (t && pos[0] > 0 && slot[0] === 0 && !win) gapRows.unshift(0);
   const left = 86, top = 22, bottom = 34, gap = 16, gapH = 18, strip = 6;
   const rh = Math.max(1, Math.min(22, (H - top - bottom - gapH * gapRows.length) / Math.max(t, 1)));
   const cw = Math.max(1, (W - left - strip - 2 * gap - 4) / (3 * hs));
@@ -323,7 +354,8 @@ function drawKV() {
   const mx = (m) => left + strip + m * (hs * cw + gap);
   const ys = []; let y = top;
   for (let i = 0; i < t; i++) { if (gapRows.includes(i)) y += gapH; ys.push(y); y += rh; }
-  Object.assign(kvGeo, { left, strip, gap, cw, rh, ys, pos, mx });
+  Object.assign(kvGeo, { left, strip, gap, cw, rh, ys, pos, slot, mx });
+  Object.assign($('kv').dataset, { rows: t, rh, cw });
   for (let i = 0; i < t; i++) {
     const p = pos[i], nw = isNew(s, p);
     ctx.fillStyle = nw ? NEWEST : p >= D.run.prompt_tokens ? '#000' : '#fff';
@@ -352,31 +384,37 @@ function drawKV() {
     ctx.lineWidth = 3; ctx.strokeStyle = '#000'; ctx.strokeRect(x1, y1 - 1.5, x2 - x1, y2 - y1 + 3);
     ctx.lineWidth = 2; ctx.strokeStyle = NEWEST; ctx.strokeRect(x1, y1 - 1.5, x2 - x1, y2 - y1 + 3);
   }
-  if (kvGeo.hover) {
-    const [i, m, j] = kvGeo.hover;
-    ctx.lineWidth = 1.5; ctx.strokeStyle = '#000'; ctx.strokeRect(mx(m) + j * cw - 1, ys[i] - 1, cw + 2, rh + 2);
-  }
+  const kvMark = (i, m, j, w) => {
+    ctx.lineWidth = w; ctx.strokeStyle = '#000'; ctx.strokeRect(mx(m) + j * cw - 1, ys[i] - 1, cw + 2, rh + 2);
+  };
+  if (S.kvSel) { const i = pos.indexOf(S.kvSel.p); if (i >= 0) kvMark(i, S.kvSel.m, S.kvSel.j, 3); }
+  if (kvGeo.hover) kvMark(...kvGeo.hover, 1.5);
   ctx.font = font(13, true); ctx.fillStyle = '#222'; ctx.textAlign = 'left'; ctx.textBaseline = 'alphabetic';
   const dt = D.run.kv_dtype;
   const kind = MODE === 'recompute' ? ', recomputed' : ' cache';  // no cache: K and V are made again each step
-  const titles = ['q (' + s.n + '\u00d7' + hs + ')', (kind === ' cache' ? 'K cache (' : 'K (') + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind),
-    (kind === ' cache' ? 'V cache (' : 'V (') + t + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind)];
-  titles.forEach((tt, m) => ctx.fillText(tt, mx(m), top - 7));
+  const T = all.length;
+  const titles = ['q (' + s.n + '\u00d7' + hs + ')', (kind === ' cache' ? 'K cache (' : 'K (') + T + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind),
+    (kind === ' cache' ? 'V cache (' : 'V (') + T + '\u00d7' + hs + (dt !== 'fp32' ? ', ' + dt : '') + ')' + (kind === ' cache' ? '' : kind)];
+  titles.forEach((tt, m) => {                // a title wider than its matrix: its name only
+    const room = m < 2 ? hs * cw + gap - 4 : W - mx(2);
+    const fits = [tt, tt.replace(' cache', ''), tt.replace(/ .*$/, '')].find((x) => ctx.measureText(x).width <= room);
+    ctx.fillText(fits || tt.replace(/ .*$/, ''), mx(m), top - 7);
+  });
   mats.forEach(([name, , R], m) => hBar(ctx, mx(m), y + 8, Math.min(hs * cw, 200), R));
 }
 
 function kvRowLabels(ctx, s, t, pos, ys, rh, left, gapRows, gapH) {
   ctx.textBaseline = 'middle'; ctx.textAlign = 'right';
-  const k = tickStep(rh);
+  const k = tickStep(rh / FS()), big = rh >= 11 * FS();   // labels on every row when rows are tall enough
   for (let i = 0; i < t; i++) {
     const p = pos[i], sp = TOK.at[p];
-    if (rh >= 11 && sp) {
+    if (big && sp) {
       const lab = sp.a === sp.b || p === sp.a ? sp.text : '';
-      ctx.font = sp.kind === 'hex' ? Math.min(11, rh * 0.7) + 'px "DejaVu Sans Mono", monospace' : font(Math.min(15, rh * 0.8), true);
+      ctx.font = sp.kind === 'hex' ? mono(Math.min(11, rh * 0.7 / FS())) : font(Math.min(15, rh * 0.8 / FS()), true);
       ctx.fillStyle = sp.kind === 'hex' ? '#707070' : '#111';
       if (lab) ctx.fillText(lab.length > 6 ? lab.slice(0, 5) + '\u2026' : lab, left - 34, ys[i] + rh / 2);
     }
-    if (p % k === 0 || rh >= 11) { ctx.font = font(12); ctx.fillStyle = '#555'; ctx.fillText(p, left - 4, ys[i] + rh / 2); }
+    if (p % k === 0 || big) { ctx.font = font(12); ctx.fillStyle = '#555'; ctx.fillText(p, left - 4, ys[i] + rh / 2); }
   }
   // the evicted positions, named on the hatched band between K and V rows (not over q)
   ctx.font = font(12); ctx.textAlign = 'center'; ctx.textBaseline = 'middle';
@@ -409,19 +447,19 @@ function drawMem() {
   for (const f of [0.5, 1]) {
     const yy = Y(top * f);
     g += '<line x1="' + L + '" y1="' + yy + '" x2="' + (W - R) + '" y2="' + yy + '" stroke="#e4e4e4"/>' +
-      '<text x="' + (L - 5) + '" y="' + (yy + 4) + '" text-anchor="end" font-size="11" fill="#555">' + bytesText(top * f) + '</text>';
+      '<text x="' + (L - 5) + '" y="' + (yy + 4) + '" text-anchor="end" font-size="' + Math.round(11 * FS()) + '" fill="#555">' + bytesText(top * f) + '</text>';
   }
   if (cap) g += '<line x1="' + L + '" y1="' + Y(cap) + '" x2="' + (W - R) + '" y2="' + Y(cap) + '" stroke="#000" stroke-dasharray="5 4"/>' +
-    '<text x="' + (L + 4) + '" y="' + (Y(cap) + 13) + '" font-size="11">cap ' + bytesText(cap) + '</text>';
+    '<text x="' + (L + 4) + '" y="' + (Y(cap) + 13) + '" font-size="' + Math.round(11 * FS()) + '">cap ' + bytesText(cap) + '</text>';
   g += '<path d="' + stepLine('kv_reserved') + '" fill="none" stroke="#d55e00" stroke-width="2" stroke-dasharray="6 3"/>';
   g += '<path d="' + line('kv_bytes') + '" fill="none" stroke="#0072b2" stroke-width="2.5"/>';
   const cx = X(S.step);
   g += '<line x1="' + cx + '" y1="' + T + '" x2="' + cx + '" y2="' + Y(0) + '" stroke="' + NEWEST + '" stroke-width="2"/>' +
     '<circle cx="' + cx + '" cy="' + Y(s.kv_bytes) + '" r="4.5" fill="#0072b2" stroke="#fff"/>' +
     '<circle cx="' + cx + '" cy="' + Y(s.kv_reserved) + '" r="4.5" fill="#d55e00" stroke="#fff"/>';
-  g += '<text x="' + L + '" y="' + (H - 5) + '" font-size="11" fill="#555">prefill</text>' +
-    (STEPS.length > 1 ? '<text x="' + (W - R) + '" y="' + (H - 5) + '" font-size="11" fill="#555" text-anchor="end">step ' + STEPS[STEPS.length - 1].step + '</text>' : '') +
-    '<text x="' + ((L + W - R) / 2) + '" y="' + (H - 5) + '" font-size="11" fill="#555" text-anchor="middle">' +
+  g += '<text x="' + L + '" y="' + (H - 5) + '" font-size="' + Math.round(11 * FS()) + '" fill="#555">prefill</text>' +
+    (STEPS.length > 1 ? '<text x="' + (W - R) + '" y="' + (H - 5) + '" font-size="' + Math.round(11 * FS()) + '" fill="#555" text-anchor="end">step ' + STEPS[STEPS.length - 1].step + '</text>' : '') +
+    '<text x="' + ((L + W - R) / 2) + '" y="' + (H - 5) + '" font-size="' + Math.round(11 * FS()) + '" fill="#555" text-anchor="middle">' +
     '<tspan fill="#0072b2">\u2501 used</tspan>  <tspan fill="#d55e00">\u2505 reserved</tspan></text>';
   svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
   svg.innerHTML = g;
@@ -521,7 +559,7 @@ function badges() {
   const page = new Blob([document.documentElement.outerHTML]).size;
   $('foot').innerHTML = '<span>This page: ' + bytesText(page) + ' \u00b7 ' + HEADS.length + (HEADS.length === 1 ? ' head, ' : ' heads, ') + bytesText(perHead) +
     ' each \u00b7 a decode step at t tokens adds 8t + 12\u00b7hs = 8t + ' + 12 * hs + ' bytes per head (float32; \u00d74/3 in base64) \u00b7 kvscope ' + esc(D.kvscope) + '</span>' +
-    '<span><kbd>\u2190</kbd> <kbd>\u2192</kbd> step \u00b7 <kbd>space</kbd> play \u00b7 <kbd>\u2191</kbd> <kbd>\u2193</kbd> head \u00b7 hover a cell</span>';
+    '<span><kbd>\u2190</kbd> <kbd>\u2192</kbd> step \u00b7 <kbd>space</kbd> play \u00b7 <kbd>\u2191</kbd> <kbd>\u2193</kbd> head \u00b7 click a cell \u00b7 <kbd>+</kbd> <kbd>\u2212</kbd> zoom \u00b7 <kbd>P</kbd> projector</span>';
 }
 
 function titles() {
@@ -530,6 +568,10 @@ function titles() {
     D.run.prompt_tokens + ' prefill + ' + (shownRows(s) - D.run.prompt_tokens) + ' decode)';
   $('kv-title').textContent = MODE === 'recompute' ? 'K and V, all recomputed this step (no cache), head ' + S.head
     : 'The cache this step reads: K and V of head ' + S.head + ', ' + s.tokens + ' rows, ' + (s.n > 1 ? 'the ' + s.n + ' new ones' : 'the new one') + ' outlined';
+  if (S.zoom > 1) {                         // zoomed: K and V show the staircase window's positions
+    const w = stairWindow(shownRows(s));
+    $('kv-title').textContent += ' \u2014 zoom \u00d7' + S.zoom + ': positions ' + w.r0 + '\u2013' + (w.r0 + w.n - 1);
+  }
   const shown = headsOf(S.layer).length, NH = D.model.NH;  // "All heads" only when all are in the page
   $('ov-title').textContent = (shown === NH ? 'All ' + NH + ' heads' : shown + ' of ' + NH + ' heads') + ' of layer ' + S.layer +
     ' at this step' + (shown > 1 ? ' \u2014 click one (or \u2191 \u2193)' : shown < NH ? ' (the run chose which: --heads-shown)' : '');
@@ -550,7 +592,8 @@ function buildThumbs() {
 }
 function drawThumbs() {
   const list = headsOf(S.layer), s = stepObj();
-  const W = $('overview').clientWidth, side = Math.max(48, Math.min(118, Math.floor((W - 8 * list.length) / Math.max(list.length, 1)) - 8));
+  const most = window.innerHeight < 860 ? 60 : 118;  // a short window (a projector's 720 rows): small thumbnails
+  const W = $('overview').clientWidth, side = Math.max(40, Math.min(most, Math.floor((W - 8 * list.length) / Math.max(list.length, 1)) - 8));
   for (const b of $('thumbs').children) {
     const h = list.find((x) => x.head === +b.dataset.head), cv = b.querySelector('canvas');
     b.classList.toggle('on', h.head === S.head);
@@ -559,49 +602,157 @@ function drawThumbs() {
   }
 }
 
-// ---- hover ----
-function tip(ev, html) {
-  const t = $('tip');
-  if (!html) { t.hidden = true; return; }
-  t.innerHTML = html; t.hidden = false;
-  const x = ev.clientX + 18, y = ev.clientY + 18, r = t.getBoundingClientRect();
-  t.style.left = Math.min(x, window.innerWidth - r.width - 8) + 'px';
-  t.style.top = (y + r.height > window.innerHeight - 8 ? ev.clientY - r.height - 12 : y) + 'px';
-}
+// ---- the selected cell: hovered, else clicked (S.sel, S.kvSel), in the panel #cell ----
 const row = (k, v) => '<tr><td>' + k + '</td><td>' + v + '</td></tr>';
-function stairHover(ev) {
-  const g = stairGeo, b = $('stair').getBoundingClientRect(), h = cur();
-  const r = Math.floor((ev.clientY - b.top - g.y0) / g.cell), c = Math.floor((ev.clientX - b.left - g.x0) / g.cell);
-  const old = g.hover;
-  g.hover = r >= 0 && c >= 0 && r < g.rows && c < P ? [r, c] : null;
-  if (String(old) !== String(g.hover)) drawStair();
-  if (!g.hover) return tip(ev, null);
+function stairCellHtml(r, c) {
+  const h = cur();
   let html = row('query', 'pos ' + r + ' ' + esc(tokenText(r))) + row('key', 'pos ' + c + ' ' + esc(tokenText(c)));
   if (c > r) html += row('', 'masked: the future (pos ' + c + ' comes after ' + r + ')');
   else if (rowIndex(r)[c] < 0) html += row('', '<b>evicted</b>: pos ' + c + ' was not in the cache when row ' + r + ' was computed');
   else {
     const i = rowOff[r] + rowIndex(r)[c], d = headData(h), w = d.w[i], sc = d.s[i];
-    html += row('score', '<span class="big">' + sig(sc, 4) + '</span> (q\u00b7k/\u221a' + hs + ')') +
-      row('weight', '<span class="big">' + sig(w, 4) + '</span> (' + sig(100 * w, 3) + ' % of the row)') +
+    html += row('weight', '<span class="big">' + sig(w, 4) + '</span> ' + sig(100 * w, 3) + ' % of the row') +
+      row('score', '<span class="big">' + sig(sc, 4) + '</span> q\u00b7k/\u221a' + hs) +
       row('float32', '<span class="exact" data-score="' + g9(sc) + '" data-weight="' + g9(w) + '">score ' + g9(sc) + ' \u00b7 weight ' + g9(w) + '</span>') +
-      row('', 'layer ' + h.layer + ' head ' + h.head + ', computed at ' + (D.rows.step[r] ? 'decode step ' + D.rows.step[r] : 'the prefill') + ', cache slot ' + rowIndex(r)[c]);
+      row('', 'layer ' + h.layer + ' head ' + h.head + ' \u00b7 ' + (D.rows.step[r] ? 'decode step ' + D.rows.step[r] : 'prefill') + ' \u00b7 cache slot ' + rowIndex(r)[c]);
   }
-  tip(ev, '<table>' + html + '</table>');
+  return '<table>' + html + '</table>';
 }
-function kvHover(ev) {
-  const g = kvGeo, b = $('kv').getBoundingClientRect(), h = cur(), s = stepObj();
+function kvCellHtml(i, m, j) {           // i: the cache slot
+  const h = cur(), s = stepObj(), p = slotPositions(s)[i], name = ['q', 'K', 'V'][m], v = headData(h)[name.toLowerCase()][p * hs + j];
+  return '<table>' + row(name, '<span class="big">' + sig(v, 4) + '</span> <span class="exact" data-value="' + g9(v) + '">' + g9(v) + '</span>') +
+    row('token', 'pos ' + p + ' ' + esc(tokenText(p))) + row('where', 'cache slot ' + i + ', dimension ' + j + ' of ' + hs + ', head ' + h.head) +
+    (isNew(s, p) ? row('', '<b>new</b>: appended by this step') : '') + '</table>';
+}
+// A selection that no longer exists at this step (a row not computed yet, a key evicted
+// from the cache) is dropped.
+function selectionValid() {
+  const s = stepObj();
+  if (S.sel && !(S.sel[0] < shownRows(s) && S.sel[1] < P)) S.sel = null;
+  if (S.kvSel && (slotPositions(s).indexOf(S.kvSel.p) < 0 || (S.kvSel.m === 0 && !isNew(s, S.kvSel.p)))) S.kvSel = null;
+}
+function drawCell() {
+  const t = $('tip');
+  let html = null;
+  if (stairGeo.hover) html = stairCellHtml(...stairGeo.hover);
+  else if (kvGeo.hover) html = kvCellHtml(kvGeo.slot[kvGeo.hover[0]], kvGeo.hover[1], kvGeo.hover[2]);
+  else if (S.sel) html = stairCellHtml(...S.sel);
+  else if (S.kvSel) { const i = slotPositions(stepObj()).indexOf(S.kvSel.p); if (i >= 0) html = kvCellHtml(i, S.kvSel.m, S.kvSel.j); }
+  t.hidden = !html; $('cellhint').hidden = !!html;
+  if (html) t.innerHTML = html;
+}
+function stairCellAt(ev) {
+  const g = stairGeo, b = $('stair').getBoundingClientRect();
+  const r = g.r0 + Math.floor((ev.clientY - b.top - g.y0) / g.cell), c = g.c0 + Math.floor((ev.clientX - b.left - g.x0) / g.cell);
+  return r >= g.r0 && c >= g.c0 && r < g.rows && r < g.r0 + g.n && c < g.c0 + g.n && c < P ? [r, c] : null;
+}
+function stairHover(ev) {
+  const old = stairGeo.hover;
+  stairGeo.hover = stairCellAt(ev);
+  if (String(old) !== String(stairGeo.hover)) drawStair();
+  drawCell();
+}
+function kvCellAt(ev) {
+  const g = kvGeo, b = $('kv').getBoundingClientRect(), s = stepObj();
   const x = ev.clientX - b.left, y = ev.clientY - b.top;
   let i = g.ys ? g.ys.findIndex((yy) => y >= yy && y < yy + g.rh) : -1, m = -1, j = -1;
   for (let k = 0; k < 3 && i >= 0; k++) if (x >= g.mx(k) && x < g.mx(k) + hs * g.cw) { m = k; j = Math.floor((x - g.mx(k)) / g.cw); }
   if (m === 0 && !isNew(s, g.pos[i])) m = -1;
-  const old = g.hover;
-  g.hover = i >= 0 && m >= 0 ? [i, m, j] : null;
-  if (String(old) !== String(g.hover)) drawKV();
-  if (!g.hover) return tip(ev, null);
-  const p = g.pos[i], name = ['q', 'K', 'V'][m], v = headData(h)[name.toLowerCase()][p * hs + j];
-  tip(ev, '<table>' + row(name, '<span class="big">' + sig(v, 4) + '</span> <span class="exact">' + g9(v) + '</span>') +
-    row('token', 'pos ' + p + ' ' + esc(tokenText(p))) + row('where', 'cache slot ' + i + ', dimension ' + j + ' of ' + hs + ', head ' + h.head) +
-    (isNew(s, p) ? row('', '<b>new</b>: appended by this step') : '') + '</table>');
+  return i >= 0 && m >= 0 ? [i, m, j] : null;
+}
+function kvHover(ev) {
+  const old = kvGeo.hover;
+  kvGeo.hover = kvCellAt(ev);
+  if (String(old) !== String(kvGeo.hover)) drawKV();
+  drawCell();
+}
+function stairClick(ev) {
+  const rc = stairCellAt(ev);
+  S.sel = rc && String(rc) !== String(S.sel) ? rc : null; S.kvSel = null;
+  render();
+}
+function kvClick(ev) {
+  const c = kvCellAt(ev), p = c ? kvGeo.pos[c[0]] : -1;
+  const same = c && S.kvSel && S.kvSel.p === p && S.kvSel.m === c[1] && S.kvSel.j === c[2];
+  S.kvSel = c && !same ? { p, m: c[1], j: c[2] } : null; S.sel = null;
+  render();
+}
+
+// ---- the view in the URL: #step=8&layer=1&head=4&view=weights&zoom=2&present=1&q=67&k=14
+// The page opens on its own default view (kvscope run --html-view, D.run.view), then on the
+// fragment's; a step, layer, head or zoom that does not exist opens the nearest that does,
+// and the notice says so. Every move writes the fragment back (replacing, not adding, a
+// history entry), so the address bar is a link to what is on screen.
+const nearest = (list, x) => list.reduce((b, v) => (Math.abs(v - x) < Math.abs(b - x) ? v : b), list[0]);
+const range = (list) => list.length > 1 && list[list.length - 1] - list[0] === list.length - 1
+  ? list[0] + '\u2013' + list[list.length - 1] : list.join(', ');
+function applyView(frag, notes) {
+  const kv = new Map();
+  for (const part of frag.replace(/^#/, '').split(/[&,;]/)) {
+    if (!part) continue;
+    const k = part.indexOf('=');
+    kv.set(decodeURIComponent(k < 0 ? part : part.slice(0, k)).trim(), decodeURIComponent(k < 0 ? '' : part.slice(k + 1)).trim());
+  }
+  const num = (v) => (/^-?\d+$/.test(v) ? parseInt(v, 10) : NaN);
+  const known = ['step', 'layer', 'head', 'view', 'zoom', 'present', 'q', 'k'];
+  for (const k of kv.keys()) if (!known.includes(k)) notes.push('\u201c' + esc(k) + '\u201d is not a setting of this page (' + known.join(', ') + '): ignored.');
+  if (kv.has('layer')) {
+    const want = num(kv.get('layer')), l = isNaN(want) ? layers[0] : nearest(layers, want);
+    if (l !== want) notes.push('There is no layer ' + esc(kv.get('layer')) + ' in this page (layers ' + range(layers) + '): showing layer ' + l + '.');
+    S.layer = l;
+  }
+  const heads = headsOf(S.layer).map((h) => h.head);
+  if (kv.has('head')) {
+    const want = num(kv.get('head')), hd = isNaN(want) ? heads[0] : nearest(heads, want);
+    if (hd !== want) notes.push('There is no head ' + esc(kv.get('head')) + ' of layer ' + S.layer + ' in this page (heads ' + range(heads) + '): showing head ' + hd + '.');
+    S.head = hd;
+  } else if (!heads.includes(S.head)) S.head = heads[0];
+  if (kv.has('step')) {
+    const v = kv.get('step'), nums = STEPS.map((x) => x.step), last = nums[nums.length - 1];
+    const want = v === 'last' ? last : num(v), st = isNaN(want) ? 0 : nearest(nums, want);
+    if (st !== want) notes.push('There is no step ' + esc(v) + ' in this run (' + (nums.length > 1 ? 'steps ' + range(nums) + ', 0 is the prefill' : 'it has only the prefill, step 0') +
+      '): showing ' + (st ? 'step ' + st : 'the prefill') + '.');
+    S.step = stepAt.get(st);
+  }
+  if (kv.has('view')) {
+    const v = kv.get('view');
+    if (v !== 'weights' && v !== 'scores') notes.push('There is no view \u201c' + esc(v) + '\u201d (weights or scores): showing ' + S.view + '.');
+    else S.view = v;
+  }
+  if (kv.has('zoom')) {
+    const want = parseFloat(kv.get('zoom')), z = isNaN(want) ? 1 : nearest(ZOOMS, want);
+    if (z !== want) notes.push('There is no zoom \u00d7' + esc(kv.get('zoom')) + ' (1, 2, 4 or 8): showing \u00d7' + z + '.');
+    S.zoom = z;
+  }
+  if (kv.has('present')) S.present = kv.get('present') === '1';
+  if (kv.has('q') || kv.has('k')) {
+    const q = num(kv.get('q') || ''), k = num(kv.get('k') || ''), rows = shownRows(stepObj());
+    if (q >= 0 && k >= 0 && q < rows && k < P) { S.sel = [q, k]; S.kvSel = null; }
+    else notes.push('There is no cell (query ' + esc(kv.get('q')) + ', key ' + esc(kv.get('k')) + ') at this step (queries 0\u2013' + (rows - 1) + '): none selected.');
+  }
+}
+function fragment() {
+  let f = 'step=' + STEPS[S.step].step + '&layer=' + S.layer + '&head=' + S.head + '&view=' + S.view;
+  if (S.zoom > 1) f += '&zoom=' + S.zoom;
+  if (S.present) f += '&present=1';
+  if (S.sel) f += '&q=' + S.sel[0] + '&k=' + S.sel[1];
+  return f;
+}
+let written = null;
+function writeFragment() {
+  const f = fragment();
+  if (f === written) return;
+  written = f;
+  try { history.replaceState(null, '', '#' + f); } catch (e) { location.replace('#' + f); }
+}
+function notice(notes) {
+  $('notice').hidden = !notes.length;
+  $('notice').innerHTML = notes.join(' ');
+}
+function openView(frag) {
+  const notes = [];
+  applyView(frag, notes);
+  notice(notes);
 }
 
 // ---- controls ----
@@ -609,6 +760,10 @@ const ICONS = { first: 'M3 2h2v12H3zM14 2v12L6 8z', prev: 'M12 2v12L4 8z', next:
   last: 'M11 2h2v12h-2zM2 2v12l8-6z', play: 'M4 2v12l10-6z', pause: 'M3 2h4v12H3zm6 0h4v12H9z' };
 const icon = (k) => '<svg viewBox="0 0 16 16"><path d="' + ICONS[k] + '"/></svg>';
 function go(i) { S.step = Math.max(0, Math.min(STEPS.length - 1, i)); render(); }
+function zoom(delta) {
+  S.zoom = ZOOMS[Math.max(0, Math.min(ZOOMS.length - 1, ZOOMS.indexOf(S.zoom) + delta))]; render();
+}
+function present(on) { S.present = on; render(); }
 function play(on) {
   if (S.timer) { clearInterval(S.timer); S.timer = null; }
   if (on) {
@@ -638,29 +793,59 @@ function controls() {
     buildThumbs(); render();
   };
   for (const b of $('view').children) b.onclick = () => { S.view = b.dataset.view; render(); };
+  $('zoomin').onclick = () => zoom(1); $('zoomout').onclick = () => zoom(-1);
+  $('present').onclick = () => present(!S.present);
   document.addEventListener('keydown', (e) => {
     const tag = e.target.tagName;
     if (tag === 'SELECT' || (tag === 'INPUT' && e.key !== ' ')) return;
     const k = { ArrowRight: () => go(S.step + 1), ArrowLeft: () => go(S.step - 1), Home: () => go(0),
-      End: () => go(STEPS.length - 1), ' ': () => play(!S.timer), ArrowUp: () => setHead(-1), ArrowDown: () => setHead(1) }[e.key];
+      End: () => go(STEPS.length - 1), ' ': () => play(!S.timer), ArrowUp: () => setHead(-1), ArrowDown: () => setHead(1),
+      '+': () => zoom(1), '=': () => zoom(1), '-': () => zoom(-1), p: () => present(!S.present), P: () => present(!S.present), Escape: () => { S.sel = S.kvSel = null; render(); } }[e.key];
     if (k) { e.preventDefault(); k(); }
   });
   document.addEventListener('keyup', (e) => { if (e.key === ' ' && e.target.tagName === 'BUTTON') e.preventDefault(); });
   $('stair').addEventListener('mousemove', stairHover);
-  $('stair').addEventListener('mouseleave', (e) => { stairGeo.hover = null; drawStair(); tip(e, null); });
+  $('stair').addEventListener('mouseleave', () => { stairGeo.hover = null; drawStair(); drawCell(); });
+  $('stair').addEventListener('click', stairClick);
   $('kv').addEventListener('mousemove', kvHover);
-  $('kv').addEventListener('mouseleave', (e) => { kvGeo.hover = null; drawKV(); tip(e, null); });
+  $('kv').addEventListener('mouseleave', () => { kvGeo.hover = null; drawKV(); drawCell(); });
+  $('kv').addEventListener('click', kvClick);
   window.addEventListener('resize', render);
+  window.addEventListener('hashchange', () => {     // the address bar edited by hand
+    if (location.hash.slice(1) === written) return;
+    openView(location.hash); buildThumbs(); render();
+  });
+  // a notice about the opening view goes with the first thing the user does
+  for (const ev of ['keydown', 'click']) document.addEventListener(ev, () => {
+    if ($('notice').hidden) return;
+    notice([]); requestAnimationFrame(render);   // the space it took goes back to the panels
+  }, true);
 }
 
+// Where the selected cell's panel sits: under the staircase, or, in a short wide window
+// (the CSS's three columns), on top of the right-hand column.
+const COMPACT = window.matchMedia('(max-height: 860px) and (min-width: 1000px)');
+function placeCell() {
+  const home = COMPACT.matches ? $('costs') : $('stair-panel');
+  if ($('cell').parentElement !== home) home.insertBefore($('cell'), COMPACT.matches ? home.firstChild : null);
+}
 function render() {
+  selectionValid();
+  placeCell();
+  document.body.classList.toggle('present', S.present);
+  $('present').classList.toggle('on', S.present);
+  $('zoomlabel').textContent = '\u00d7' + S.zoom;
   $('step').value = S.step;
   for (const b of $('view').children) b.classList.toggle('on', b.dataset.view === S.view);
   $('layer').value = S.layer;
   document.body.dataset.step = STEPS[S.step].step;
   document.body.dataset.head = S.head;
   document.body.dataset.layer = S.layer;
-  drawText(); titles(); drawStair(); drawKV(); drawMem(); drawFlops(); drawThumbs();
+  document.body.dataset.view = S.view;
+  document.body.dataset.zoom = S.zoom;
+  // everything that sets the layout's sizes first, then the canvases that fill it
+  drawText(); titles(); drawCell(); drawMem(); drawFlops(); drawThumbs(); drawStair(); drawKV();
+  writeFragment();
 }
 
 if (!STEPS.length || !HEADS.length) {
@@ -668,5 +853,8 @@ if (!STEPS.length || !HEADS.length) {
     : 'The run stopped before its prefill (a memory cap?): there is nothing to show.') + '</p>';
   return;
 }
-controls(); buildThumbs(); badges(); render();
+controls();
+applyView(D.run.view || '', []);            // the page's own default view (its maker chose it)
+openView(location.hash);
+buildThumbs(); badges(); render();
 })();
