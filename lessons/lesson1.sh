@@ -22,7 +22,7 @@ function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i])
 FNR == 1 { header(); next }
 col("step") == 0 {
     id = col("token_id") + 0; pos[++T] = col("pos"); tok[T] = id; txt[T] = col("text")
-    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; rowzh[T] = "（起始字节）"; next }
+    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; rowzh[T] = "（起始词元）"; next }
     if (id < 128 || id >= 192) { flush(); first = T }
     b[++n] = id
 }
@@ -176,18 +176,18 @@ if [ "$bytes_ok" != 0 ]; then
     } > "$D/prompt.md"
     {
         if [ "$bytes_ok" = 2 ]; then
-            printf '这个模型先读一个起始字节（start byte，BOS：`⟨s⟩`，任何 UTF-8 文本都不含的一个字节值），再读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
-            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，加上起始字节，**T = %s 个词元**：\n' \
+            printf '这个模型先读一个起始词元（start token，BOS，记作 `⟨s⟩`，是任何 UTF-8 文本都不含的一个字节值），再逐个读文本的 UTF-8 字节，一个字节一个词元。每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，%s 个汉字就是 %s 个字节，加上起始词元，共 **T = %s 个词元**。内置模型没有起始词元，同一段文字在它那里少一个词元。\n' \
                 "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
         else
-            printf '这个模型读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
-            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，**T = %s 个词元**：\n' \
+            printf '这个模型逐个读文本的 UTF-8 字节，一个字节一个词元。每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，%s 个汉字就是 %s 个字节，共 **T = %s 个词元**。\n' \
                 "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
         fi
         echo
         cat "$D/tokens.zh.md"
         echo
-        echo "（真正的 GPT-2 分词器（tokenizer）会把常见的字节序列合并成一个词元，所以这段文字用的词元会更少；但缓存的计数规则不变。）"
+        echo "（真正的 GPT-2 分词器（tokenizer）会把常见的字节序列合并成一个词元，这段文字用的词元会更少，但缓存的计数规则不变。）"
     } > "$D/prompt.zh.md"
 else
     {

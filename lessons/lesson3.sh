@@ -31,7 +31,7 @@ kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
 WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
-ZWHO="归纳分数最高的头（第 $IND_L 层第 $IND_H 个头）"
+ZWHO="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" --quiet
@@ -92,6 +92,14 @@ rm -rf "$D/gen_full" "$D/gen_bug"
     printf '%-20s %s\n' "the full cache:" "$(printf '%s' "$full" | sed 's/ /␣/g')"
     printf '%-20s %s\n' "the article's cache:" "$(printf '%s' "$bug" | sed 's/ /␣/g')"
 } > "$D/texts.txt"
+# the same lines with Chinese labels, for lessons/zh/lesson3.md (twins.sh compares what
+# follows each label)
+{
+    label_zh "提示词：" 16; printf '%s\n' "$PROMPT"
+    label_zh "应当复制出：" 16; printf '%s\n' "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"
+    label_zh "完整缓存：" 16; printf '%s\n' "$(printf '%s' "$full" | sed 's/ /␣/g')"
+    label_zh "原文的缓存：" 16; printf '%s\n' "$(printf '%s' "$bug" | sed 's/ /␣/g')"
+} > "$D/texts.zh.txt"
 kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
 kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"
 kv "$V" copied_bug "$(copied "$bug" "$COPY_WANT")"
