@@ -64,7 +64,7 @@ BEGIN {
     z["attn.hook_v"] = "新词元的值：c_attn 的第 2C..3C-1 列"
     z["attn.cache_k"] = "追加新键之后的 K 缓存：到目前为止的每个词元"
     z["attn.cache_v"] = "V 缓存，同上，存的是值"
-    z["attn.hook_attn_scores"] = "分数 q·kᵀ/√hs：每个头一个（新词元）×（全部词元）矩阵，未来被遮住"
+    z["attn.hook_attn_scores"] = "注意力分数 q·kᵀ/√hs：每个头一个（新词元）×（全部词元）矩阵，未来被遮住"
     z["attn.hook_pattern"] = "注意力权重：每行分数做 softmax（每行之和为 1）"
     z["attn.hook_z"] = "每个头对缓存中的值所做的加权和"
     z["hook_attn_out"] = "c_proj：各头拼回 C 个数并混合"
@@ -74,7 +74,7 @@ BEGIN {
     z["mlp.hook_post"] = "再做 GELU"
     z["hook_mlp_out"] = "MLP 的 c_proj：变回 C"
     z["hook_resid_post"] = "残差 + MLP 输出：本块的输出（下一块的输入）"
-    z["hook_logits"] = "ln_f，再经 lm_head（复用嵌入矩阵）：词表中每一项一个分数，只算最后一个位置"
+    z["hook_logits"] = "ln_f，再经 lm_head（复用嵌入矩阵）：词表中每一项一个 logit，只算最后一个位置"
 }
 FNR == 1 { header(); next }
 # the first block and what follows the last one; every block has the same shapes

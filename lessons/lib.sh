@@ -173,8 +173,8 @@ label_zh() {
 
 model_words_zh() {
     case "$MODEL_ARGS" in
-    "") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-    "--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
+    "") echo "内置模型（built-in model，随机权重，宽度与 GPT-2 small 相同）" ;;
+    "--model data/model") echo "kvscope 训练好的模型（trained model，即 \`data/model/\`，一个在英王钦定本《圣经》上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
     *) echo "\`$MODEL_ARGS\` 指定的权重" ;;
     esac
 }
