@@ -22,7 +22,7 @@ function flush() { if (n) { for (i = 1; i <= n; i++) ch = ch sprintf("%c", b[i])
 FNR == 1 { header(); next }
 col("step") == 0 {
     id = col("token_id") + 0; pos[++T] = col("pos"); tok[T] = id; txt[T] = col("text")
-    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; rowzh[T] = "（起始字节）"; next }
+    if (txt[T] == "⟨s⟩") { row[T] = "(the start token)"; rowzh[T] = "（起始词元）"; next }
     if (id < 128 || id >= 192) { flush(); first = T }
     b[++n] = id
 }
@@ -64,7 +64,7 @@ BEGIN {
     z["attn.hook_v"] = "新词元的值：c_attn 的第 2C..3C-1 列"
     z["attn.cache_k"] = "追加新键之后的 K 缓存：到目前为止的每个词元"
     z["attn.cache_v"] = "V 缓存，同上，存的是值"
-    z["attn.hook_attn_scores"] = "分数 q·kᵀ/√hs：每个头一个（新词元）×（全部词元）矩阵，未来被遮住"
+    z["attn.hook_attn_scores"] = "注意力分数 q·kᵀ/√hs：每个头一个（新词元）×（全部词元）矩阵，未来被遮住"
     z["attn.hook_pattern"] = "注意力权重：每行分数做 softmax（每行之和为 1）"
     z["attn.hook_z"] = "每个头对缓存中的值所做的加权和"
     z["hook_attn_out"] = "c_proj：各头拼回 C 个数并混合"
@@ -74,7 +74,7 @@ BEGIN {
     z["mlp.hook_post"] = "再做 GELU"
     z["hook_mlp_out"] = "MLP 的 c_proj：变回 C"
     z["hook_resid_post"] = "残差 + MLP 输出：本块的输出（下一块的输入）"
-    z["hook_logits"] = "ln_f，再经 lm_head（复用嵌入矩阵）：词表中每一项一个分数，只算最后一个位置"
+    z["hook_logits"] = "ln_f，再经 lm_head（复用嵌入矩阵）：词表中每一项一个 logit，只算最后一个位置"
 }
 FNR == 1 { header(); next }
 # the first block and what follows the last one; every block has the same shapes
@@ -176,18 +176,18 @@ if [ "$bytes_ok" != 0 ]; then
     } > "$D/prompt.md"
     {
         if [ "$bytes_ok" = 2 ]; then
-            printf '这个模型先读一个起始字节（start byte，BOS：`⟨s⟩`，任何 UTF-8 文本都不含的一个字节值），再读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
-            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，加上起始字节，**T = %s 个词元**：\n' \
+            printf '这个模型先读一个起始词元（start token，BOS，记作 `⟨s⟩`，是任何 UTF-8 文本都不含的一个字节值），再逐个读文本的 UTF-8 字节，一个字节一个词元。每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，%s 个汉字就是 %s 个字节，加上起始词元，共 **T = %s 个词元**。内置模型没有起始词元，同一段文字在它那里少一个词元。\n' \
                 "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
         else
-            printf '这个模型读文本的 UTF-8 字节，一个字节一个词元。这里每个汉字在 UTF-8 中占 '
-            printf '%s 个字节，所以 %s 个汉字是 %s 个字节，**T = %s 个词元**：\n' \
+            printf '这个模型逐个读文本的 UTF-8 字节，一个字节一个词元。每个汉字在 UTF-8 中占 '
+            printf '%s 个字节，%s 个汉字就是 %s 个字节，共 **T = %s 个词元**。\n' \
                 "$(value "$V" bytes_per_char)" "$(value "$V" chars)" "$(value "$V" bytes)" "$T"
         fi
         echo
         cat "$D/tokens.zh.md"
         echo
-        echo "（真正的 GPT-2 分词器（tokenizer）会把常见的字节序列合并成一个词元，所以这段文字用的词元会更少；但缓存的计数规则不变。）"
+        echo "（真正的 GPT-2 分词器（tokenizer）会把常见的字节序列合并成一个词元，这段文字用的词元会更少，但缓存的计数规则不变。）"
     } > "$D/prompt.zh.md"
 else
     {

@@ -24,8 +24,8 @@ for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k 
 awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v zh="$D/ind_words.zh.md" 'BEGIN {
     if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score %.2f at every copy length),\n", L, H, sc
     else printf "the head with the best **induction score** (layer %d, head %d, %.2f: no head of this model is an induction head, lesson 8),\n", L, H, sc
-    if (L >= 1 && sc >= 0.5) printf "一个**归纳头（induction head）**（第 %d 层第 %d 个头，在每个复制长度上归纳分数都至少 %.2f），", L, H, sc > zh
-    else printf "归纳分数最高的那个头（第 %d 层第 %d 个头，%.2f：这个模型没有一个头算得上归纳头（induction head），见第 8 课），", L, H, sc > zh
+    if (L >= 1 && sc >= 0.5) printf "一个**归纳头（induction head）**（第 %d 层的 %d 号头，在每个复制长度上归纳分数都至少 %.2f），", L, H, sc > zh
+    else printf "归纳分数最高的那个头（第 %d 层的 %d 号头，%.2f：这个模型没有一个头算得上归纳头（induction head），见第 8 课），", L, H, sc > zh
 }' > "$D/ind_words.md"
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
@@ -44,17 +44,17 @@ done
 rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 IW="the head with the best induction score (layer $IND_L, head $IND_H)"
-ZW="归纳分数最高的头（第 $IND_L 层第 $IND_H 个头）"
+ZW="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal" \
     "预填充（prefill），$ZW：重复句子的 ${T0}×${T0} 注意力权重（标题 Prefill, layer $IND_L, head $IND_H: attention weights）。纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元，色标 weight 为 0 到 1，灰色是被因果掩码遮住的未来。一个靠匹配来复制的头，会在第二遍的那些行里、对角线左边一个副本长度处画出一条亮线"
 figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before" \
-    "预填充，前一词元头（previous-token head，第 $PREV_L 层第 $PREV_H 个头）的注意力权重：纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元；每行的大部分权重落在对角线紧左边，也就是前一个词元上"
+    "预填充，前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）的注意力权重：纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元；每行的大部分权重落在对角线紧左边，也就是前一个词元上"
 figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight" \
     "预填充，$ZW：softmax 之前的分数 q·k/√hs（标题里的 scores；蓝为负，红为正，纵轴 query、横轴 key）——一行中最高的分数拿走这一行的大部分权重"
 figure prefill_step_ind.png "Prefill, $IW, from real values: Q, K and V of all ${T0} tokens, the masked scores, their softmax and the output Z — every row of Q meets every row of K at once" \
     "预填充，$ZW，全部取自真实数值（标题：全部 ${T0} 个提示词词元一次算完）：上排是 ${T0} 个词元的 Q、K、V（queries、keys、values），下排是遮住未来后的分数 scores、它们的 softmax 权重 weights 和输出 Z = weights·V——Q 的每一行同时与 K 的每一行相遇"
 figure prefill_heads_ind.png "Prefill: the attention weights of every head of layer $IND_L on one colour scale — each head looks at the prompt in its own way" \
-    "预填充：第 $IND_L 层全部注意力头（head 0、head 1……）的注意力权重，共用一个色标（weight，0 到 1）——每个头都以自己的方式看这段提示词"
+    "预填充：第 $IND_L 层全部注意力头（0 号头、1 号头……）的注意力权重，共用一个色标（weight，0 到 1）——每个头都以自己的方式看这段提示词"
 # What each head of that layer does, from kvscope heads' scores (the caption below the
 # figure says only this).
 awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
@@ -64,10 +64,10 @@ awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
         else if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
         else if (s >= 0.5) w = sprintf("head %d mostly on position 0 (%.2f)", h, s)
         else w = sprintf("head %d spread out (previous byte %.2f, position 0 %.2f, %.1f bits of entropy)", h, p, s, e)
-        if (i >= 0.5) z = sprintf("head %d 是归纳头（在最不利的复制长度上，仍有 %.2f 的权重落在前一个副本中紧接其后的词元上；位置 0 占 %.2f）", h, i, s)
-        else if (p >= 0.5) z = sprintf("head %d 主要看前一个字节（%.2f）", h, p)
-        else if (s >= 0.5) z = sprintf("head %d 主要看位置 0（%.2f）", h, s)
-        else z = sprintf("head %d 比较分散（前一个字节占 %.2f，位置 0 占 %.2f，熵 %.1f 比特）", h, p, s, e)
+        if (i >= 0.5) z = sprintf("%d 号头是归纳头（在最不利的复制长度上，仍有 %.2f 的权重落在前一个副本中紧接其后的词元上；位置 0 占 %.2f）", h, i, s)
+        else if (p >= 0.5) z = sprintf("%d 号头主要看前一个字节（%.2f）", h, p)
+        else if (s >= 0.5) z = sprintf("%d 号头主要看位置 0（%.2f）", h, s)
+        else z = sprintf("%d 号头比较分散（前一个字节占 %.2f，位置 0 占 %.2f，熵 %.1f 比特）", h, p, s, e)
         out = out (out == "" ? "" : "; ") w; outz = outz (outz == "" ? "" : "；") z }
     END { print out "."; print outz "。" > zh }' zh="$D/layer_heads.zh.md" "$D/heads/heads.csv" > "$D/layer_heads.md"
 

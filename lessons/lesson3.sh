@@ -31,7 +31,7 @@ kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
 WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
-ZWHO="归纳分数最高的头（第 $IND_L 层第 $IND_H 个头）"
+ZWHO="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" \
@@ -93,6 +93,14 @@ rm -rf "$D/gen_full" "$D/gen_bug"
     printf '%-20s %s\n' "the full cache:" "$(printf '%s' "$full" | sed 's/ /␣/g')"
     printf '%-20s %s\n' "the article's cache:" "$(printf '%s' "$bug" | sed 's/ /␣/g')"
 } > "$D/texts.txt"
+# the same lines with Chinese labels, for lessons/zh/lesson3.md (twins.sh compares what
+# follows each label)
+{
+    label_zh "提示词：" 16; printf '%s\n' "$PROMPT"
+    label_zh "应当复制出：" 16; printf '%s\n' "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"
+    label_zh "完整缓存：" 16; printf '%s\n' "$(printf '%s' "$full" | sed 's/ /␣/g')"
+    label_zh "原文的缓存：" 16; printf '%s\n' "$(printf '%s' "$bug" | sed 's/ /␣/g')"
+} > "$D/texts.zh.txt"
 kv "$V" copy_len "$(printf '%s' "$COPY_WANT" | wc -c | tr -d ' ')"
 kv "$V" copied_full "$(copied "$full" "$COPY_WANT")"
 kv "$V" copied_bug "$(copied "$bug" "$COPY_WANT")"
@@ -101,8 +109,8 @@ kv "$V" phrase_start "$PHRASE_START"
 awk -v a="$(value "$V" copied_full)" -v n="$(value "$V" copy_len)" -v zh="$D/copy_verdict.zh.md" 'BEGIN {
     if (a >= 0.9 * n) print "The full cache copies the sentence: the cache is what lets it."
     else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy length.\n", a, n
-    if (a >= 0.9 * n) print "完整的缓存抄出了这个句子：正是缓存让它做到的。" > zh
-    else printf "这里完整的缓存也没有抄出这个句子（%d 个字节中的 %d 个）：这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制长度上测量这一点。\n", n, a > zh
+    if (a >= 0.9 * n) print "完整的缓存复制出了这个句子，这正是缓存的功劳。" > zh
+    else printf "这里完整的缓存也没有复制出这个句子（%d 个字节中只对了 %d 个），因为这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制长度上测量这一点。\n", n, a > zh
 }' > "$D/copy_verdict.md"
 claim "the forgetful cache repeats at most a fifth of the first copy" \
     "$(value "$V" copied_bug) <= 0.2 * $(value "$V" copy_len)"

@@ -99,10 +99,16 @@ kv "$V" rprompt_tokens "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("ste
 {
     printf '%-21s %s\n' "the prompt:" "$REPEAT_PROMPT"
     printf '%-21s %s\n' "a copy would write:" "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"
+    # the same lines with Chinese labels, for lessons/zh/lesson6.md (twins.sh compares what
+    # follows each label)
+    { label_zh "提示词：" 25; printf '%s\n' "$REPEAT_PROMPT"
+      label_zh "应当复制出：" 25; printf '%s\n' "$(printf '%s' "$COPY_WANT" | sed 's/ /␣/g')"; } > "$D/window_texts.zh.txt"
     for w in full big small; do
         t=$(generated "$D/g_$w")
         case $w in full) lbl="the full cache:" ;; big) lbl="window $WBIG, $S sinks:" ;; small) lbl="window $WSMALL, $S sinks:" ;; esac
         printf '%-21s %s\n' "$lbl" "$(printf '%s' "$t" | sed 's/ /␣/g')"
+        case $w in full) lbl="完整缓存：" ;; big) lbl="窗口 $WBIG，$S 个汇聚位置：" ;; small) lbl="窗口 $WSMALL，$S 个汇聚位置：" ;; esac
+        { label_zh "$lbl" 25; printf '%s\n' "$(printf '%s' "$t" | sed 's/ /␣/g')"; } >> "$D/window_texts.zh.txt"
         kv "$V" copied_$w "$(copied "$t" "$COPY_WANT")"
         kv "$V" spaces_$w "$(printf '%s' "$t" | tr -cd ' ' | wc -c | tr -d ' ')"
     done
@@ -116,13 +122,13 @@ awk -v f="$(value "$V" copied_full)" -v b="$(value "$V" copied_big)" -v s="$(val
     -v n="$(value "$V" copy_len)" -v en="$D/window_verdict.md" -v zh="$D/window_verdict.zh.md" 'BEGIN {
     if (b >= 0.9 * n && s <= 0.2 * n) {
         print "The window that still holds the first copy copies it; the window whose W − S is shorter than the distance does not." > en
-        print "仍然装得下第一遍原文的窗口照抄了它；W − S 比这段距离短的窗口则抄不出来。" > zh
+        print "仍然装得下第一遍原文的窗口复制出了它；W − S 比这段距离短的窗口则复制不出来。" > zh
     } else if (f < 0.9 * n) {
         printf "This model does not copy the sentence even with the full cache (%d of %d bytes), so no window can show what it takes away; lesson 8 measures copying where only copying helps.\n", f, n > en
-        printf "这个模型即使用完整缓存也没有照抄这句话（%d 个字节里只抄对 %d 个），所以任何窗口都显示不出它拿走了什么；第 8 课在只有照抄才有用的地方测量照抄。\n", n, f > zh
+        printf "这个模型即使用完整缓存也没有复制这句话（%d 个字节里只复制对 %d 个），所以任何窗口都显示不出它拿走了什么；第 8 课在只有复制才有用的地方测量复制。\n", n, f > zh
     } else {
         printf "The full cache copies (%d of %d bytes); the window that holds the first copy %d, the shorter one %d.\n", f, n, b, s > en
-        printf "完整缓存照抄了（%d 个字节中的 %d 个）；装得下第一遍原文的窗口抄对 %d 个，较短的窗口抄对 %d 个。\n", n, f, b, s > zh
+        printf "完整缓存复制出了 %d 个字节中的 %d 个；装得下第一遍原文的窗口复制对 %d 个，较短的窗口复制对 %d 个。\n", n, f, b, s > zh
     }
 }'
 claim "the window shorter than the distance repeats at most a fifth of the first copy" \
@@ -176,11 +182,11 @@ kv "$V" nctx "$NCTX"
 awk -v k="$(value "$V" loss_sinks)" -v e="$(value "$V" loss_evict)" \
     -v en="$D/sinks_loss_verdict.md" -v zh="$D/sinks_loss_verdict.zh.md" 'BEGIN {
     if (k < e) { printf "The window that keeps the start byte predicts the text better than the one that evicts it: %.3f bits per byte past the window against %.3f.\n", k, e > en
-                 printf "保留起始字节的窗口比驱逐它的窗口预测得更准：在超出窗口长度的位置上每字节 %.3f 比特，后者为 %.3f 比特。\n", k, e > zh }
+                 printf "保留起始词元的窗口比驱逐它的窗口预测得更准：在超出窗口长度的位置上每字节 %.3f 比特，后者为 %.3f 比特。\n", k, e > zh }
     else { printf "Here keeping the start byte does not help: %.3f bits per byte past the window against %.3f for the window that evicts it.\n", k, e > en
-           printf "这里保留起始字节并没有帮助：在超出窗口长度的位置上每字节 %.3f 比特，驱逐它的窗口为 %.3f 比特。\n", k, e > zh } }'
+           printf "这里保留起始词元并没有帮助：在超出窗口长度的位置上每字节 %.3f 比特，驱逐它的窗口为 %.3f 比特。\n", k, e > zh } }'
 figure sinks_loss.png "The loss at every position of a text four windows long: the full cache, a window of $LW that keeps the start byte, and one of $LW that evicts it" \
-    "一段长达四个窗口的文本上每个位置（position）的损失：横轴是文本中的位置（词元），纵轴是损失（每词元比特数，8 个位置的平均）；三条曲线分别是完整缓存、保留起始字节的 $LW 词元窗口，以及同样大小但驱逐起始字节的窗口"
+    "一段长达四个窗口的文本上每个位置（position）的损失：横轴是文本中的位置（词元），纵轴是损失（每词元比特数，8 个位置的平均）；三条曲线分别是完整缓存、保留起始词元的 $LW 词元窗口，以及同样大小但驱逐起始词元的窗口"
 
 # 6. What K and V hold, channel by channel, and how int8 should group them: the same text
 # through the fp32 cache, then with K and V read back through int8 grouped per token or per

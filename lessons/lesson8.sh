@@ -27,7 +27,7 @@ if [ "$MODEL_ARGS" = "--model data/model" ]; then
     pct=$(awk -v s="$share" 'BEGIN { printf "%.0f", 100 * s }')
     tpct=$(awk -v s="$text" 'BEGIN { printf "%.0f", 100 * s }')
     printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
-    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批处理（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
+    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批次（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
 else
     echo "(The shipped model's training mixed in sequences that repeat a segment, with a period that varies from sequence to sequence.)" > "$D/curriculum.md"
     echo "（随附模型的训练数据中混入了重复某段内容的序列，重复周期因序列而异。）" > "$D/curriculum.zh.md"
@@ -36,7 +36,7 @@ fi
 # 1. Every head measured at every copy length, the chart drawn by kvscope heads.
 "$KV" heads $MODEL_ARGS --out "$D/heads" --plots "$P" --quiet
 figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy lengths), the weight on position 0 and the entropy, and every head's induction score at each copy length" \
-    "每个注意力头（head）在做什么：每个小图中一格对应一个层（layer，纵轴）和头（横轴）；各小图依次是上下文中点之前和之后的前一词元得分（previous token）、归纳得分（induction，取各复制长度中的最低值）、放在位置 0 上的权重（sink）和注意力行的熵（entropy，比特），最后一图是每个头在每种复制长度下的归纳得分（weight）"
+    "每个注意力头（head）在做什么：每个小图中一格对应一个层（layer，纵轴）和头（横轴）；各小图依次是上下文中点之前和之后的前一词元分数（previous token）、归纳分数（induction，取各复制长度中的最低值）、放在位置 0 上的权重（sink）和注意力行的熵（entropy，比特），最后一图是每个头在每种复制长度下的归纳分数（weight）"
 pick_heads "$D/heads"
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
 awk -F, -v L=$PREV_L -v H=$PREV_H -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
@@ -69,7 +69,7 @@ f == 1 { if (col("layer") == L && col("head") == H) mine[col("copy_len")] = col(
 END {
     print "| copy length R | best head (layer, head): induction | layer " L ", head " H ": induction | first copy, bits/byte | second copy, bits/byte |"
     print "|---:|---|---:|---:|---:|"
-    print "| 复制长度 R | 最佳头（层, 头）：归纳 | 第 " L " 层第 " H " 个头：归纳 | 第一遍，比特/字节 | 第二遍，比特/字节 |" > zh
+    print "| 复制长度 R | 最佳头（层, 头）：归纳 | 第 " L " 层的 " H " 号头：归纳 | 第一遍，比特/字节 | 第二遍，比特/字节 |" > zh
     print "|---:|---|---:|---:|---:|" > zh
     for (a = 1; a <= n; a++) {
         printf "| %d | %d, %d: %.2f | %.2f | %.2f | %.2f |\n", len[a], bl[a], bh[a], bi[a], mine[len[a]], fb[a], sb[a]
@@ -92,9 +92,9 @@ mv "$P/hm/prefill_attn_$(head_name $IND_L $IND_H).png" "$P/repeat_attn_ind.png"
 mv "$P/hm/prefill_attn_$(head_name $PREV_L $PREV_H).png" "$P/repeat_attn_prev.png"
 rm -rf "$P/hm" "$D/tmp"
 figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before" \
-    "前一词元头（previous-token head，第 $PREV_L 层第 $PREV_H 个头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
+    "前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
 figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated" \
-    "归纳得分最高的头（第 $IND_L 层第 $IND_H 个头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
+    "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
 
 # 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted
@@ -156,10 +156,10 @@ awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" wo
     -v en="$D/verdict.md" -v zh="$D/verdict.zh.md" 'BEGIN {
     if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0) {
         printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f > en
-        printf "第 %d 层第 %d 个头是归纳头：在每一种复制长度下，它都把至少 %.2f 的权重放在第一遍中对应位置之后的那个词元上；第二遍每字节最多花费 %.2f 比特，而第一遍至少要 %.2f 比特。它位于比前一词元头更靠后的层，正如这个回路所要求的。\n", L, H, sc, w, f > zh
+        printf "第 %d 层的 %d 号头是归纳头：在每一种复制长度下，它都把至少 %.2f 的权重放在第一遍中对应位置之后的那个词元上；第二遍每字节最多花费 %.2f 比特，而第一遍至少要 %.2f 比特。它所在的层在前一词元头之后，正符合这个回路的要求。\n", L, H, sc, w, f > zh
     } else {
         printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f > en
-        printf "这个模型没有归纳头：在每一种复制长度下都成立的最高得分是 %.2f（第 %d 层第 %d 个头），第二遍每字节仍要花费多达 %.2f 比特（第一遍至少 %.2f 比特）。模型有回路的前一半——一个前一词元头，却没有后一半：下面的照抄能力就是缺了它之后剩下的。\n", sc, L, H, w, f > zh
+        printf "这个模型没有归纳头：在每一种复制长度下都成立的最高分数是 %.2f（第 %d 层的 %d 号头），第二遍每字节仍要花费多达 %.2f 比特（第一遍至少 %.2f 比特）。模型有回路的前一半，即一个前一词元头，却没有后一半；下面的复制能力就是缺了后一半之后剩下的。\n", sc, L, H, w, f > zh
     }
 }'
 

@@ -26,6 +26,8 @@
 #   copied TEXT WANT     how many bytes TEXT reproduces of WANT from its start
 #   model_words          one sentence: which model MODEL_ARGS names
 #   model_words_zh       the same sentence in Chinese, its links relative to lessons/zh/
+#   label_zh TEXT WIDTH  TEXT padded to WIDTH terminal columns, a Chinese character (three
+#                        UTF-8 bytes) taking two: the labels of a Chinese output block
 #   claim WHAT COND      stop the lesson (exit 1, naming WHAT) unless the awk condition
 #                        COND holds: every sentence the prose says of the numbers (which
 #                        head, copies or not, sinks help or not) is a claim, so that
@@ -173,10 +175,16 @@ model_words() {
     esac
 }
 
+label_zh() {
+    b=$(printf '%s' "$1" | wc -c); a=$(printf '%s' "$1" | LC_ALL=C tr -d '\200-\377' | wc -c)
+    pad=$(( $2 - a - 2 * (b - a) / 3 )); [ "$pad" -ge 1 ] || pad=1
+    printf '%s%*s' "$1" "$pad" ''
+}
+
 model_words_zh() {
     case "$MODEL_ARGS" in
-    "") echo "内置模型（built-in model：随机权重，宽度与 GPT-2 small 相同）" ;;
-    "--model data/model") echo "kvscope 训练好的模型（trained model；\`data/model/\`：在英王钦定本《圣经》（King James Bible）上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
+    "") echo "内置模型（built-in model，随机权重，宽度与 GPT-2 small 相同）" ;;
+    "--model data/model") echo "kvscope 训练好的模型（trained model，即 \`data/model/\`，一个在英王钦定本《圣经》上训练的小型字节级 GPT-2，见 [README](../../README.md#train-a-small-gpt-2-kvscope-train-kvscope-heads)）" ;;
     *) echo "\`$MODEL_ARGS\` 指定的权重" ;;
     esac
 }

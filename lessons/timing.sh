@@ -40,7 +40,7 @@ captions_zh() {
     printf '%s\t%s\n' decode_time.png "实测的一个解码步耗时，有缓存（with cache）与无缓存（without cache）：两条线的差距就是加速比，远低于浮点运算次数之比（中位数，误差线为最小–最大）— 第 4 课" \
     kv_memory_rss.png "实测的进程常驻内存（RSS）在 1000 个解码步中跟着缓存的已用字节增长，而不是预留字节 — 第 5 课" > "$1/figures.zh.tsv"
     [ -f "$1/roofline.csv" ] || return 0
-    printf '%s\t%s\n' roofline.png "GPT-2 small 形状的一个解码步在本机屋顶线（roofline）上的位置：每字节浮点运算次数随批大小 B 增长，屋脊左侧受内存带宽限制；右图为首词元延迟与每词元时间 — 第 4 课" >> "$1/figures.zh.tsv"
+    printf '%s\t%s\n' roofline.png "GPT-2 small 形状的一个解码步在本机屋顶线（roofline）上的位置：每字节浮点运算次数随批大小 B 增长，脊点左侧受内存带宽限制；右图为首词元延迟与每词元输出时间 — 第 4 课" >> "$1/figures.zh.tsv"
 }
 # Lesson 4's section on the roofline ({{optional}}: only a measurement writes it).
 roofline_section() {
@@ -80,9 +80,9 @@ roofline_section() {
     {
         echo "![A decode step on this machine's roofline](../../plots/measured/roofline.png)"
         echo
-        echo "*斜的屋顶是带宽在每种“每字节浮点运算次数”下所允许的速度，平的屋顶是 FMA 峰值；两者交于屋脊（这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）。B = 1 时，解码步达到带宽所允许速度（$b1roof GFLOP/s）的 $b1share %：受内存限制。从 B = $offb 起，各点落到斜屋顶之下，任何批最高只达到 $best GFLOP/s（FMA 峰值的 $share %）：这些点从未到达屋脊，因为决定它们速度的是 kvscope 自己的批处理步，而不是读字节或 FMA 峰值。右图：首词元延迟与每词元时间随 B 的变化。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是屋脊，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
+        echo "*斜的屋顶是带宽在每种“每字节浮点运算次数”下所允许的速度，平的屋顶是 FMA 峰值；两者交于脊点（这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）。B = 1 时，解码步达到带宽所允许速度（$b1roof GFLOP/s）的 $b1share %：受内存限制。从 B = $offb 起，各点落到斜屋顶之下，任何批最高只达到 $best GFLOP/s（FMA 峰值的 $share %）：这些点从未到达脊点，因为决定它们速度的是 kvscope 自己的批处理步，而不是读字节或 FMA 峰值。右图：首词元延迟与每词元输出时间随 B 的变化。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是脊点，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
         echo
-        echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元时间 | 首词元延迟 |"
+        echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元输出时间 | 首词元延迟 |"
         tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'
         echo
         echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（对 1 GiB 浮点数求和，取 1、4、8 路并行读取中最快者，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"
