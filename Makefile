@@ -4,7 +4,7 @@
 #                    lessons, the figures and the explorer page in a browser
 #   make test        the unit suites only: no bin/kvscope, no lessons (quick)
 #   make check-layers  every #include follows the layers of src/README.md (tests/layers.sh)
-#   make check-reading README's "Read the engine" names real functions, ≤ 250 lines (tests/reading.sh)
+#   make check-reading src/engine/README.md's "Read the engine" names real functions, ≤ 250 lines (tests/reading.sh)
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
@@ -155,7 +155,7 @@ check-quiet:
 check-layers:
 	@sh tests/layers.sh
 
-# README's "Read the engine" names functions that exist, ≤ 250 lines of code together.
+# src/engine/README.md's "Read the engine" names functions that exist, ≤ 250 lines of code together.
 .PHONY: check-reading
 check-reading:
 	@sh tests/reading.sh

@@ -1,9 +1,9 @@
 #!/bin/sh
-# reading.sh — README's "Read the engine" list is true (what `make check-reading` runs, part
+# reading.sh — src/engine/README.md's "Read the engine" list is true (what `make check-reading` runs, part
 # of `make check`): every function it names is defined in the file it names, and together
 # they stay short enough to read in one sitting.
 #   sh tests/reading.sh
-# The list is README's numbered lines "N. `src/DIR/FILE.c:function`". A function runs from
+# The list is src/engine/README.md's numbered lines "N. `src/DIR/FILE.c:function`". A function runs from
 # the line at column 0 that names it with "(" to the first "}" at column 0; its lines of
 # code are those lines that hold anything besides blanks and comments. The check proves
 # itself first: a list naming a function that is not there must fail.
@@ -62,10 +62,10 @@ if count "$tmp/README.md" > /dev/null 2>&1; then
 fi
 
 # 2. README's list.
-entries=$(list README.md | wc -l | tr -d ' ')
+entries=$(list src/engine/README.md | wc -l | tr -d ' ')
 if [ "$entries" -lt 5 ]; then
-    echo "check-reading: README.md's \"Read the engine\" lists $entries functions; expected the decode step" >&2
+    echo "check-reading: src/engine/README.md's \"Read the engine\" lists $entries functions; expected the decode step" >&2
     exit 1
 fi
-count README.md
-echo "check-reading: README's $entries functions exist, at most $LIMIT lines of code together"
+count src/engine/README.md
+echo "check-reading: src/engine/README.md's $entries functions exist, at most $LIMIT lines of code together"

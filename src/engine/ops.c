@@ -1,4 +1,4 @@
-/* ops.c — the plain kernels. Written to be read (README, "Read the engine"); what runs on
+/* ops.c — the plain kernels. Written to be read (src/engine/README.md, "Read the engine"); what runs on
  * an AVX2 CPU is each one's twin in kernels.c, named above it, tested equal with memcmp.
  *
  * Every multiply-add is fmaf(a, b, c) = a·b + c rounded once, as the CPU's fused

@@ -91,7 +91,7 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
 
 /* ---- attention, three ways ---------------------------------------------------------
  * One computation, three implementations, every one tested to give the others' bytes:
- *   attention_forward      below: the plain loop to read (README: "Read the engine"): n
+ *   attention_forward      below: the plain loop to read (src/engine/README.md: "Read the engine"): n
  *                          new queries at positions p..p+n-1 against the contiguous K and
  *                          V cache;
  *   kern_attention_forward kernels.h: its fast twin (vectors across keys and heads,
