@@ -1157,91 +1157,82 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
     pack(panels, w, 1, (size_t)C, C, OC, dt);
 }
 
-/* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. The
- * vector stores need parts of whole vectors (16 floats, or one part only); for other
- * parts the outputs are computed into one buffer and copied. */
-static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void *panels,
-                         Dtype dt, const float *bias, int T, int C, int OC) {
+/* 1 if the vector kernels can store out directly: panels to read, and every part whole
+ * vectors (16 floats) or the only one; a residual add within one block of panel rows
+ * (MM_KC), whose partial sums would otherwise wait where out's values are. */
+static int stores_direct(KernLevel lv, const void *panels, const KernOut *out, int C, int OC) {
 #if KERN_HAVE_AVX2
-    if (!panels || lv < KERN_AVX2) return 0;
-    /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
-     * would wait where out's values are */
-    if ((out.w % 16 && OC > out.w) || (out.how == KERN_ADD && C > MM_KC)) {
-        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
-        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
-            free(one.p[0]);
-            return 0;
-        }
-        for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++) kput(&out, (size_t)t, o, *kout(&one, (size_t)t, o));
-        free(one.p[0]);
-        return 1;
-    }
-    /* decode too: memory-bound, it reads a line in half the loads */
-    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC);
-    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC);
-    return 1;
+    return panels && lv >= KERN_AVX2 && !(out->w % 16 && OC > out->w) &&
+           !(out->how == KERN_ADD && C > MM_KC);
 #else
-    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
+    (void)lv, (void)panels, (void)out, (void)C, (void)OC;
     return 0;
 #endif
 }
 
-/* The plain kernel into out: matmul_forward's operations, a chunk of MM_PLAIN outputs
- * of a row at a time, each stored as out says (kput). */
-enum { MM_PLAIN = 256 };
-static void matmul_plain_into(KernOut out, const float *inp, const float *w, const float *bias,
-                              int T, int C, int OC) {
-    float y[MM_PLAIN];
-    for (int t = 0; t < T; t++) {
-        const float *x = inp + (size_t)t * C;
-        for (int o0 = 0; o0 < OC; o0 += MM_PLAIN) {
-            const int n = OC - o0 < MM_PLAIN ? OC - o0 : MM_PLAIN;
-            memset(y, 0, sizeof y);
-            for (int c = 0; c < C; c++)
-                for (int j = 0; j < n; j++) y[j] = fmaf(x[c], w[(size_t)c * OC + o0 + j], y[j]);
-            if (bias)
-                for (int j = 0; j < n; j++) y[j] += bias[o0 + j];
-            for (int j = 0; j < n; j++) kput(&out, (size_t)t, o0 + j, y[j]);
-        }
+/* out (T,OC) = inp · w + bias as out says: the vector matmul on panels when the level has
+ * one, else ops.c's matmul_forward, the one plain matmul. */
+static void matmul_any(KernLevel lv, const KernOut *out, const float *inp, const float *w,
+                       const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+#if KERN_HAVE_AVX2
+    if (panels && lv >= KERN_AVX2) {
+        if (lv == KERN_AVX512) matmul_run_512(dt, out, inp, panels, bias, T, C, OC);
+        else matmul_run_avx2(dt, out, inp, panels, bias, T, C, OC);
+        return;
     }
+#endif
+    (void)lv, (void)panels, (void)dt;
+    matmul_forward(out->p[0], inp, w, bias, T, C, OC);
 }
 
-void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
-        matmul_plain_into(out, inp, w, bias, T, C, OC);
+int kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                     const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+    if (dt != DT_FP32 && !(panels && lv >= KERN_AVX2)) panels = NULL; /* halves: panels only */
+    const int plain_one = !(panels && lv >= KERN_AVX2) && out.how == KERN_SET && OC == out.w &&
+                          out.ld == (size_t)OC;
+    if (stores_direct(lv, panels, &out, C, OC) || plain_one) {
+        matmul_any(lv, &out, inp, w, panels, dt, bias, T, C, OC);
+        return 0;
+    }
+    /* the outputs into one buffer, then each stored as out says (kput) */
+    const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
+    if (!one.p[0]) return -1;
+    matmul_any(lv, &one, inp, w, panels, dt, bias, T, C, OC);
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < OC; o++) kput(&out, (size_t)t, o, *kout(&one, (size_t)t, o));
+    free(one.p[0]);
+    return 0;
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC))
-        matmul_forward(out, inp, w, bias, T, C, OC);
+    matmul_any(lv, &o, inp, w, panels, DT_FP32, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC))
-        matmul_transposed_forward(out, inp, w, T, C, OC);
+    if (panels && lv >= KERN_AVX2) matmul_any(lv, &o, inp, NULL, panels, DT_FP32, NULL, T, C, OC);
+    else matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
                               const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC))
-        matmul_forward(out, inp, w, bias, T, C, OC);
+    if (dt == DT_FP32) panels = NULL;
+    matmul_any(lv, &o, inp, w, panels, dt, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
                                          const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC))
-        matmul_transposed_forward(out, inp, w, T, C, OC);
+    if (dt != DT_FP32 && panels && lv >= KERN_AVX2)
+        matmul_any(lv, &o, inp, NULL, panels, dt, NULL, T, C, OC);
+    else matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 static void attention_kern(KernLevel lv, float *out, float *scores, float *pattern,

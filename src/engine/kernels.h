@@ -78,9 +78,12 @@ typedef struct {
 } KernOut;
 /* kern_matmul_forward (dt DT_FP32) or kern_matmul_half_forward (panels of halves of
  * type dt) into out, each output with the bits kern_matmul_forward gives it: so c_fc
- * can apply GELU as it stores (KERN_GELU) and c_attn write K and V into the cache. */
-void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC);
+ * can apply GELU as it stores (KERN_GELU) and c_attn write K and V into the cache.
+ * Where the vector stores cannot write out directly (parts of part vectors, a residual
+ * add over more than one block of panel rows, the plain level), the outputs go through
+ * one buffer. 0, or -1 when that buffer is out of memory (nothing was written). */
+int kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                     const void *panels, Dtype dt, const float *bias, int T, int C, int OC);
 /* Copies wᵀ (C,OC) of w (OC,C) into panels (C·OC floats), for the lm_head. */
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C);
 /* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C); panels is

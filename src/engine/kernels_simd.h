@@ -31,7 +31,7 @@
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias, w in column panels ----------
  * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
  * Output o of row t goes where ko says (kout); with KERN_GELU, gelu(y) instead of y,
- * with KERN_ADD out + y (matmul_panels keeps the sums of such a matmul to one block). A
+ * with KERN_ADD out + y (kern_matmul_into keeps the sums of such a matmul to one block). A
  * part of ko holds a multiple of KS_W outputs, so each vector store lands in one part.
  * A prefill tile is KS_TR rows × 3 vectors (AVX2: 4 × 24 columns, half a panel;
  * AVX-512: 8 × 48, the whole panel): the accumulators, 3 weights and the broadcast

@@ -251,6 +251,38 @@ int model_half_overflow(const Model *m, Dtype dt, char *name, size_t size, size_
     return 0;
 }
 
+/* Forget the panels (float32 and halves), freeing them when they are the model's. */
+static void drop_panels(Model *m) {
+    if (m->owns_panels) {
+        free(m->w.panels);
+        free(m->w.half_panels);
+    }
+    m->owns_panels = 0;
+    m->w.panels = NULL;
+    m->w.half_panels = NULL;
+    m->w.wte_p = NULL;
+    m->w.wte_h = NULL;
+    for (int l = 0; l < m->cfg.L; l++) {
+        BlockWeights *b = &m->w.h[l];
+        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
+        b->c_attn_h = b->attn_proj_h = b->c_fc_h = b->mlp_proj_h = NULL;
+    }
+}
+
+int model_set_kernels(Model *m, KernLevel lv) {
+    if ((unsigned)lv >= KERN_LEVEL_COUNT || !kern_supported(lv)) return -1;
+    if (lv == KERN_PLAIN) drop_panels(m); /* the plain kernels read the weights as loaded */
+    else if (!m->w.panels && !m->w.half_panels) {
+        if (m->w.dtype == DT_FP32 ? pack_panels(m) : pack_half_panels(m, m->w.dtype)) {
+            drop_panels(m);
+            return -1;
+        }
+        m->owns_panels = 1;
+    }
+    m->kern = lv;
+    return 0;
+}
+
 int model_set_weights(Model *m, Dtype dt) {
     if (dt == m->w.dtype) return 0;
     if (m->w.dtype != DT_FP32 || dt == DT_FP32) return -1;
@@ -265,13 +297,7 @@ int model_set_weights(Model *m, Dtype dt) {
         round_in_place((float *)b->mlp_proj_w, 4 * C * C, dt);
     }
     m->w.dtype = dt;
-    if (m->owns_panels) free(m->w.panels);
-    m->w.panels = NULL;
-    m->w.wte_p = NULL;
-    for (int l = 0; l < m->cfg.L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
-    }
+    drop_panels(m);
     /* without room for the half panels the model still runs, on the plain matmuls over
      * the rounded weights: the same results */
     if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
@@ -426,24 +452,44 @@ static int fire(const At *at, HookPoint pt, int layer, const float *data, int nd
     return rc;
 }
 
-/* in (n,C) · w (C,OC) + bias on the model's panels (float32 or halves), into out as it
- * says (kernels.h: KernOut). Plain: matmul_forward's operations (ops.c); fast:
- * matmul_run on panel_avx2 / panel_avx512 (kernels.c). */
-static void block_matmul_into(Model *m, KernOut out, const float *in, const float *w,
-                              const float *p32, const uint16_t *p16, const float *bias, int n,
-                              int C, int OC) {
-    const double t0 = clock_start(m);
-    const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
-    kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
-    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+/* ---- which kernels: ops.c's plain loops, or their fast twins --------------------------
+ * With KERN_PLAIN the forward pass calls ops.c's functions and nothing between; the
+ * other levels call the kernel layer (kernels.h), whose results are the same bytes. */
+
+/* out (n,C) = LayerNorm(in) · w + b. */
+static void layernorm(const Model *m, float *out, const float *in, const float *w,
+                      const float *b, int n) {
+    if (m->kern == KERN_PLAIN) layernorm_forward(out, in, w, b, n, m->cfg.C, m->cfg.eps);
+    else kern_layernorm_forward(m->kern, out, in, w, b, n, m->cfg.C, m->cfg.eps);
 }
 
-/* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET, KERN_ADD). */
-static void block_matmul(Model *m, float *out, KernStore how, const float *in, const float *w,
-                         const float *p32, const uint16_t *p16, const float *bias, int n, int C,
-                         int OC) {
+/* out (n) = a + b; out may be a. */
+static void residual(const Model *m, float *out, const float *a, const float *b, size_t n) {
+    if (m->kern == KERN_PLAIN) residual_forward(out, a, b, n);
+    else kern_residual_forward(m->kern, out, a, b, n);
+}
+
+/* in (n,C) · w (C,OC) + bias into out. Plain: matmul_forward into out.p[0], which must be
+ * one part stored as is (KERN_SET); fast: the model's panels (float32 or halves), each
+ * output stored as out says (kernels.h: KernOut). 0, or -1 out of memory. */
+static int block_matmul_into(const Model *m, KernOut out, const float *in, const float *w,
+                             const float *p32, const uint16_t *p16, const float *bias, int n,
+                             int C, int OC) {
+    if (m->kern == KERN_PLAIN) {
+        matmul_forward(out.p[0], in, w, bias, n, C, OC);
+        return 0;
+    }
+    const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
+    return kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
+}
+
+/* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET; KERN_ADD, KERN_GELU
+ * fast only). */
+static int block_matmul(const Model *m, float *out, KernStore how, const float *in,
+                        const float *w, const float *p32, const uint16_t *p16,
+                        const float *bias, int n, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, how};
-    block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
+    return block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
 }
 
 /* ---- the parts of a block that do not know the cache ----------------------
@@ -459,11 +505,11 @@ static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {
     const int C = m->cfg.C;
     RunState *s = &m->s;
     int rc;
-    /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 / layernorm_512 (kernels.c) */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
+    layernorm(m, s->ln, s->x, b->ln_1_w, b->ln_1_b, n);
     if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
-    block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C,
-                      3 * C);
+    if (block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n,
+                          C, 3 * C))
+        return -1;
     f->qkv += 6ull * n * C * C;
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 3) * (uint64_t)n * C; /* ln_1, bias */
     return 0;
@@ -478,33 +524,36 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
-    /* with nobody to see attn.c_proj's output: the residual add as it stores (add) */
-    const int add = !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
-    block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty, b->attn_proj_w,
-                 b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
+    /* fast, with nobody to see attn.c_proj's output: the residual add as it stores (add) */
+    const int add = m->kern != KERN_PLAIN && !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
+    if (block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty,
+                     b->attn_proj_w, b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C))
+        return -1;
     if (!add && (rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
-    if (!add) kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    if (!add) residual(m, s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
-    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual; ln_2 runs as ln_1 does */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
+    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
+    layernorm(m, s->ln, s->x, b->ln_2_w, b->ln_2_b, n);
     if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
-    /* GELU as c_fc stores its outputs, unless an observer wants them before it */
-    const int pre = hooks_wants(at->lb->hooks, HOOK_MLP_PRE);
-    block_matmul_into(m, (KernOut){{s->fc}, 4 * C, 4 * (size_t)C, pre ? KERN_SET : KERN_GELU},
-                      s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
+    /* fast: GELU as c_fc stores its outputs, unless an observer wants them before it */
+    const int pre = m->kern == KERN_PLAIN || hooks_wants(at->lb->hooks, HOOK_MLP_PRE);
+    if (block_matmul(m, s->fc, pre ? KERN_SET : KERN_GELU, s->ln, b->c_fc_w, b->c_fc_p,
+                     b->c_fc_h, b->c_fc_b, n, C, 4 * C))
+        return -1;
     if (pre && (rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* fast: gelu_avx2 */
+    if (pre && m->kern == KERN_PLAIN) gelu_forward(s->fc, s->fc, 4 * nC);
+    else if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
     if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
-                 b->mlp_proj_b, n, 4 * C, C);
+    if (block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
+                     b->mlp_proj_b, n, 4 * C, C))
+        return -1;
     if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     /* a separate add: mlp.c_proj's sums run over more than one block of panel rows, where
      * KERN_ADD would go through a buffer (kernels.c) */
-    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    residual(m, s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
@@ -514,11 +563,11 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
 /* ln_f and the tied lm_head for one row x (C), into logits (V). */
 static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
-    /* ln_f on one row: the plain layernorm_forward (ops.c) */
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
     const double t0 = clock_start(m);
-    /* plain: matmul_transposed_forward (ops.c); fast: matmul_run on wte's panels (kernels.c) */
-    if (m->w.dtype == DT_FP32)
+    if (m->kern == KERN_PLAIN)
+        matmul_transposed_forward(logits, m->s.ln, m->w.wte, 1, cfg->C, cfg->V);
+    else if (m->w.dtype == DT_FP32)
         kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
                                        cfg->V);
     else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
@@ -526,6 +575,22 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;
+}
+
+/* Fast: ln_1 and c_attn, which writes q into s->q and the new K and V into the cache's
+ * slots p..p+n-1 (an fp32 cache lends them; other types convert them from s->qkv). */
+static int qkv_fast(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
+    RunState *s = &at->m->s;
+    const int C = at->m->cfg.C, p = at->slot0;
+    float *kw, *vw;
+    const int in_place = kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
+    const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
+                         C, (size_t)C, KERN_SET};
+    const int rc = block_qkv(at, l, n, qkv, f);
+    for (int i = 0; rc == 0 && !in_place && i < n; i++) /* the cache stores them in its type */
+        kvcache_store(cache, l, p + i, qkv.p[1] + (size_t)i * C, qkv.p[2] + (size_t)i * C,
+                      at->pos0 + i);
+    return rc;
 }
 
 /* ---- where the KV cache lives ------------------------------------------------
@@ -538,15 +603,16 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
     const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = at->slot0, Tt = p + n;
     const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
     const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
-    float *kw, *vw;       /* where c_attn writes them */
-    const int in_place = kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
-    const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
-                         C, (size_t)C, KERN_SET};
     int rc;
-    if ((rc = block_qkv(at, l, n, qkv, f))) return rc;
-    for (int i = 0; !in_place && i < n; i++) /* the cache stores K and V in its type */
-        kvcache_store(cache, l, p + i, qkv.p[1] + (size_t)i * C, qkv.p[2] + (size_t)i * C,
-                      at->pos0 + i);
+    if (m->kern == KERN_PLAIN) { /* c_attn into rows of q, k, v; K and V into the cache */
+        const KernOut qkv = {{s->qkv}, 3 * C, 3 * (size_t)C, KERN_SET};
+        if ((rc = block_qkv(at, l, n, qkv, f))) return rc;
+        for (int i = 0; i < n; i++) {
+            const float *row = s->qkv + (size_t)i * 3 * C;
+            memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
+            kvcache_store(cache, l, p + i, row + C, row + 2 * C, at->pos0 + i);
+        }
+    } else if ((rc = qkv_fast(at, cache, l, n, f))) return rc;
     /* read them back as floats: fp32 in place, other types dequantized, so the new
      * tokens attend to their own K and V exactly as stored */
     kvcache_layer(cache, l, Tt, &kc, &vc);
@@ -560,7 +626,10 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
      * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1;
      * with nobody to read the score and weight matrices, the output alone (kernels.h) */
     const double t0 = clock_start(m);
-    if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
+    if (m->kern == KERN_PLAIN)
+        attention_forward(s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    else if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) ||
+             hooks_wants(at->lb->hooks, HOOK_PATTERN))
         kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     else kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     clock_add(m, m->times ? &m->times->attention : NULL, t0);
@@ -609,10 +678,9 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
     at.slot_pos = cache->pos; /* after the reservation, which may move it */
     FlopCount f = {0};
 
-    /* token + position embeddings (plain: residual_forward; fast: residual_avx2) */
-    for (int i = 0; i < n; i++)
-        kern_residual_forward(m->kern, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                              m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
+    for (int i = 0; i < n; i++) /* token + position embeddings */
+        residual(m, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
+                 m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++)

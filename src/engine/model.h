@@ -162,6 +162,11 @@ int model_init_shared(Model *m, const Model *src);
  * whose weights were rounded. Call before model_init_shared; from DT_FP32 only.
  * 0; -1 out of memory (the model is unchanged) or a second call. */
 int model_set_weights(Model *m, Dtype dt);
+/* Run the kernels of level lv: KERN_PLAIN, ops.c's loops on the weights as loaded (the
+ * panels are released), or a vector level (kernels.h), which packs the panels if the
+ * model has none. The logits are the same bytes at every level. 0; -1 when this CPU
+ * lacks lv (kern_supported) or out of memory (the model keeps its level). */
+int model_set_kernels(Model *m, KernLevel lv);
 /* Before model_set_weights: the first finite weight of the five matrices that dt would
  * round to an infinity (|x| past fp16's 65504): 1 with its tensor's Hugging Face name
  * (name, size bytes), flat index and value; 0 when every weight fits dt. */

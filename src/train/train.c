@@ -237,6 +237,17 @@ int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, doubl
     return 0;
 }
 
+int trainer_set_kernels(Trainer *tr, KernLevel lv) {
+    if (model_set_kernels(&tr->model, lv)) return -1;
+    tr->lv = lv;
+    if (lv != KERN_PLAIN && !tr->panels && pack_backward_panels(tr, 1) == 0) return 0;
+    free(tr->panels); /* the plain loops: no backward panels */
+    free(tr->bp);
+    tr->panels = NULL;
+    tr->bp = NULL;
+    return 0;
+}
+
 void trainer_free(Trainer *tr) {
     model_free(&tr->model);
     free(tr->grads);
