@@ -68,11 +68,11 @@ typedef enum {
                 * add as the matmul stores, so y is never written and read back */
 } KernStore;
 /* Where a matmul's outputs go: one array, or up to 3 side by side (c_attn's q, k and v,
- * each where it is used). Output o of row t: p[o / w][t·ld + o % w]. */
+ * each where it is used). Output o of row t: p[o / cols][t·ld + o % cols]. */
 enum { KERN_OUT_PARTS = 3 };
 typedef struct {
-    float *p[KERN_OUT_PARTS]; /* part k: outputs k·w .. k·w + w - 1 */
-    int w;                    /* outputs per part (OC with one part) */
+    float *p[KERN_OUT_PARTS]; /* part k: outputs k·cols .. k·cols + cols - 1 */
+    int cols;                 /* outputs per part (OC with one part) */
     size_t ld;                /* floats from one row to the next, in every part */
     KernStore how;
 } KernOut;

@@ -110,16 +110,6 @@ typedef struct {
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
 
-/* Where forward calls spend their time, for the bench: seconds, added to by
- * model_forward while Model.times points here. The rest of total is layernorm, GELU,
- * the residual adds, the embeddings and the cache's appends. */
-typedef struct {
-    double matmul;    /* the block matmuls and the lm_head */
-    double attention; /* kern_attention_forward: scores, softmax and the weighted values */
-    double hooks;     /* inside the hooks' observers: what recording costs */
-    double total;     /* whole model_forward calls */
-} StepTimes;
-
 typedef struct {
     Config cfg;
     Weights w;
@@ -127,7 +117,6 @@ typedef struct {
     int owns_blob;  /* 1 if w.blob is ours to free */
     int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
-    StepTimes *times; /* NULL, or where model_forward adds its time (not owned) */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
