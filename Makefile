@@ -16,6 +16,7 @@
 #   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
 #   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
 #   make test-clang  the kernel, model and training-kernel suites built with clang
+#   make examples    examples/*.c, linked with the engine alone (-lm), run and checked
 #   make clean
 # The set-up targets (check, test, lessons, timing, charts, bench, model, fuzz) install
 # missing Debian packages first when run as root (see .ci/deps.sh); a plain `make` only
@@ -159,6 +160,19 @@ check-layers:
 .PHONY: check-reading
 check-reading:
 	@sh tests/reading.sh
+
+# The engine as a library: each examples/NAME.c linked with src/engine/ and util's bigbuf
+# alone (no libpng, cairo, jansson: -lm), then run against bin/kvscope (tests/examples.sh).
+ENGINE_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/engine/*.c)) $(B)/obj/util/bigbuf.o
+EXAMPLES   := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+$(B)/examples/%: examples/%.c $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(FP) $(OPENMP) $(EXTRA_CFLAGS) -Isrc/engine -Isrc/util \
+	    $(LDFLAGS) -o $@ $< $(ENGINE_OBJ) -lm
+.PHONY: examples
+examples: $(EXAMPLES) $(BIN)
+	@sh tests/examples.sh $(B)/examples $(BIN)
+check: examples
 
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)
