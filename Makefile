@@ -4,7 +4,7 @@
 #                    lessons, the figures and the explorer page in a browser
 #   make test        the unit suites only: no bin/kvscope, no lessons (quick)
 #   make check-layers  every #include follows the layers of src/README.md (tests/layers.sh)
-#   make check-reading src/engine/README.md's "Read the engine" names real functions, ≤ 250 lines (tests/reading.sh)
+#   make check-reading src/engine/README.md's "Read the engine" is what a plain decode step runs (tests/reading.sh)
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
@@ -156,10 +156,19 @@ check-quiet:
 check-layers:
 	@sh tests/layers.sh
 
-# src/engine/README.md's "Read the engine" names functions that exist, ≤ 250 lines of code together.
+# src/engine/README.md's "Read the engine" is the list of functions one plain decode step
+# runs, in order: tests/trace_step.c on the engine built with -finstrument-functions
+# (-O0: every function stays one), non-PIE so that addr2line names its addresses.
+TRACE_OBJ := $(patsubst src/%.c,$(B)/trace/%.o,$(wildcard src/engine/*.c)) $(B)/trace/util/bigbuf.o
+TRACE_CFLAGS = $(CSTD) $(WARN) -O0 -g $(FP) -Isrc/engine -Isrc/util
+$(B)/trace/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TRACE_CFLAGS) -finstrument-functions -c $< -o $@
+$(B)/trace/trace_step: tests/trace_step.c $(TRACE_OBJ)
+	$(CC) $(TRACE_CFLAGS) -no-pie -o $@ $< $(TRACE_OBJ) -lm
 .PHONY: check-reading
-check-reading:
-	@sh tests/reading.sh
+check-reading: $(B)/trace/trace_step
+	@sh tests/reading.sh $(B)/trace/trace_step
 
 # The engine as a library: each examples/NAME.c linked with src/engine/ and util's bigbuf
 # alone (no libpng, cairo, jansson: -lm), then run against bin/kvscope (tests/examples.sh).

@@ -240,7 +240,7 @@ static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
     if (a->kernels >= 0 && model_set_kernels(m, (KernLevel)a->kernels))
         return cli_fail("out of memory packing the weights for --kernels",
                         kern_name((KernLevel)a->kernels));
-    if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
+    if (m->kern != KERN_PLAIN && !m->fast.buf)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
                         "kernels (same results, slower)\n");
     return 0;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "halfprec.h"
 #include "ops.h"
 #include "parallel.h"
@@ -1157,6 +1158,72 @@ void kern_pack_panels_half(uint16_t *panels, const float *w, int C, int OC, Dtyp
 
 void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dtype dt) {
     pack(panels, w, 1, (size_t)C, C, OC, dt);
+}
+
+/* ---- the panels of a model --------------------------------------------------------- */
+
+/* Elements of each of the four block matrices in block order, padded to 64-byte lines of
+ * es-byte elements, and of wteᵀ; their total in *total. -1 when the sums overflow. */
+static int panel_sizes(int L, int C, int V, size_t es, size_t pad[KERN_MATS], size_t *lm,
+                       size_t *total) {
+    const size_t c = (size_t)C, l = (size_t)L, v = (size_t)V, line = 64 / es;
+    const size_t most = SIZE_MAX / es / 64; /* room for the sums and the padding */
+    if (v > most / c || 12 * c > most / c || l > most / (12 * c * c)) return -1;
+    const size_t n[KERN_MATS] = {3 * c * c, c * c, 4 * c * c, 4 * c * c};
+    size_t per = 0;
+    for (int i = 0; i < KERN_MATS; i++) per += pad[i] = (n[i] + line - 1) / line * line;
+    *lm = (v * c + line - 1) / line * line;
+    if (per > (SIZE_MAX / es - *lm) / l) return -1;
+    *total = l * per + *lm;
+    return 0;
+}
+
+/* Pack into p's buffer (sized by panel_sizes) and point p at each matrix. */
+static void fill_panels(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats) {
+    static const int in[KERN_MATS] = {1, 1, 1, 4}, out[KERN_MATS] = {3, 1, 4, 1};
+    const size_t es = dtype_row_bytes(p->dtype, 1, 1);
+    size_t pad[KERN_MATS], lm, total;
+    (void)panel_sizes(L, C, V, es, pad, &lm, &total); /* checked when p was allocated */
+    char *q = p->buf;
+    pack(q, wte, 1, (size_t)C, C, V, p->dtype);
+    p->wte = q;
+    q += lm * es;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < KERN_MATS; k++) {
+            pack(q, mats[KERN_MATS * l + k], (size_t)(out[k] * C), 1, in[k] * C, out[k] * C,
+                 p->dtype);
+            p->h[l][k] = q;
+            q += pad[k] * es;
+        }
+}
+
+int kern_panels_pack(KernPanels *p, int L, int C, int V, const float *wte,
+                     const float *const *mats, Dtype dt) {
+    size_t pad[KERN_MATS], lm, total;
+    const size_t es = dtype_row_bytes(dt, 1, 1);
+    memset(p, 0, sizeof *p);
+    if (!dtype_is_weight(dt) || panel_sizes(L, C, V, es, pad, &lm, &total)) return -1;
+    p->dtype = dt;
+    p->buf = bigbuf_calloc(total, es); /* decode streams them: huge pages */
+    p->h = calloc((size_t)L, sizeof *p->h);
+    if (!p->buf || !p->h) {
+        kern_panels_free(p);
+        return -1;
+    }
+    fill_panels(p, L, C, V, wte, mats);
+    return 0;
+}
+
+void kern_panels_repack(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats) {
+    if (p->buf && p->dtype == DT_FP32) fill_panels(p, L, C, V, wte, mats);
+}
+
+void kern_panels_free(KernPanels *p) {
+    free(p->buf);
+    free((void *)p->h);
+    memset(p, 0, sizeof *p);
 }
 
 /* 1 if the vector kernels can store out directly: panels to read, and every part whole

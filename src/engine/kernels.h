@@ -55,6 +55,30 @@ enum { KERN_PANEL = 48 };
 /* Copies w (C,OC) into panels (C·OC floats). */
 void kern_pack_panels(float *panels, const float *w, int C, int OC);
 
+/* ---- the weights as the vector kernels read them ----------------------------------
+ * The model's Weights keep Hugging Face's layout, which the plain kernels read. The
+ * vector matmuls read each block matrix and wteᵀ in column panels instead, float32 or
+ * halves: a second copy of the matrices, owned here. */
+typedef enum { KERN_C_ATTN, KERN_ATTN_PROJ, KERN_C_FC, KERN_MLP_PROJ, KERN_MATS } KernMatrix;
+typedef struct {
+    Dtype dtype;   /* DT_FP32, or the half type the panels hold */
+    void *buf;     /* every panel, one allocation on huge pages (bigbuf); NULL: none */
+    const void *wte;                 /* wteᵀ (C,V) in panels, for the lm_head */
+    const void *(*h)[KERN_MATS];     /* (L) block l's c_attn (C,3C), attn.c_proj (C,C),
+                                      * c_fc (C,4C), mlp.c_proj (4C,C) in panels */
+} KernPanels;
+/* Pack wte (V,C) transposed and the L blocks' four matrices, mats[4·l + k] with k a
+ * KernMatrix, into panels of type dt (DT_FP32, DT_FP16, DT_BF16: the matrices should
+ * hold values dt holds, kern_round_weight). Each matrix starts on a 64-byte line.
+ * 0, or -1 out of memory or too large (p is then empty). */
+int kern_panels_pack(KernPanels *p, int L, int C, int V, const float *wte,
+                     const float *const *mats, Dtype dt);
+/* Copy the matrices into p's float32 panels again after they changed (training). */
+void kern_panels_repack(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats);
+/* Release p's panels; p becomes empty. */
+void kern_panels_free(KernPanels *p);
+
 /* As matmul_forward: out (T,OC) = inp (T,C) · w (C,OC) + bias (OC, may be NULL).
  * panels is w packed by kern_pack_panels: the vector levels read it, the plain level
  * reads w. With panels NULL every level runs the plain kernel. */

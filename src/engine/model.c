@@ -133,89 +133,35 @@ static void point_weights(Model *m) {
     m->w.ln_f_b = p;
 }
 
-/* Panel sizes, in block order: c_attn, attn.c_proj, c_fc, mlp.c_proj, each padded to
- * start on a 64-byte line; and wteᵀ. -1 when the sums overflow. */
-static int panel_sizes(const Config *cfg, size_t pad[4], size_t *lm, size_t *total) {
-    const size_t C = (size_t)cfg->C, L = (size_t)cfg->L, V = (size_t)cfg->V;
-    const size_t most = SIZE_MAX / sizeof(float) / 64; /* room for the sums and the padding */
-    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
-    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C};
-    size_t per = 0;
-    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 15) / 16 * 16;
-    *lm = (V * C + 15) / 16 * 16;
-    if (per > (SIZE_MAX / sizeof(float) - *lm) / L) return -1;
-    *total = L * per + *lm;
-    return 0;
-}
-
-/* Copy the blob's block matrices and wteᵀ into the panels at m->w.panels and point the
- * weights at them. */
-static void fill_panels(Model *m) {
-    const int C = m->cfg.C;
-    size_t pad[4], lm, total;
-    (void)panel_sizes(&m->cfg, pad, &lm, &total); /* checked when the panels were allocated */
-    float *p = m->w.panels;
-    kern_pack_panels_t(p, m->w.wte, m->cfg.V, C);
-    m->w.wte_p = p;
-    p += lm;
-    for (int l = 0; l < m->cfg.L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        kern_pack_panels(p, b->c_attn_w, C, 3 * C);
-        b->c_attn_p = p; p += pad[0];
-        kern_pack_panels(p, b->attn_proj_w, C, C);
-        b->attn_proj_p = p; p += pad[1];
-        kern_pack_panels(p, b->c_fc_w, C, 4 * C);
-        b->c_fc_p = p; p += pad[2];
-        kern_pack_panels(p, b->mlp_proj_w, 4 * C, C);
-        b->mlp_proj_p = p; p += pad[3];
+/* The four matrices of every block, in the order kern_panels_pack takes them. */
+static const float **block_matrices(const Model *m) {
+    const float **mats = malloc((size_t)m->cfg.L * KERN_MATS * sizeof *mats);
+    for (int l = 0; mats && l < m->cfg.L; l++) {
+        const BlockWeights *b = &m->w.h[l];
+        mats[KERN_MATS * l + KERN_C_ATTN] = b->c_attn_w;
+        mats[KERN_MATS * l + KERN_ATTN_PROJ] = b->attn_proj_w;
+        mats[KERN_MATS * l + KERN_C_FC] = b->c_fc_w;
+        mats[KERN_MATS * l + KERN_MLP_PROJ] = b->mlp_proj_w;
     }
+    return mats;
 }
 
-/* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
- * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory.
- * With dt a half type, the same layout in halves (pack_half_panels). */
-static int pack_half_panels(Model *m, Dtype dt);
+/* The matrices in column panels of the weights' type for the vector kernels, owned by
+ * the model: (12·L·C + V)·C more values. 0, or -1 out of memory. */
 static int pack_panels(Model *m) {
-    size_t pad[4], lm, total;
-    if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
-    float *p = bigbuf_calloc(total, sizeof(float)); /* decode streams them: huge pages */
-    if (!p) return -1;
-    m->w.panels = p;
-    fill_panels(m);
-    return 0;
+    const float **mats = block_matrices(m);
+    const int rc = mats ? kern_panels_pack(&m->fast, m->cfg.L, m->cfg.C, m->cfg.V, m->w.wte,
+                                           mats, m->w.dtype)
+                        : -1;
+    free(mats);
+    m->owns_fast = rc == 0;
+    return rc;
 }
 
 void model_refresh_panels(Model *m) {
-    if (m->w.panels) fill_panels(m);
-}
-
-static int pack_half_panels(Model *m, Dtype dt) {
-    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
-    const size_t most = SIZE_MAX / sizeof(uint16_t) / 64;
-    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
-    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
-    size_t pad[4], per = 0;
-    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 31) / 32 * 32; /* 64-byte lines */
-    const size_t lm = (V * C + 31) / 32 * 32;
-    if (per > (SIZE_MAX / sizeof(uint16_t) - lm) / L) return -1;
-    uint16_t *p = bigbuf_calloc(L * per + lm, sizeof(uint16_t));
-    if (!p) return -1;
-    m->w.half_panels = p;
-    kern_pack_panels_t_half(p, m->w.wte, (int)V, (int)C, dt);
-    m->w.wte_h = p;
-    p += lm;
-    for (size_t l = 0; l < L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        kern_pack_panels_half(p, b->c_attn_w, (int)C, 3 * (int)C, dt);
-        b->c_attn_h = p; p += pad[0];
-        kern_pack_panels_half(p, b->attn_proj_w, (int)C, (int)C, dt);
-        b->attn_proj_h = p; p += pad[1];
-        kern_pack_panels_half(p, b->c_fc_w, (int)C, 4 * (int)C, dt);
-        b->c_fc_h = p; p += pad[2];
-        kern_pack_panels_half(p, b->mlp_proj_w, 4 * (int)C, (int)C, dt);
-        b->mlp_proj_h = p; p += pad[3];
-    }
-    return 0;
+    const float **mats = block_matrices(m);
+    if (mats) kern_panels_repack(&m->fast, m->cfg.L, m->cfg.C, m->cfg.V, m->w.wte, mats);
+    free(mats);
 }
 
 static void round_in_place(float *w, size_t n, Dtype dt) {
@@ -250,34 +196,18 @@ int model_half_overflow(const Model *m, Dtype dt, char *name, size_t size, size_
     return 0;
 }
 
-/* Forget the panels (float32 and halves), freeing them when they are the model's. */
+/* Forget the panels, freeing them when they are the model's. */
 static void drop_panels(Model *m) {
-    if (m->owns_panels) {
-        free(m->w.panels);
-        free(m->w.half_panels);
-    }
-    m->owns_panels = 0;
-    m->w.panels = NULL;
-    m->w.half_panels = NULL;
-    m->w.wte_p = NULL;
-    m->w.wte_h = NULL;
-    for (int l = 0; l < m->cfg.L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
-        b->c_attn_h = b->attn_proj_h = b->c_fc_h = b->mlp_proj_h = NULL;
-    }
+    if (m->owns_fast) kern_panels_free(&m->fast);
+    memset(&m->fast, 0, sizeof m->fast);
+    m->owns_fast = 0;
 }
 
 int model_set_kernels(Model *m, KernLevel lv) {
     if ((unsigned)lv >= KERN_LEVEL_COUNT || !kern_supported(lv)) return -1;
     if (lv == KERN_PLAIN) drop_panels(m); /* the plain kernels read the weights as loaded */
-    else if (!m->w.panels && !m->w.half_panels) {
-        if (m->w.dtype == DT_FP32 ? pack_panels(m) : pack_half_panels(m, m->w.dtype)) {
-            drop_panels(m);
-            return -1;
-        }
-        m->owns_panels = 1;
-    }
+    else if (!m->fast.buf && pack_panels(m))
+        return -1;
     m->kern = lv;
     return 0;
 }
@@ -299,8 +229,7 @@ int model_set_weights(Model *m, Dtype dt) {
     drop_panels(m);
     /* without room for the half panels the model still runs, on the plain matmuls over
      * the rounded weights: the same results */
-    if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
-    m->owns_panels = m->w.half_panels != NULL;
+    if (m->kern != KERN_PLAIN) (void)pack_panels(m);
     return 0;
 }
 
@@ -319,7 +248,6 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
     /* without room for the panels the model still runs, on the plain matmuls */
     if (m->kern != KERN_PLAIN) (void)pack_panels(m);
     m->owns_blob = take_ownership;
-    m->owns_panels = m->w.panels != NULL;
     return 0;
 }
 
@@ -328,6 +256,7 @@ int model_init_shared(Model *m, const Model *src) {
     m->cfg = src->cfg;
     m->w = src->w;
     m->kern = src->kern;
+    m->fast = src->fast; /* not owned */
     m->w.h = malloc((size_t)src->cfg.L * sizeof *m->w.h);
     if (!m->w.h) {
         memset(m, 0, sizeof *m);
@@ -373,10 +302,7 @@ static void runstate_free(RunState *s) {
 
 void model_free(Model *m) {
     if (m->owns_blob) free(m->w.blob);
-    if (m->owns_panels) {
-        free(m->w.panels);
-        free(m->w.half_panels);
-    }
+    if (m->owns_fast) kern_panels_free(&m->fast);
     free(m->w.h);
     runstate_free(&m->s);
     memset(m, 0, sizeof *m);
@@ -459,27 +385,27 @@ static void residual(const Model *m, float *out, const float *a, const float *b,
     else kern_residual_forward(m->kern, out, a, b, n);
 }
 
-/* in (n,C) · w (C,OC) + bias into out. Plain: matmul_forward into out.p[0], which must be
- * one part stored as is (KERN_SET); fast: the model's panels (float32 or halves), each
- * output stored as out says (kernels.h: KernOut). 0, or -1 out of memory. */
+/* in (n,C) · w (C,OC) + bias into out, w being matrix k of block l. Plain: matmul_forward
+ * into out.p[0], which must be one part stored as is (KERN_SET); fast: on the matrix's
+ * panels (m->fast), each output stored as out says (kernels.h: KernOut). 0, or -1 out of
+ * memory. */
 static int block_matmul_into(const Model *m, KernOut out, const float *in, const float *w,
-                             const float *p32, const uint16_t *p16, const float *bias, int n,
-                             int C, int OC) {
+                             int l, KernMatrix k, const float *bias, int n, int C, int OC) {
     if (m->kern == KERN_PLAIN) {
         matmul_forward(out.p[0], in, w, bias, n, C, OC);
         return 0;
     }
-    const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
+    const void *pan = m->fast.h ? m->fast.h[l][k] : NULL;
     return kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
 }
 
 /* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET; KERN_ADD, KERN_GELU
  * fast only). */
 static int block_matmul(const Model *m, float *out, KernStore how, const float *in,
-                        const float *w, const float *p32, const uint16_t *p16,
-                        const float *bias, int n, int C, int OC) {
+                        const float *w, int l, KernMatrix k, const float *bias, int n, int C,
+                        int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, how};
-    return block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
+    return block_matmul_into(m, o, in, w, l, k, bias, n, C, OC);
 }
 
 /* ---- the parts of a block that do not know the cache ----------------------
@@ -497,7 +423,7 @@ static int block_qkv(const ForwardCall *call, int l, int n, KernOut qkv, FlopCou
     int rc;
     layernorm(m, s->ln, s->x, b->ln_1_w, b->ln_1_b, n);
     if ((rc = fire(call, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
-    if (block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n,
+    if (block_matmul_into(m, qkv, s->ln, b->c_attn_w, l, KERN_C_ATTN, b->c_attn_b, n,
                           C, 3 * C))
         return -1;
     f->qkv += 6ull * n * C * C;
@@ -517,7 +443,7 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
     /* fast, with nobody to see attn.c_proj's output: the residual add as it stores (add) */
     const int add = m->kern != KERN_PLAIN && !hooks_wants(call->lb->hooks, HOOK_ATTN_OUT);
     if (block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty,
-                     b->attn_proj_w, b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C))
+                     b->attn_proj_w, l, KERN_ATTN_PROJ, b->attn_proj_b, n, C, C))
         return -1;
     if (!add && (rc = fire(call, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
     if (!add) residual(m, s->x, s->x, s->proj, nC);
@@ -530,14 +456,14 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
     if ((rc = fire(call, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
     /* fast: GELU as c_fc stores its outputs, unless an observer wants them before it */
     const int pre = m->kern == KERN_PLAIN || hooks_wants(call->lb->hooks, HOOK_MLP_PRE);
-    if (block_matmul(m, s->fc, pre ? KERN_SET : KERN_GELU, s->ln, b->c_fc_w, b->c_fc_p,
-                     b->c_fc_h, b->c_fc_b, n, C, 4 * C))
+    if (block_matmul(m, s->fc, pre ? KERN_SET : KERN_GELU, s->ln, b->c_fc_w, l, KERN_C_FC,
+                     b->c_fc_b, n, C, 4 * C))
         return -1;
     if (pre && (rc = fire(call, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
     if (pre && m->kern == KERN_PLAIN) gelu_forward(s->fc, s->fc, 4 * nC);
     else if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
     if ((rc = fire(call, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    if (block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
+    if (block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, l, KERN_MLP_PROJ,
                      b->mlp_proj_b, n, 4 * C, C))
         return -1;
     if ((rc = fire(call, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
@@ -557,9 +483,9 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     if (m->kern == KERN_PLAIN)
         matmul_transposed_forward(logits, m->s.ln, m->w.wte, 1, cfg->C, cfg->V);
     else if (m->w.dtype == DT_FP32)
-        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
-                                       cfg->V);
-    else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte, 1,
+                                       cfg->C, cfg->V);
+    else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte,
                                              m->w.dtype, 1, cfg->C, cfg->V);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
     f->lm_head += 2ull * cfg->C * cfg->V;

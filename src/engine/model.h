@@ -71,21 +71,12 @@ typedef struct {
     const float *ln_2_w, *ln_2_b;         /* (C) */
     const float *c_fc_w, *c_fc_b;         /* (C, 4C), (4C) */
     const float *mlp_proj_w, *mlp_proj_b; /* (4C, C), (C) */
-    /* the four matrices again in column panels (kern_pack_panels), which the vector
-     * kernels read; NULL when the model runs the plain kernels only */
-    const float *c_attn_p, *attn_proj_p, *c_fc_p, *mlp_proj_p;
-    /* or, with half-size weights (model_set_weights), the same panels in halves */
-    const uint16_t *c_attn_h, *attn_proj_h, *c_fc_h, *mlp_proj_h;
 } BlockWeights;
 
 typedef struct {
     float *blob;          /* every parameter, one allocation (or a loader's buffer) */
     size_t num_params;
-    float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
-    const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
-    Dtype dtype;      /* DT_FP32, or the half type the matrices were rounded to */
-    uint16_t *half_panels; /* with a half dtype: the panels in halves (wte_h, *_h), or NULL */
-    const uint16_t *wte_h;
+    Dtype dtype;          /* DT_FP32, or the half type the matrices were rounded to */
     const float *wte;     /* (V, C), also the lm_head */
     const float *wpe;     /* (N, C) */
     BlockWeights *h;      /* (L) */
@@ -115,8 +106,10 @@ typedef struct {
     Weights w;
     RunState s;
     int owns_blob;  /* 1 if w.blob is ours to free */
-    int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
+    KernPanels fast; /* the matrices as the vector kernels read them (kernels.h); empty
+                      * with the plain kernels */
+    int owns_fast;  /* 1 if fast is ours to free */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
@@ -131,7 +124,7 @@ float *model_blob_alloc(const Config *cfg);
  * vector level (kern_detect), the block matrices are also copied into column panels
  * for the fast matmuls, and wteᵀ for the lm_head: (12·L·C + V)·C more floats (494 MB
  * for GPT-2 small, whose blob is 497 MB), read from the blob now, so the blob must
- * hold its final values. Without memory for them, w.panels stays NULL and the model
+ * hold its final values. Without memory for them, the panels stay empty and the model
  * runs the plain matmuls: the same results, slower. 0, or -1 (out of memory). */
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
 /* Copy the blob into the panels again after the blob changed in place (training
