@@ -111,9 +111,8 @@ static inline void kput(const KernOut *ko, size_t t, int col, float y) {
 
 /* Panel rows per prefill block: 768·48 floats = 144 KiB, held in L2 while each tile of
  * input rows (8 × 768 floats, 24 KiB: in L1) sums over all of them with its accumulators
- * in registers. Measured against blocks of 128 rows held in L1: GPT-2 small's prefill of
- * 128 tokens went from 128 to 121 ms, one thread, AVX-512 (longer blocks lost: 1,536 rows
- * and the next block's prefetch no longer fit in L2 beside each other). */
+ * in registers; the next block's prefetch fits in L2 beside it (NOTES.md: the sizes
+ * tried). */
 enum { MM_KC = 768 };
 
 /* Panels hold float32, or halves (DT_FP16, DT_BF16) that become float32 as they
@@ -131,10 +130,9 @@ static float load1w(const void *p, size_t i, Dtype dt) {
 /* A prefill walks the weights one block (MM_KC rows of a panel) at a time; the block
  * that comes next (the panel's next one, or the next panel's first: panels are
  * contiguous) is fetched into L2 while the current block's ntiles tiles run, a share of
- * its lines each, spread evenly over the tile's loop. Without it each new block starts
- * with a stall (measured: a fifth of the matmul time); fetched all at once at the start
- * of a tile, the lines stall the tile instead; one line per step over the loop's first
- * steps made mlp.c_proj's shape 1–2 % slower than the spread (medians of 10 runs).
+ * its lines each, spread evenly over the tile's loop: without it each new block starts
+ * with a stall, and fetched all at once at the start of a tile the lines stall the tile
+ * instead (NOTES.md).
  * Returns the first line of tile number tile's share and puts their count in *n (0
  * past end). */
 AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t es, int tile,
@@ -497,7 +495,7 @@ enum { AT_R = 8 }; /* queries in a prefill attention block */
  * columns stay in L1 while the value rows are added in AD_R at a time, in the order
  * of t, so each output is still Σ_t pa[t]·v_t[d] added key after key, as in ops.c.
  * Both ask for the rows AD_PF ahead themselves: several rows read side by side are
- * more streams than the hardware prefetchers follow (measured: 2.5× faster with). */
+ * more streams than the hardware prefetchers follow (NOTES.md). */
 enum { AD_R = 4,        /* value rows added per pass over the sums */
        AD_PF = 8,       /* rows fetched ahead */
        AD_COLS = 2048 };/* columns of sums held at once: 8 KiB */
@@ -713,8 +711,7 @@ AVX512_INLINE void transpose16(__m512 r[16]) {
 }
 
 /* transpose_keys in tiles of 16 × 16 (transpose16): each side read and written a whole
- * 64-byte line at a time, where the tiles of 8 read half lines 3 KiB apart (measured in
- * one process: the attention of a 128-token prefill 5-10 % faster). */
+ * 64-byte line at a time, where the tiles of 8 read half lines 3 KiB apart (NOTES.md). */
 AVX512_INLINE void transpose_tile16(float *kT, const float *kc, int T, int ldk, int C, int i0,
                                     int t0) {
     __m512 r[16];
@@ -951,8 +948,7 @@ AVX2_INLINE void ln_stats8(double *mean, double *rstd, const float *x, int C, fl
 }
 
 /* Row y = layernorm of row x with its mean m and rstd rs: (x - m)·rs, then ·w + b in one
- * rounding, 8 floats at a time (at AVX-512 too: 16 at a time was no faster, the pass
- * waits on memory). */
+ * rounding, 8 floats at a time (at AVX-512 too: the pass waits on memory; NOTES.md). */
 AVX2_INLINE void ln_row(float *y, const float *x, const float *w, const float *b, int C, float m,
                         float rs) {
     const __m256 vm = _mm256_set1_ps(m), vr = _mm256_set1_ps(rs);
@@ -983,8 +979,7 @@ AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, co
 /* The same at AVX-512: LN_R16 rows side by side, their sums in lanes of 8 doubles (rows
  * 0-7 and 8-15), columns read 16 at a time and turned by transpose16. Against ln_stats8
  * on 8 rows, each chain of dependent adds serves twice the rows, and a column costs
- * fewer shuffles (measured in one process, a 128-token prefill of GPT-2 small on one
- * thread: its 24 layernorms 14-19 % faster). */
+ * fewer shuffles (NOTES.md). */
 
 /* Columns i..i+15 of 16 rows x (C apart) as 16 vectors, vector j = column i + j: lane r is
  * row r. Past the row's end (n < 16 columns left) the columns are zeros. */

@@ -55,9 +55,8 @@ KS_INLINE void KSF(put)(const KernOut *ko, KernStore how, size_t t, int col, KS_
 
 /* Rows 0..R-1 (R ≤ KS_TR) against 3·KS_W columns of the panel block blk (kc rows of
  * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c]: the rows
- * where they are. (Copied first into tiles input-major by 8 × 8 transposes, so that one
- * input's 8 values were one read, a 128-token prefill took up to 4 % longer at one thread
- * and 7-9 % at two, mlp.c_proj with its 3,072 inputs the most.) The sums run over C in
+ * where they are, not copied into tiles input-major first (that cost more than it saved:
+ * NOTES.md). The sums run over C in
  * blocks of kc: between blocks the partial sums wait in out as floats, the values the plain
  * loop holds in y[o] at that point, so blocking changes no rounding. first: the block
  * starts the sums at 0; last: it adds the bias (and applies GELU when gelu). pf: npf
@@ -67,8 +66,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
                             int first, int last, const char *pf, int npf) {
     const KernStore how = last ? ko->how : KERN_SET; /* partial sums wait as they are */
     /* the values a residual add reads at the end, fetched into L1 while the sums run:
-     * read only then, they come from L3 (measured in one process: attn.c_proj 3-6 %
-     * faster) */
+     * read only then, they come from L3 (NOTES.md) */
     if (how == KERN_ADD)
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++) {
@@ -128,8 +126,8 @@ KS_FN void KSF(tile_one)(const KernOut *ko, size_t t, const float *inp, const fl
 /* Decode: one row x (C) against KS_NP neighbouring full panels from pan (C rows of 48
  * each, KS_NP·C·48 contiguous weights), into outputs o..o+48·KS_NP-1 of row t plus bias
  * (may be NULL). One walk down all of them at once: KS_NP streams in flight keep more of the
- * memory busy than one (measured: a float sum over 4 streams reads 10–25 % faster than
- * over one), and the hardware prefetchers follow each stream without help. np: KS_NP,
+ * memory busy than one (NOTES.md), and the hardware prefetchers follow each stream
+ * without help. np: KS_NP,
  * or 1 for a panel left over. */
 KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
                              const void *pan, Dtype dt, const float *bias, int C,
