@@ -1324,3 +1324,28 @@ void kern_attention_out(KernLevel lv, float *out, float *scores, float *pattern,
                         int n, int p, int NH, int hs) {
     attention_kern(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs, 0);
 }
+
+/* ---- one level's elementwise kernels with ops.c's signatures -------------------------- */
+
+#define LEVEL_OPS(suffix, lv)                                                                 \
+    static void layernorm_##suffix(float *out, const float *inp, const float *w,              \
+                                   const float *b, int T, int C, float eps) {                 \
+        kern_layernorm_forward(lv, out, inp, w, b, T, C, eps);                                \
+    }                                                                                         \
+    static void residual_##suffix(float *out, const float *a, const float *b, size_t n) {     \
+        kern_residual_forward(lv, out, a, b, n);                                              \
+    }                                                                                         \
+    static void gelu_##suffix(float *out, const float *inp, size_t n) {                       \
+        kern_gelu_forward(lv, out, inp, n);                                                   \
+    }
+LEVEL_OPS(lv_avx2, KERN_AVX2)
+LEVEL_OPS(lv_avx512, KERN_AVX512)
+
+const KernOps *kern_ops(KernLevel lv) {
+    static const KernOps ops[KERN_LEVEL_COUNT] = {
+        {layernorm_forward, residual_forward, gelu_forward},
+        {layernorm_lv_avx2, residual_lv_avx2, gelu_lv_avx2},
+        {layernorm_lv_avx512, residual_lv_avx512, gelu_lv_avx512},
+    };
+    return &ops[(unsigned)lv < KERN_LEVEL_COUNT ? lv : KERN_PLAIN];
+}

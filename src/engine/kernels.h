@@ -158,4 +158,15 @@ void kern_residual_forward(KernLevel lv, float *out, const float *a, const float
 void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
                             const float *b, int T, int C, float eps);
 
+/* The elementwise kernels of one level with ops.c's signatures, so that the forward pass
+ * calls one function per operation: at KERN_PLAIN they are ops.c's own functions. */
+typedef struct {
+    void (*layernorm)(float *out, const float *inp, const float *w, const float *b, int T,
+                      int C, float eps);
+    void (*residual)(float *out, const float *a, const float *b, size_t n);
+    void (*gelu)(float *out, const float *inp, size_t n);
+} KernOps;
+/* Level lv's table (a level out of range: the plain one). */
+const KernOps *kern_ops(KernLevel lv);
+
 #endif

@@ -209,6 +209,7 @@ int model_set_kernels(Model *m, KernLevel lv) {
     else if (!m->fast.buf && pack_panels(m))
         return -1;
     m->kern = lv;
+    m->ops = kern_ops(lv);
     return 0;
 }
 
@@ -239,6 +240,7 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
     m->w.blob = blob;
     m->w.num_params = model_num_params(cfg);
     m->kern = kern_detect();
+    m->ops = kern_ops(m->kern);
     m->w.h = calloc((size_t)cfg->L, sizeof *m->w.h);
     if (!m->w.h) {
         m->w.blob = NULL; /* the caller keeps its blob on failure */
@@ -256,6 +258,7 @@ int model_init_shared(Model *m, const Model *src) {
     m->cfg = src->cfg;
     m->w = src->w;
     m->kern = src->kern;
+    m->ops = src->ops;
     m->fast = src->fast; /* not owned */
     m->w.h = malloc((size_t)src->cfg.L * sizeof *m->w.h);
     if (!m->w.h) {
@@ -369,21 +372,9 @@ static int fire(const ForwardCall *call, HookPoint pt, int layer, const float *d
 }
 
 /* ---- which kernels: ops.c's plain loops, or their fast twins --------------------------
- * With KERN_PLAIN the forward pass calls ops.c's functions and nothing between; the
- * other levels call the kernel layer (kernels.h), whose results are the same bytes. */
-
-/* out (n,C) = LayerNorm(in) · w + b. */
-static void layernorm(const Model *m, float *out, const float *in, const float *w,
-                      const float *b, int n) {
-    if (m->kern == KERN_PLAIN) layernorm_forward(out, in, w, b, n, m->cfg.C, m->cfg.eps);
-    else kern_layernorm_forward(m->kern, out, in, w, b, n, m->cfg.C, m->cfg.eps);
-}
-
-/* out (n) = a + b; out may be a. */
-static void residual(const Model *m, float *out, const float *a, const float *b, size_t n) {
-    if (m->kern == KERN_PLAIN) residual_forward(out, a, b, n);
-    else kern_residual_forward(m->kern, out, a, b, n);
-}
+ * With KERN_PLAIN the forward pass calls ops.c's functions and nothing between (the
+ * elementwise ones through m->ops, kernels.h: KernOps); the other levels call the kernel
+ * layer, whose results are the same bytes. */
 
 /* in (n,C) · w (C,OC) + bias into out, w being matrix k of block l. Plain: matmul_forward
  * into out.p[0], which must be one part stored as is (KERN_SET); fast: on the matrix's
@@ -421,7 +412,7 @@ static int block_qkv(const ForwardCall *call, int l, int n, KernOut qkv, FlopCou
     const int C = m->cfg.C;
     RunState *s = &m->s;
     int rc;
-    layernorm(m, s->ln, s->x, b->ln_1_w, b->ln_1_b, n);
+    m->ops->layernorm(s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
     if ((rc = fire(call, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
     if (block_matmul_into(m, qkv, s->ln, b->c_attn_w, l, KERN_C_ATTN, b->c_attn_b, n,
                           C, 3 * C))
@@ -446,13 +437,13 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
                      b->attn_proj_w, l, KERN_ATTN_PROJ, b->attn_proj_b, n, C, C))
         return -1;
     if (!add && (rc = fire(call, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    if (!add) residual(m, s->x, s->x, s->proj, nC);
+    if (!add) m->ops->residual(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
     if ((rc = fire(call, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
     /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
-    layernorm(m, s->ln, s->x, b->ln_2_w, b->ln_2_b, n);
+    m->ops->layernorm(s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
     if ((rc = fire(call, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
     /* fast: GELU as c_fc stores its outputs, unless an observer wants them before it */
     const int pre = m->kern == KERN_PLAIN || hooks_wants(call->lb->hooks, HOOK_MLP_PRE);
@@ -460,8 +451,7 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
                      b->c_fc_b, n, C, 4 * C))
         return -1;
     if (pre && (rc = fire(call, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    if (pre && m->kern == KERN_PLAIN) gelu_forward(s->fc, s->fc, 4 * nC);
-    else if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC);
+    if (pre) m->ops->gelu(s->fc, s->fc, 4 * nC);
     if ((rc = fire(call, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
     if (block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, l, KERN_MLP_PROJ,
                      b->mlp_proj_b, n, 4 * C, C))
@@ -469,7 +459,7 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
     if ((rc = fire(call, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     /* a separate add: mlp.c_proj's sums run over more than one block of panel rows, where
      * KERN_ADD would go through a buffer (kernels.c) */
-    residual(m, s->x, s->x, s->proj, nC);
+    m->ops->residual(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
@@ -588,8 +578,8 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
     FlopCount f = {0};
 
     for (int i = 0; i < n; i++) /* token + position embeddings */
-        residual(m, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                 m->w.wpe + (size_t)(call.pos0 + i) * C, (size_t)C);
+        m->ops->residual(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
+                         m->w.wpe + (size_t)(call.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
 
     for (int l = 0; l < cfg->L; l++)

@@ -106,7 +106,9 @@ typedef struct {
     Weights w;
     RunState s;
     int owns_blob;  /* 1 if w.blob is ours to free */
-    KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
+    KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default; set it
+                     * with model_set_kernels */
+    const KernOps *ops; /* kern's layernorm, residual add and GELU: ops.c's at KERN_PLAIN */
     KernPanels fast; /* the matrices as the vector kernels read them (kernels.h); empty
                       * with the plain kernels */
     int owns_fast;  /* 1 if fast is ours to free */

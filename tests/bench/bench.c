@@ -470,7 +470,7 @@ static void run_steps(const char *level, const char *weights) {
     Bench b;
     bench_init(&b, &cfg);
     if (model_set_weights(&b.m, dt) != 0) die("out of memory (half weights)");
-    b.m.kern = lv;
+    if (model_set_kernels(&b.m, lv)) die("kernels");
     header(&cfg);
     static const int Tp[] = {128, 512};
     for (int i = 0; i < 2; i++) {
@@ -608,7 +608,7 @@ static void run_prefill_share(void) {
     }
     Bench b;
     bench_init(&b, &cfg);
-    b.m.kern = KERN_AVX512;
+    if (model_set_kernels(&b.m, KERN_AVX512)) die("kernels");
     header(&cfg);
     enum { R = 15 };
     uint64_t fl = 0;
