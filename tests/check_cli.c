@@ -124,15 +124,23 @@ END_TEST
  * line naming it, exit 2. */
 START_TEST(test_kernels) {
     static const char *const files[] = {"logits.csv", "attention.csv", "tokens.csv", "shapes.csv"};
-    char dir[64], a[128], b[128], fa[200], fb[200], errf[160];
+    char dir[64], a[4][128], b[128], fa[200], fb[200], errf[160];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
-    snprintf(a, sizeof a, "%s/a", dir);
     snprintf(b, sizeof b, "%s/b", dir);
     snprintf(errf, sizeof errf, "%s/err.txt", dir);
+    /* the default runs: fp32 and fp16 weights, recorded in full or the logits alone */
+    for (int v = 0; v < 4; v++) {
+        const char *wt = v & 1 ? "fp16" : "fp32", *what = v & 2 ? "all" : "logits,tokens,shapes";
+        snprintf(a[v], sizeof a[v], "%s/a%d", dir, v);
+        const char *r[] = {"run", "--quiet", "--layers", "2", "--dim", "192", "--heads", "6",
+                           "--steps", "4", "--logits", "--weights", wt, "--record", what,
+                           "--out", a[v], NULL};
+        ck_assert_int_eq(run_kvscope(r, NULL, NULL), 0);
+    }
     for (int lv = 0; lv < KERN_LEVEL_COUNT; lv++) {
         const char *name = kern_name((KernLevel)lv);
         if (!kern_supported((KernLevel)lv)) {
-            const char *r[] = {"run", "--quiet", "--kernels", name, "--out", a, NULL};
+            const char *r[] = {"run", "--quiet", "--kernels", name, "--out", b, NULL};
             ck_assert_int_eq(run_kvscope(r, NULL, errf), 2);
             char *err = read_file(errf, NULL);
             ck_assert_ptr_nonnull(err);
@@ -143,24 +151,20 @@ START_TEST(test_kernels) {
             printf("check_cli.c: test_kernels: %s: refused (CPU lacks it)\n", name);
             continue;
         }
-        for (int half = 0; half <= 1; half++)
-            for (int rec = 0; rec <= 1; rec++) {
-                const char *wt = half ? "fp16" : "fp32", *what = rec ? "all" : "logits,tokens,shapes";
-                const char *ra[] = {"run", "--quiet", "--layers", "2", "--steps", "4", "--logits",
-                                    "--weights", wt, "--record", what, "--out", a, NULL};
-                const char *rb[] = {"run", "--quiet", "--layers", "2", "--steps", "4", "--logits",
-                                    "--weights", wt, "--record", what, "--kernels", name,
-                                    "--out", b, NULL};
-                ck_assert_int_eq(run_kvscope(ra, NULL, NULL), 0);
-                ck_assert_int_eq(run_kvscope(rb, NULL, NULL), 0);
-                for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-                    snprintf(fa, sizeof fa, "%s/%s", a, files[i]);
-                    snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
-                    if (!rec && i == 1) continue; /* no attention.csv without the recording */
-                    ck_assert_msg(files_equal(fa, fb), "--kernels %s --weights %s --record %s: "
-                                  "%s differs from the default run's", name, wt, what, files[i]);
-                }
+        for (int v = 0; v < 4; v++) {
+            const char *wt = v & 1 ? "fp16" : "fp32", *what = v & 2 ? "all" : "logits,tokens,shapes";
+            const char *r[] = {"run", "--quiet", "--layers", "2", "--dim", "192", "--heads", "6",
+                               "--steps", "4", "--logits", "--weights", wt, "--record", what,
+                               "--kernels", name, "--out", b, NULL};
+            ck_assert_int_eq(run_kvscope(r, NULL, NULL), 0);
+            for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+                if (!(v & 2) && i == 1) continue; /* no attention.csv without the recording */
+                snprintf(fa, sizeof fa, "%s/%s", a[v], files[i]);
+                snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
+                ck_assert_msg(files_equal(fa, fb), "--kernels %s --weights %s --record %s: "
+                              "%s differs from the default run's", name, wt, what, files[i]);
             }
+        }
     }
     remove_tree(dir);
 }

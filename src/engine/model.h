@@ -90,8 +90,9 @@ typedef struct {
     float *block;
     float *x;       /* (rows, C) the residual stream */
     float *ln;      /* (rows, C) layernorm output */
-    float *qkv;     /* (rows, 3C) c_attn output of model_forward_rows; K then V of a
-                     * forward call whose cache converts them (not fp32) */
+    float *qkv;     /* (rows, 3C) c_attn output, q, k, v of a row side by side (the plain
+                     * path, model_forward_rows); fast: K then V of a forward call whose
+                     * cache converts them (not fp32) */
     float *q;       /* (rows, C) = (rows, NH, hs) */
     float *atty;    /* (rows, C) attention output, heads side by side */
     float *proj;    /* (rows, C) c_proj / mlp c_proj output */
