@@ -446,6 +446,12 @@ static void block_matmul(Model *m, float *out, KernStore how, const float *in, c
     block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
 }
 
+/* Bytes of an r × c weight matrix as the matmuls read it (float32 or halves), with its
+ * bias of c floats: what FlopCount.weight_bytes counts per matmul call. */
+static uint64_t matrix_bytes(const Model *m, uint64_t r, uint64_t c) {
+    return dtype_row_bytes(m->w.dtype, (size_t)(r * c), 1) + sizeof(float) * c;
+}
+
 /* ---- the parts of a block that do not know the cache ----------------------
  * Shared by model_forward (the rows of one sequence) and model_forward_rows (rows
  * of many sequences): each row goes through the same kernels in the same order,
@@ -465,6 +471,7 @@ static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {
     block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C,
                       3 * C);
     f->qkv += 6ull * n * C * C;
+    f->weight_bytes += matrix_bytes(m, C, 3 * C) + 2 * sizeof(float) * C; /* c_attn, ln_1 */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 3) * (uint64_t)n * C; /* ln_1, bias */
     return 0;
 }
@@ -506,26 +513,31 @@ static int block_rest(const At *at, int l, int n, FlopCount *f) {
      * KERN_ADD would go through a buffer (kernels.c) */
     kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
+    f->weight_bytes += matrix_bytes(m, C, C) + matrix_bytes(m, C, 4 * C) +
+                       matrix_bytes(m, 4 * C, C) + 2 * sizeof(float) * C; /* c_proj, MLP, ln_2 */
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
     return fire(at, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
-/* ln_f and the tied lm_head for one row x (C), into logits (V). */
-static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
+/* ln_f and the tied lm_head for n consecutive rows x (n, C), into logits (n, V): one
+ * (n×C)·wteᵀ matmul, so the 154 MB of GPT-2's wte are read once for all n rows. */
+static void final_logits(Model *m, const float *x, int n, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
-    /* ln_f on one row: the plain layernorm_forward (ops.c) */
-    layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
+    /* ln_f row by row: the plain layernorm_forward (ops.c) */
+    layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, n, cfg->C, cfg->eps);
     const double t0 = clock_start(m);
     /* plain: matmul_transposed_forward (ops.c); fast: matmul_run on wte's panels (kernels.c) */
     if (m->w.dtype == DT_FP32)
-        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, 1, cfg->C,
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, n, cfg->C,
                                        cfg->V);
     else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
-                                             m->w.dtype, 1, cfg->C, cfg->V);
+                                             m->w.dtype, n, cfg->C, cfg->V);
     clock_add(m, m->times ? &m->times->matmul : NULL, t0);
-    f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
-    f->lm_head += 2ull * cfg->C * cfg->V;
+    f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)n * cfg->C;
+    f->lm_head += 2ull * n * cfg->C * cfg->V;
+    f->weight_bytes += dtype_row_bytes(m->w.dtype, (uint64_t)cfg->V * cfg->C, 1) +
+                       2 * sizeof(float) * (uint64_t)cfg->C; /* wte, ln_f */
 }
 
 /* ---- where the KV cache lives ------------------------------------------------
@@ -614,6 +626,7 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
         kern_residual_forward(m->kern, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
                               m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
+    f.weight_bytes += 2 * sizeof(float) * (uint64_t)n * C; /* a row of each per token */
 
     for (int l = 0; l < cfg->L; l++)
         if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
@@ -624,7 +637,7 @@ static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *lo
     cache->n_seen = at.pos0 + n;
 
     if (logits) { /* ln_f and the tied lm_head, for the last new token only */
-        final_logits(m, s->x + (size_t)(n - 1) * C, logits, &f);
+        final_logits(m, s->x + (size_t)(n - 1) * C, 1, logits, &f);
         if ((rc = fire(&at, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
     }
     if (flops) flops_add(flops, &f);
@@ -659,6 +672,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         residual_forward(s->x + (size_t)r * C, m->w.wte + (size_t)tokens[r] * C,
                          m->w.wpe + (size_t)pos[r] * C, (size_t)C);
     f.elementwise += (uint64_t)R * C;
+    f.weight_bytes += 2 * sizeof(float) * (uint64_t)R * C; /* a row of wte and wpe per row */
 
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
@@ -675,9 +689,13 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
         if ((rc = block_rest(&at, l, R, &f))) return rc;
     }
-    if (logits)
-        for (int r = 0; r < R; r++)
-            if (logits[r]) final_logits(m, s->x + (size_t)r * C, logits[r], &f);
+    /* the lm_head once per run of rows whose logits lie one after the other in one array
+     * (a batch's usual (R, V) buffer: one run, one read of wte) */
+    for (int r = 0, e; logits && r < R; r = e) {
+        for (e = r + 1; logits[r] && e < R && logits[e] == logits[r] + (size_t)(e - r) * cfg->V;)
+            e++;
+        if (logits[r]) final_logits(m, s->x + (size_t)r * C, e - r, logits[r], &f);
+    }
     if (flops) flops_add(flops, &f);
     return 0;
 }
