@@ -9,6 +9,7 @@
 #include "bigbuf.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel.h"
 #include "rng.h"
 #include "sysinfo.h"
 
@@ -653,8 +654,37 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
 }
 
 /* Rows of many sequences in one pass: see model.h. */
-int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAttendFn attend,
-                       void *user, float *const *logits, FlopCount *flops) {
+/* Layer l's attention of R rows through cache: every row's K and V stored, then the
+ * rows attended, spread over the threads (each row's arithmetic is its own, so the
+ * result does not depend on how many). The attended slots' sum into *pairs. */
+static int rows_attention(Model *m, const RowCache *cache, int l, int R, uint64_t *pairs) {
+    RunState *s = &m->s;
+    const int C = m->cfg.C;
+    for (int r = 0; r < R; r++) {
+        const float *qkv = s->qkv + (size_t)r * 3 * C;
+        if (cache->store(cache->user, r, l, qkv + C, qkv + 2 * C) < 0) return -1;
+    }
+    int bad = 0;
+    uint64_t sum = 0;
+    OMP(omp parallel for schedule(dynamic, 1) reduction(+ : sum) reduction(| : bad) if(R > 1))
+    for (int r = 0; r < R; r++) {
+#ifdef _OPENMP
+        const int worker = omp_get_thread_num();
+#else
+        const int worker = 0;
+#endif
+        const int slots = cache->attend(cache->user, worker, r, l, s->qkv + (size_t)r * 3 * C,
+                                        s->atty + (size_t)r * C);
+        if (slots < 0) bad = 1;
+        else sum += (uint64_t)slots;
+    }
+    *pairs = sum;
+    return bad ? -1 : 0;
+}
+
+/* Rows of many sequences in one pass: see model.h. */
+int model_forward_rows(Model *m, const int *tokens, const int *pos, int R,
+                       const RowCache *cache, float *const *logits, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH;
     const StepLabel none = {.phase = PHASE_DECODE}; /* rows of many sequences: no hooks */
@@ -662,7 +692,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
     RunState *s = &m->s;
     int rc;
 
-    if (R < 1 || !attend) return -1;
+    if (R < 1 || !cache || !cache->store || !cache->attend) return -1;
     for (int r = 0; r < R; r++)
         if (tokens[r] < 0 || tokens[r] >= cfg->V || pos[r] < 0 || pos[r] >= cfg->N) return -1;
     if (runstate_reserve(s, cfg, R, 1)) return -1;
@@ -680,11 +710,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         if ((rc = block_qkv(&at, l, R, qkv, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
-        for (int r = 0; r < R; r++) {
-            int slots = attend(user, r, l, s->qkv + (size_t)r * 3 * C, s->atty + (size_t)r * C);
-            if (slots < 0) return -1;
-            pairs += (uint64_t)slots;
-        }
+        if (rows_attention(m, cache, l, R, &pairs)) return -1;
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
         if ((rc = block_rest(&at, l, R, &f))) return rc;
