@@ -4,7 +4,7 @@
 #                    lessons, the figures and the explorer page in a browser
 #   make test        the unit suites only: no bin/kvscope, no lessons (quick)
 #   make check-layers  every #include follows the layers of src/README.md (tests/layers.sh)
-#   make check-reading README's "Read the engine" names real functions, ≤ 250 lines (tests/reading.sh)
+#   make check-reading src/engine/README.md's "Read the engine" is what a plain decode step runs (tests/reading.sh)
 #   make SAN=1 check the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make lessons     regenerate every lesson's data/ and plots/
 #   make bench       the speed benchmark (prints a table; measured, not tested)
@@ -16,6 +16,7 @@
 #   make corpus      only the training text, build/corpus/kjv.txt (Debian's bible-kjv)
 #   make fuzz        libFuzzer on the file readers and the option parsers (clang; tests/fuzz/)
 #   make test-clang  the kernel, model and training-kernel suites built with clang
+#   make examples    examples/*.c, linked with the engine alone (-lm), run and checked
 #   make clean
 # The set-up targets (check, test, lessons, timing, charts, bench, model, fuzz) install
 # missing Debian packages first when run as root (see .ci/deps.sh); a plain `make` only
@@ -155,10 +156,32 @@ check-quiet:
 check-layers:
 	@sh tests/layers.sh
 
-# README's "Read the engine" names functions that exist, ≤ 250 lines of code together.
+# src/engine/README.md's "Read the engine" is the list of functions one plain decode step
+# runs, in order: tests/trace_step.c on the engine built with -finstrument-functions
+# (-O0: every function stays one), non-PIE so that addr2line names its addresses.
+TRACE_OBJ := $(patsubst src/%.c,$(B)/trace/%.o,$(wildcard src/engine/*.c)) $(B)/trace/util/bigbuf.o
+TRACE_CFLAGS = $(CSTD) $(WARN) -O0 -g $(FP) -Isrc/engine -Isrc/util
+$(B)/trace/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(TRACE_CFLAGS) -finstrument-functions -c $< -o $@
+$(B)/trace/trace_step: tests/trace_step.c $(TRACE_OBJ)
+	$(CC) $(TRACE_CFLAGS) -no-pie -o $@ $< $(TRACE_OBJ) -lm
 .PHONY: check-reading
-check-reading:
-	@sh tests/reading.sh
+check-reading: $(B)/trace/trace_step
+	@sh tests/reading.sh $(B)/trace/trace_step
+
+# The engine as a library: each examples/NAME.c linked with src/engine/ and util's bigbuf
+# alone (no libpng, cairo, jansson: -lm), then run against bin/kvscope (tests/examples.sh).
+ENGINE_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/engine/*.c)) $(B)/obj/util/bigbuf.o
+EXAMPLES   := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+$(B)/examples/%: examples/%.c $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(FP) $(OPENMP) $(EXTRA_CFLAGS) -Isrc/engine -Isrc/util \
+	    $(LDFLAGS) -o $@ $< $(ENGINE_OBJ) -lm
+.PHONY: examples
+examples: $(EXAMPLES) $(BIN)
+	@sh tests/examples.sh $(B)/examples $(BIN)
+check: examples
 
 # The unit suites alone: every test case but those that run bin/kvscope (tagged "bin").
 test: $(TEST_BIN)

@@ -12,7 +12,7 @@ KJV_SHA256    := 82fa5f3788c6a9a010fb128a0f0bf588984b5888a82058520620eded59b033e
 CORPUS        := build/corpus/kjv.txt
 TRAINED       := data/model
 MODEL_THREADS ?= 2
-# The shape and the schedule of the shipped model (README: The trained model).
+# The shape and the schedule of the shipped model (src/train/README.md: The shipped model).
 MODEL_SHAPE   := --layers 4 --heads 6 --dim 192 --ctx 256
 MODEL_TRAIN   := --batch 16 --steps 2400 --lr 3e-3 --warmup 100 --lr-final 0.1 \
                  --weight-decay 0.1 --clip 1 --init-std 0.08 --seed 1 --eval-every 400 \

@@ -25,6 +25,7 @@ static const char *const bad[][12] = {
     {"run", "--seed", "x1", NULL},
     {"run", "--layers-shown", "5", NULL},
     {"run", "--steps", NULL},
+    {"run", "--kernels", "sse", NULL},
     {"verify", "--vocab", "0", NULL},
     {"nosuchcommand", NULL},
 };
@@ -113,6 +114,58 @@ START_TEST(test_deterministic) {
     /* re-running into an existing folder replaces it whole */
     ck_assert_int_eq(run_kvscope(ra, NULL, NULL), 0);
     ck_assert_int_eq(count_entries(dir), 3);
+    remove_tree(dir);
+}
+END_TEST
+
+/* --kernels: every level this CPU has gives the default run's files byte for byte, with
+ * float32 and fp16 weights, with the default recording (attention observed) and with
+ * the logits alone (the fast path's fused stores); a level it lacks is refused in one
+ * line naming it, exit 2. */
+START_TEST(test_kernels) {
+    static const char *const files[] = {"logits.csv", "attention.csv", "tokens.csv", "shapes.csv"};
+    char dir[64], a[4][128], b[128], fa[200], fb[200], errf[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(errf, sizeof errf, "%s/err.txt", dir);
+    /* the default runs: fp32 and fp16 weights, recorded in full or the logits alone */
+    for (int v = 0; v < 4; v++) {
+        const char *wt = v & 1 ? "fp16" : "fp32", *what = v & 2 ? "all" : "logits,tokens,shapes";
+        snprintf(a[v], sizeof a[v], "%s/a%d", dir, v);
+        const char *r[] = {"run", "--quiet", "--layers", "2", "--dim", "192", "--heads", "6",
+                           "--steps", "4", "--logits", "--weights", wt, "--record", what,
+                           "--out", a[v], NULL};
+        ck_assert_int_eq(run_kvscope(r, NULL, NULL), 0);
+    }
+    for (int lv = 0; lv < KERN_LEVEL_COUNT; lv++) {
+        const char *name = kern_name((KernLevel)lv);
+        if (!kern_supported((KernLevel)lv)) {
+            const char *r[] = {"run", "--quiet", "--kernels", name, "--out", b, NULL};
+            ck_assert_int_eq(run_kvscope(r, NULL, errf), 2);
+            char *err = read_file(errf, NULL);
+            ck_assert_ptr_nonnull(err);
+            ck_assert_msg(strncmp(err, "kvscope: --kernels ", 19) == 0 && strstr(err, name) &&
+                              strchr(err, '\n') == err + strlen(err) - 1,
+                          "stderr: %s", err);
+            free(err);
+            printf("check_cli.c: test_kernels: %s: refused (CPU lacks it)\n", name);
+            continue;
+        }
+        for (int v = 0; v < 4; v++) {
+            const char *wt = v & 1 ? "fp16" : "fp32", *what = v & 2 ? "all" : "logits,tokens,shapes";
+            const char *r[] = {"run", "--quiet", "--layers", "2", "--dim", "192", "--heads", "6",
+                               "--steps", "4", "--logits", "--weights", wt, "--record", what,
+                               "--kernels", name, "--out", b, NULL};
+            ck_assert_int_eq(run_kvscope(r, NULL, NULL), 0);
+            for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+                if (!(v & 2) && i == 1) continue; /* no attention.csv without the recording */
+                snprintf(fa, sizeof fa, "%s/%s", a[v], files[i]);
+                snprintf(fb, sizeof fb, "%s/%s", b, files[i]);
+                ck_assert_msg(files_equal(fa, fb), "--kernels %s --weights %s --record %s: "
+                              "%s differs from the default run's", name, wt, what, files[i]);
+            }
+        }
+    }
     remove_tree(dir);
 }
 END_TEST
@@ -415,6 +468,7 @@ Suite *make_cli_suite(void) {
     tcase_add_loop_test(tc, test_bad_input, 0, (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, test_bad_out);
     tcase_add_test(tc, test_deterministic);
+    tcase_add_test(tc, test_kernels);
     tcase_add_test(tc, test_run_output);
     tcase_add_test(tc, test_run_prints_text);
     tcase_add_test(tc, test_verify);

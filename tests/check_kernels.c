@@ -595,16 +595,15 @@ START_TEST(test_model_exact) {
     ck_assert_int_eq(m.kern, kern_detect());
     /* a vector level needs the panels, or the run below would be the plain one again */
     for (int l = 0; l < cfg.L && m.kern != KERN_PLAIN; l++)
-        ck_assert(m.w.h[l].c_attn_p && m.w.h[l].attn_proj_p && m.w.h[l].c_fc_p &&
-                  m.w.h[l].mlp_proj_p && m.w.wte_p);
+        for (int k = 0; k < KERN_MATS; k++) ck_assert(m.fast.h[l][k] && m.fast.wte);
     size_t nl = (size_t)7 * cfg.V;
     float *ref = alloc_filled(nl, 0), *got = alloc_filled(nl, 1);
-    m.kern = KERN_PLAIN;
+    ck_assert_int_eq(model_set_kernels(&m, KERN_PLAIN), 0);
     set_threads(1);
     run_model(&m, ref);
     for (int thr = 1; thr <= 2; thr++) {
         set_threads(thr);
-        m.kern = lv;
+        ck_assert_int_eq(model_set_kernels(&m, lv), 0);
         run_model(&m, got);
         ck_assert_msg(memcmp(ref, got, nl * sizeof(float)) == 0, "logits differ at %d threads", thr);
     }

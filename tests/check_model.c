@@ -115,7 +115,7 @@ START_TEST(test_half_weights) {
     ck_assert_int_eq(model_set_weights(&a, fp16 ? DT_FP16 : DT_BF16), 0);
     ck_assert_int_eq(model_set_weights(&a, DT_FP32), -1); /* no way back */
     round_matrices(&r, fp16);
-    r.kern = KERN_PLAIN;
+    ck_assert_int_eq(model_set_kernels(&r, KERN_PLAIN), 0);
     Generator ga, gr, gf;
     ck_assert_int_eq(generator_init(&ga, &a, GEN_CACHE), 0);
     ck_assert_int_eq(generator_init(&gr, &r, GEN_CACHE), 0);

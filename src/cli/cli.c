@@ -27,6 +27,13 @@ int cli_error(const char *msg) {
 
 /* ---- the model options ---------------------------------------------------------------- */
 
+int cli_kernels_check(int lv) {
+    if (lv < 0 || kern_supported((KernLevel)lv)) return 0;
+    fprintf(stderr, "kvscope: --kernels %s: this CPU lacks it (the best it has: %s)\n",
+            kern_name((KernLevel)lv), kern_name(kern_detect()));
+    return 2;
+}
+
 /* Weights come in fp32, fp16 or bf16 only: int8 and q8_0 are K/V types. */
 static int parse_weights(const char *s, void *f) {
     Dtype dt;
@@ -35,6 +42,19 @@ static int parse_weights(const char *s, void *f) {
     return 0;
 }
 static const char *show_weights(const void *f) { return dtype_name(*(const Dtype *)f); }
+
+/* --kernels: a level's name, or auto (-1: kern_detect's). Whether this CPU has it is
+ * checked before the model loads (load_weights). */
+int cli_parse_kernels(const char *s, void *f) {
+    if (strcmp(s, "auto") == 0) return *(int *)f = -1, 0;
+    for (int lv = 0; lv < KERN_LEVEL_COUNT; lv++)
+        if (strcmp(s, kern_name((KernLevel)lv)) == 0) return *(int *)f = lv, 0;
+    return -1;
+}
+const char *cli_show_kernels(const void *f) {
+    const int lv = *(const int *)f;
+    return lv < 0 ? "auto" : kern_name((KernLevel)lv);
+}
 
 /* A shape option: an int of the config, noted as the one given (--model refuses them). */
 #define SHAPE(nm, a, m, max, h)                                                               \
@@ -60,6 +80,8 @@ static const Option MODEL_WEIGHT_OPTIONS[] = {
                "fp32, fp16, bf16",
                "fp32, or fp16 or bf16: the matrices rounded once to half size, multiplied in "
                "float32 (the KV cache's type is --kv-dtype)"),
+    OPT_CHOICE("--kernels", "LEVEL", ModelArgs, kernels, cli_parse_kernels, cli_show_kernels,
+               CLI_KERNELS_CHOICES, CLI_KERNELS_HELP),
     OPT_END,
 };
 
@@ -84,6 +106,7 @@ void model_args_default(ModelArgs *a) {
     a->seed = 1;
     a->prompt = "The KV cache";
     a->weights = DT_FP32;
+    a->kernels = -1;
 }
 
 /* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
@@ -203,6 +226,7 @@ static int half_overflow(const Model *m, Dtype dt) {
 /* The weights: --model's, or the built-in ones from the seed; then --weights. 0, or 2. */
 static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
     char err[4600];
+    if (cli_kernels_check(a->kernels)) return 2;
     int rc = a->model_dir ? hf_weights_load(a->model_dir, cfg, m, err, sizeof err)
                           : model_init_random(m, cfg, a->seed) ? HF_NOMEM : 0;
     if (rc == HF_NOMEM) {
@@ -213,7 +237,10 @@ static int load_weights(const ModelArgs *a, const Config *cfg, Model *m) {
     if (a->weights != DT_FP32 && half_overflow(m, a->weights)) return 2;
     if (model_set_weights(m, a->weights) != 0) /* from fp32 only: then out of memory */
         return cli_fail("out of memory rounding the weights to", dtype_name(a->weights));
-    if (m->kern != KERN_PLAIN && !m->w.panels && !m->w.half_panels)
+    if (a->kernels >= 0 && model_set_kernels(m, (KernLevel)a->kernels))
+        return cli_fail("out of memory packing the weights for --kernels",
+                        kern_name((KernLevel)a->kernels));
+    if (m->kern != KERN_PLAIN && !m->fast.buf)
         fprintf(stderr, "kvscope: note: no memory for the fast weight layout; running the plain "
                         "kernels (same results, slower)\n");
     return 0;

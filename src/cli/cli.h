@@ -34,9 +34,20 @@ typedef struct {
     const char *model_dir;   /* a Hugging Face GPT-2 folder instead of built-in weights */
     const char *cfg_option;  /* the last of --layers/--heads/--dim/--ctx/--vocab given */
     Dtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
+    int kernels;             /* --kernels: a KernLevel (kernels.h), or -1: kern_detect's */
     int fit_prompt;          /* 1: cut a prompt longer than the context to it (a command's
                               * own default text), instead of refusing it */
 } ModelArgs;
+
+/* --kernels LEVEL (OPT_CHOICE into an int): a KernLevel's name, or auto: -1. */
+int cli_parse_kernels(const char *s, void *f);
+const char *cli_show_kernels(const void *f);
+#define CLI_KERNELS_CHOICES "plain, avx2, avx512, auto"
+#define CLI_KERNELS_HELP                                                                    \
+    "plain: ops.c's loops, the code to read; avx2, avx512: their vector twins; auto: the " \
+    "best this CPU has. Every level gives the same results, bit for bit"
+/* 0 when this CPU runs level lv (-1: auto), else the error line and 2. */
+int cli_kernels_check(int lv);
 
 /* The built-in model (config_default), seed 1, the prompt "The KV cache". */
 void model_args_default(ModelArgs *a);

@@ -8,7 +8,7 @@
 #include "cli.h"
 
 const Option HEATMAP_OPTIONS[] = {
-    OPT_GROUP("heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see README)"),
+    OPT_GROUP("heatmaps (figures of attention and Q/K/V at every step, PNG + SVG, see src/observe/README.md)"),
     OPT_FLAG("--heatmaps", HeatmapOpts, on, "draw them into <out>/heatmaps"),
     OPT_STRING("--plots", "DIR", HeatmapOpts, plots,
                "draw them into DIR instead (implies --heatmaps); DIR is replaced as a whole, "

@@ -31,6 +31,7 @@ typedef struct {
     double lr, lr_final, weight_decay, clip, init_std;
     double repeat_share, span_share, short_repeat_share, short_span_share;
     int checkpoint_every, resume, threads, sample_bytes, quiet, force;
+    int kernels;          /* --kernels: a KernLevel, or -1: kern_detect's */
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
     OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
     int saved;            /* checkpoints this run wrote */
@@ -77,6 +78,8 @@ static const Option TRAIN_OPTIONS[] = {
     OPT_STRING("--scripts", "DIR", TrainArgs, scripts, "where the chart script train_loss.gp is"),
     OPT_INT_AUTO("--threads", "T", TrainArgs, threads, 1, 256, "OMP_NUM_THREADS",
                  "OpenMP threads (the model's bytes do not depend on them)"),
+    OPT_CHOICE("--kernels", "LEVEL", TrainArgs, kernels, cli_parse_kernels, cli_show_kernels,
+               CLI_KERNELS_CHOICES, CLI_KERNELS_HELP),
     OPT_QUIET(TrainArgs, quiet),
     OPT_FORCE(TrainArgs, force),
     OPT_GROUP("model shape (V = 256 byte tokens)"),
@@ -163,6 +166,7 @@ static void train_args_default(TrainArgs *a) {
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
     a->scripts = "plots";
+    a->kernels = -1;
 }
 
 /* Fail with "<what> (<limit>): <value>". */
@@ -196,6 +200,7 @@ static int check_args(TrainArgs *a) {
     char v[64], what[128];
     if (!a->corpus) return cli_fail("missing option", "--corpus FILE");
     if (!a->out && !a->grads_out) return cli_fail("missing option", "--out DIR");
+    if (cli_kernels_check(a->kernels)) return 2;
     if (a->out && a->grads_out)
         return cli_fail("--grads-out runs one batch instead of the training; drop --out", a->out);
     if (a->cfg.C % a->cfg.NH != 0) {
@@ -379,6 +384,10 @@ static int setup(TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
         fprintf(stderr, "kvscope: out of memory: a model of %zu parameters with batch %d\n",
                 model_num_params(&a->cfg), a->o.B);
         rc = 2;
+    } else if (rc == 0 && a->kernels >= 0 && trainer_set_kernels(tr, (KernLevel)a->kernels)) {
+        trainer_free(tr);
+        rc = cli_fail("out of memory packing the weights for --kernels",
+                      kern_name((KernLevel)a->kernels));
     } else if (rc == 0 && a->resume) {
         rc = train_checkpoint_load(tr, &a->o, log, a->checkpoint, err, sizeof err);
         if (rc) rc = rc == TRAIN_NOMEM ? cli_fail("out of memory reading", a->checkpoint)

@@ -41,11 +41,11 @@ static int evict(Generator *g, int first, int count) {
 
 /* The article's eval-mode cache: after a step, keep only that step's own K and V. */
 static void forget_history(Generator *g, int n) {
-    if (g->mode == GEN_ARTICLE_BUG && g->cache.len > n) evict(g, 0, g->cache.len - n);
+    if (g->cache.len > n) evict(g, 0, g->cache.len - n);
 }
 
 /* One model_forward of step `step`, reporting the evictions since the last one. */
-static int forward(Generator *g, const int *tokens, int n, Phase ph, int step, Hooks *hooks) {
+static int step_forward(Generator *g, const int *tokens, int n, Phase ph, int step, Hooks *hooks) {
     StepLabel lb = {.phase = ph, .step = step, .hooks = hooks, .evicted_pos0 = g->evicted_pos0,
                     .evicted_n = g->evicted_n};
     int rc = model_forward(g->m, &g->cache, tokens, n, g->logits, &lb, &g->total);
@@ -59,8 +59,8 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
     g->len = n;
     kvcache_reset(&g->cache);
     g->evicted_n = 0;
-    int rc = forward(g, g->tokens, n, PHASE_PREFILL, 0, hooks);
-    if (rc == 0) forget_history(g, n);
+    int rc = step_forward(g, g->tokens, n, PHASE_PREFILL, 0, hooks);
+    if (rc == 0 && g->mode == GEN_ARTICLE_BUG) forget_history(g, n);
     if (rc == 0 && logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }
@@ -143,12 +143,12 @@ int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
     if (g->mode == GEN_RECOMPUTE) {
         /* no cache: run the whole sequence from scratch */
         kvcache_reset(&g->cache);
-        rc = forward(g, g->tokens, g->len, PHASE_DECODE, step, hooks);
+        rc = step_forward(g, g->tokens, g->len, PHASE_DECODE, step, hooks);
     } else {
-        int first, n = generator_next_eviction(g, &first);
-        rc = evict(g, first, n); /* the window makes room */
-        if (rc == 0) rc = forward(g, &g->tokens[g->len - 1], 1, PHASE_DECODE, step, hooks);
-        if (rc == 0) forget_history(g, 1);
+        int first, n = g->window > 0 ? generator_next_eviction(g, &first) : 0;
+        rc = n > 0 ? evict(g, first, n) : 0; /* the window makes room */
+        if (rc == 0) rc = step_forward(g, &g->tokens[g->len - 1], 1, PHASE_DECODE, step, hooks);
+        if (rc == 0 && g->mode == GEN_ARTICLE_BUG) forget_history(g, 1);
     }
     if (rc) g->len--;
     else if (logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;

@@ -1,8 +1,10 @@
 /* kernels.c — fast twins of the ops.c kernels; see kernels.h for the contract.
  *
  * Why these give the plain kernels' exact bytes: C forbids the compiler to reorder
- * floating-point arithmetic (we build without -ffast-math, and -std=c11 turns off
- * contraction into FMA), and every vector below holds independent outputs: lane j
+ * floating-point arithmetic (we build without -ffast-math), the Makefile's
+ * -ffp-contract=off keeps it from fusing a·b + c into an FMA on its own (gcc fuses
+ * nothing in -std=c11 mode, but clang does by default), and every vector below holds
+ * independent outputs: lane j
  * of an accumulator is one output element, built with the same "y = fmaf(a, w, y)"
  * sequence, in the same order, as in ops.c. Vector and scalar IEEE FMA, mul, add and
  * div round the same way (an FMA once, on the exact a·w + y).
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigbuf.h"
 #include "halfprec.h"
 #include "ops.h"
 #include "parallel.h"
@@ -84,7 +87,7 @@ const char *kern_name(KernLevel lv) {
 
 /* Where output col of row t goes (kernels.h: KernOut). */
 static inline float *kout(const KernOut *ko, size_t t, int col) {
-    return ko->p[col / ko->w] + t * ko->ld + col % ko->w;
+    return ko->p[col / ko->cols] + t * ko->ld + col % ko->cols;
 }
 
 /* Output col of row t, y = its sum plus bias, stored as ko says: y, gelu(y) (the bits of
@@ -108,9 +111,8 @@ static inline void kput(const KernOut *ko, size_t t, int col, float y) {
 
 /* Panel rows per prefill block: 768·48 floats = 144 KiB, held in L2 while each tile of
  * input rows (8 × 768 floats, 24 KiB: in L1) sums over all of them with its accumulators
- * in registers. Measured against blocks of 128 rows held in L1: GPT-2 small's prefill of
- * 128 tokens went from 128 to 121 ms, one thread, AVX-512 (longer blocks lost: 1,536 rows
- * and the next block's prefetch no longer fit in L2 beside each other). */
+ * in registers; the next block's prefetch fits in L2 beside it (NOTES.md: the sizes
+ * tried). */
 enum { MM_KC = 768 };
 
 /* Panels hold float32, or halves (DT_FP16, DT_BF16) that become float32 as they
@@ -128,10 +130,9 @@ static float load1w(const void *p, size_t i, Dtype dt) {
 /* A prefill walks the weights one block (MM_KC rows of a panel) at a time; the block
  * that comes next (the panel's next one, or the next panel's first: panels are
  * contiguous) is fetched into L2 while the current block's ntiles tiles run, a share of
- * its lines each, spread evenly over the tile's loop. Without it each new block starts
- * with a stall (measured: a fifth of the matmul time); fetched all at once at the start
- * of a tile, the lines stall the tile instead; one line per step over the loop's first
- * steps made mlp.c_proj's shape 1–2 % slower than the spread (medians of 10 runs).
+ * its lines each, spread evenly over the tile's loop: without it each new block starts
+ * with a stall, and fetched all at once at the start of a tile the lines stall the tile
+ * instead (NOTES.md).
  * Returns the first line of tile number tile's share and puts their count in *n (0
  * past end). */
 AVX2_INLINE const char *prefetch_share(const void *next, const void *end, size_t es, int tile,
@@ -281,15 +282,15 @@ AVX2_INLINE __m256i lanes_below(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* The sums of rows r = 0..7 of pa (pa + r·Tt, keys 0..pos0 + r): 8 chains of adds side
+/* The sums of rows r = 0..7 of pa (pa + r·T, keys 0..pos0 + r): 8 chains of adds side
  * by side, each in key order. */
-static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt) {
+static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int T) {
     for (int r = 0; r < 8; r++) sum[r] = 0.0f;
     for (int t = 0; t <= pos0; t++)
 #pragma GCC unroll 8
-        for (int r = 0; r < 8; r++) sum[r] += pa[(size_t)r * Tt + t];
+        for (int r = 0; r < 8; r++) sum[r] += pa[(size_t)r * T + t];
     for (int r = 1; r < 8; r++)
-        for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * Tt + t];
+        for (int t = pos0 + 1; t <= pos0 + r; t++) sum[r] += pa[(size_t)r * T + t];
 }
 
 /* softmax_causal_row, W keys at a time where the order does not matter: the max
@@ -305,13 +306,13 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
  * (the first n lanes only, 0 < n < W: the last few keys of a row read and written in
  * place). */
 #define SOFTMAX(ATTR, W, P, V)                                                              \
-    ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int Tt, float maxv) {           \
+    ATTR void softmax_exp_##W(float *sc, float *pa, int pos, int T, float maxv) {           \
         int t, f = pos + 1;                                                                  \
-        for (; f + W <= Tt; f += W) { /* the future: masked */                               \
+        for (; f + W <= T; f += W) { /* the future: masked */                               \
             P##_storeu_ps(sc + f, P##_set1_ps(-INFINITY));                                   \
             P##_storeu_ps(pa + f, P##_setzero_ps());                                         \
         }                                                                                    \
-        for (; f < Tt; f++) {                                                                \
+        for (; f < T; f++) {                                                                \
             sc[f] = -INFINITY;                                                               \
             pa[f] = 0.0f;                                                                    \
         }                                                                                    \
@@ -331,15 +332,15 @@ static inline void softmax_sums8(float sum[8], const float *pa, int pos0, int Tt
             P##_storeu_ps(pa + t, P##_mul_ps(P##_loadu_ps(pa + t), vinv));                   \
         for (; t <= pos; t++) pa[t] *= inv;                                                  \
     }                                                                                        \
-    /* rows r = 0..7 (sc + r·Tt, pa + r·Tt) at positions pos0 + r, as 8 softmax_rows; lane  \
+    /* rows r = 0..7 (sc + r·T, pa + r·T) at positions pos0 + r, as 8 softmax_rows; lane  \
      * by lane, mx[r] holds the max of row r's scores, as row_max would find it */           \
-    ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int Tt, const V mx[8]) {     \
+    ATTR void softmax_rows8_##W(float *sc, float *pa, int pos0, int T, const V mx[8]) {     \
         float sum[8];                                                                        \
         for (int r = 0; r < 8; r++)                                                          \
-            softmax_exp_##W(sc + (size_t)r * Tt, pa + (size_t)r * Tt, pos0 + r, Tt,          \
+            softmax_exp_##W(sc + (size_t)r * T, pa + (size_t)r * T, pos0 + r, T,          \
                             max_lanes_##W(mx[r]));                                           \
-        softmax_sums8(sum, pa, pos0, Tt);                                                    \
-        for (int r = 0; r < 8; r++) softmax_scale_##W(pa + (size_t)r * Tt, pos0 + r, sum[r]); \
+        softmax_sums8(sum, pa, pos0, T);                                                    \
+        for (int r = 0; r < 8; r++) softmax_scale_##W(pa + (size_t)r * T, pos0 + r, sum[r]); \
     }
 AVX2_INLINE __m256 keep_greater_8(__m256 m, __m256 v) {
     return _mm256_blendv_ps(m, v, _mm256_cmp_ps(v, m, _CMP_GT_OQ));
@@ -373,16 +374,16 @@ AVX2_INLINE float row_max(const float *sc, int pos) {
     return maxv;
 }
 
-AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int Tt) {
-    softmax_exp_8(sc, pa, pos, Tt, row_max(sc, pos));
+AVX2_INLINE void softmax_row(float *sc, float *pa, int pos, int T) {
+    softmax_exp_8(sc, pa, pos, T, row_max(sc, pos));
     float sum = 0.0f;
     for (int t = 0; t <= pos; t++) sum += pa[t];
     softmax_scale_8(pa, pos, sum);
 }
 
 /* The same as a function of its own, for the OpenMP region of a decode step. */
-AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int Tt) {
-    softmax_row(sc, pa, pos, Tt);
+AVX2 static void softmax_row_avx2(float *sc, float *pa, int pos, int T) {
+    softmax_row(sc, pa, pos, T);
 }
 
 /* ---- attention ------------------------------------------------------------
@@ -478,10 +479,10 @@ AVX2_INLINE void values_row(float *oi, const float *pa, const float *vc, int pos
 
 /* One query at position pos, one head. */
 AVX2 static void attention_one(float *oi, float *sc, float *pa, const float *qi,
-                               const float *kc, const float *vc, int pos, int Tt, int C,
+                               const float *kc, const float *vc, int pos, int T, int C,
                                int hs, float div) {
     scores_row(sc, qi, kc, 0, pos, C, hs, _mm256_set1_ps(div));
-    softmax_row(sc, pa, pos, Tt);
+    softmax_row(sc, pa, pos, T);
     values_row(oi, pa, vc, pos, C, hs);
 }
 
@@ -494,20 +495,20 @@ enum { AT_R = 8 }; /* queries in a prefill attention block */
  * columns stay in L1 while the value rows are added in AD_R at a time, in the order
  * of t, so each output is still Σ_t pa[t]·v_t[d] added key after key, as in ops.c.
  * Both ask for the rows AD_PF ahead themselves: several rows read side by side are
- * more streams than the hardware prefetchers follow (measured: 2.5× faster with). */
+ * more streams than the hardware prefetchers follow (NOTES.md). */
 enum { AD_R = 4,        /* value rows added per pass over the sums */
        AD_PF = 8,       /* rows fetched ahead */
        AD_COLS = 2048 };/* columns of sums held at once: 8 KiB */
 
 /* acc[0..8·(gb-ga)) += pa·v over rows t0..t1-1 for the 8-column groups ga..gb-1. */
 AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc, int t0,
-                               int t1, int ga, int gb, int C, int hs, int Tt) {
+                               int t1, int ga, int gb, int C, int hs, int T) {
     const int gph = hs / 8; /* groups per head */
     int t = t0;
     for (; t + AD_R <= t1; t += AD_R)
         for (int g = ga; g < gb;) {
             const int h = g / gph, ge = (h + 1) * gph < gb ? (h + 1) * gph : gb;
-            const float *pw = pattern + (size_t)h * Tt + t;
+            const float *pw = pattern + (size_t)h * T + t;
             const __m256 w0 = _mm256_broadcast_ss(pw), w1 = _mm256_broadcast_ss(pw + 1),
                          w2 = _mm256_broadcast_ss(pw + 2), w3 = _mm256_broadcast_ss(pw + 3);
             for (; g < ge; g++) {
@@ -527,7 +528,7 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
     for (; t < t1; t++)
         for (int g = ga; g < gb; g++) {
             float *a = acc + 8 * (g - ga);
-            const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * Tt + t),
+            const __m256 w = _mm256_broadcast_ss(pattern + (size_t)(g / gph) * T + t),
                          v = _mm256_loadu_ps(vc + (size_t)t * C + 8 * g);
             _mm256_store_ps(a, _mm256_fmadd_ps(w, v, _mm256_load_ps(a)));
         }
@@ -537,12 +538,12 @@ AVX2_INLINE void decode_values(float *acc, const float *pattern, const float *vc
  * (Functions of their own, not code in the OpenMP region: the region is outlined into a
  * function without the AVX2 target, which must not pass vectors around.) */
 AVX2 static void decode_scores(float *scores, const float *q, const float *kc, int b, int pos,
-                               int Tt, int NH, int hs, float div) {
+                               int T, int NH, int hs, float div) {
     const int C = NH * hs, t = 8 * b, m = pos + 1 - t < 8 ? pos + 1 - t : 8;
     const __m256 vdiv = _mm256_set1_ps(div);
     for (int h = 0; h < NH; h++) {
         const float *qh = q + (size_t)h * hs, *kb = kc + (size_t)t * C + (size_t)h * hs;
-        float *sc = scores + (size_t)h * Tt + t;
+        float *sc = scores + (size_t)h * T + t;
         if (t + AD_PF + 8 <= pos + 1) /* this head's slice of rows t+8 .. t+15 */
             for (int k = 0; k < 8; k++)
                 for (int o = 0; o < hs; o += 16)
@@ -558,27 +559,27 @@ AVX2 static void decode_scores(float *scores, const float *q, const float *kc, i
 
 /* The outputs of the 8-column groups g0..g1-1, AD_COLS columns per pass over the rows. */
 AVX2 static void decode_columns(float *out, const float *pattern, const float *vc, int g0, int g1,
-                                int pos, int C, int hs, int Tt) {
+                                int pos, int C, int hs, int T) {
     float acc[AD_COLS] __attribute__((aligned(32)));
     for (int ga = g0; ga < g1; ga += AD_COLS / 8) {
         const int gb = g1 - ga < AD_COLS / 8 ? g1 : ga + AD_COLS / 8;
         memset(acc, 0, sizeof(float) * 8 * (size_t)(gb - ga));
-        decode_values(acc, pattern, vc, 0, pos + 1, ga, gb, C, hs, Tt);
+        decode_values(acc, pattern, vc, 0, pos + 1, ga, gb, C, hs, T);
         memcpy(out + 8 * ga, acc, sizeof(float) * 8 * (size_t)(gb - ga));
     }
 }
 
 static void attention_decode(float *out, float *scores, float *pattern, const float *q,
-                             const float *kc, const float *vc, int pos, int Tt, int NH, int hs,
+                             const float *kc, const float *vc, int pos, int T, int NH, int hs,
                              float div) {
     const int nkb = (pos + 1 + 7) / 8, ng = NH * hs / 8;
-    OMP(omp parallel if((double)NH * Tt * hs > KERN_PAR_MIN))
+    OMP(omp parallel if((double)NH * T * hs > KERN_PAR_MIN))
     {
         OMP(omp for schedule(static))
-        for (int b = 0; b < nkb; b++) decode_scores(scores, q, kc, b, pos, Tt, NH, hs, div);
+        for (int b = 0; b < nkb; b++) decode_scores(scores, q, kc, b, pos, T, NH, hs, div);
         OMP(omp for schedule(static))
         for (int h = 0; h < NH; h++)
-            softmax_row_avx2(scores + (size_t)h * Tt, pattern + (size_t)h * Tt, pos, Tt);
+            softmax_row_avx2(scores + (size_t)h * T, pattern + (size_t)h * T, pos, T);
 #ifdef _OPENMP
         const int nt = omp_get_num_threads(), me = omp_get_thread_num();
 #else
@@ -586,27 +587,27 @@ static void attention_decode(float *out, float *scores, float *pattern, const fl
 #endif
         /* this thread's columns: a contiguous range of 8-column groups */
         decode_columns(out, pattern, vc, (int)((long)ng * me / nt), (int)((long)ng * (me + 1) / nt),
-                       pos, NH * hs, hs, Tt);
+                       pos, NH * hs, hs, T);
     }
 }
 
-/* kT (C rows of ldk ≥ Tt) = kc (Tt, C) transposed: row h·hs + d holds dimension d of
+/* kT (C rows of ldk ≥ T) = kc (T, C) transposed: row h·hs + d holds dimension d of
  * head h for every key, then zeros up to ldk (a multiple of 16: whole vectors). In tiles
  * through registers, so that both sides are read and written 32 or 64 bytes at a time:
  * 8 × 8 here (TRANSPOSE8), 16 × 16 at AVX-512 (transpose_tile16); the last rows one
  * float at a time (transpose_keys). */
 enum { KT_PAD = 16 };
-/* Rows i0 .. i0+7 of kT, keys t0 .. t0+7 (those at or past Tt: zeros). */
-AVX2_INLINE void transpose_tile8(float *kT, const float *kc, int Tt, int ldk, int C, int i0,
+/* Rows i0 .. i0+7 of kT, keys t0 .. t0+7 (those at or past T: zeros). */
+AVX2_INLINE void transpose_tile8(float *kT, const float *kc, int T, int ldk, int C, int i0,
                                  int t0) {
     __m256 r[8];
     for (int j = 0; j < 8; j++)
-        r[j] = t0 + j < Tt ? _mm256_loadu_ps(kc + (size_t)(t0 + j) * C + i0) : _mm256_setzero_ps();
+        r[j] = t0 + j < T ? _mm256_loadu_ps(kc + (size_t)(t0 + j) * C + i0) : _mm256_setzero_ps();
     TRANSPOSE8(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7])
     for (int j = 0; j < 8; j++) _mm256_storeu_ps(kT + (size_t)(i0 + j) * ldk + t0, r[j]);
 }
-AVX2 static void transpose_rows8(float *kT, const float *kc, int Tt, int ldk, int C, int i0) {
-    for (int t0 = 0; t0 < ldk; t0 += 8) transpose_tile8(kT, kc, Tt, ldk, C, i0, t0);
+AVX2 static void transpose_rows8(float *kT, const float *kc, int T, int ldk, int C, int i0) {
+    for (int t0 = 0; t0 < ldk; t0 += 8) transpose_tile8(kT, kc, T, ldk, C, i0, t0);
 }
 
 /* ---- GELU ------------------------------------------------------------------
@@ -710,32 +711,31 @@ AVX512_INLINE void transpose16(__m512 r[16]) {
 }
 
 /* transpose_keys in tiles of 16 × 16 (transpose16): each side read and written a whole
- * 64-byte line at a time, where the tiles of 8 read half lines 3 KiB apart (measured in
- * one process: the attention of a 128-token prefill 5-10 % faster). */
-AVX512_INLINE void transpose_tile16(float *kT, const float *kc, int Tt, int ldk, int C, int i0,
+ * 64-byte line at a time, where the tiles of 8 read half lines 3 KiB apart (NOTES.md). */
+AVX512_INLINE void transpose_tile16(float *kT, const float *kc, int T, int ldk, int C, int i0,
                                     int t0) {
     __m512 r[16];
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++)
-        r[j] = t0 + j < Tt ? _mm512_loadu_ps(kc + (size_t)(t0 + j) * C + i0) : _mm512_setzero_ps();
+        r[j] = t0 + j < T ? _mm512_loadu_ps(kc + (size_t)(t0 + j) * C + i0) : _mm512_setzero_ps();
     transpose16(r);
 #pragma GCC unroll 16
     for (int j = 0; j < 16; j++) _mm512_storeu_ps(kT + (size_t)(i0 + j) * ldk + t0, r[j]);
 }
-AVX512 static void transpose_rows16(float *kT, const float *kc, int Tt, int ldk, int C, int i0) {
-    for (int t0 = 0; t0 < ldk; t0 += 16) transpose_tile16(kT, kc, Tt, ldk, C, i0, t0);
+AVX512 static void transpose_rows16(float *kT, const float *kc, int T, int ldk, int C, int i0) {
+    for (int t0 = 0; t0 < ldk; t0 += 16) transpose_tile16(kT, kc, T, ldk, C, i0, t0);
 }
 /* kT as the level's tiles make it (16 or 8 rows of kT at a time), the last C % 16 or
  * C % 8 rows one float at a time. */
-static void transpose_keys(KernLevel lv, float *kT, const float *kc, int Tt, int ldk, int C) {
+static void transpose_keys(KernLevel lv, float *kT, const float *kc, int T, int ldk, int C) {
     const int w = lv == KERN_AVX512 ? 16 : 8, Cw = C - C % w;
     void (*const rows)(float *, const float *, int, int, int, int) =
         lv == KERN_AVX512 ? transpose_rows16 : transpose_rows8;
-    OMP(omp parallel for schedule(static) if((double)Tt * C > KERN_PAR_MIN))
-    for (int i0 = 0; i0 < Cw; i0 += w) rows(kT, kc, Tt, ldk, C, i0);
+    OMP(omp parallel for schedule(static) if((double)T * C > KERN_PAR_MIN))
+    for (int i0 = 0; i0 < Cw; i0 += w) rows(kT, kc, T, ldk, C, i0);
     for (int i = Cw; i < C; i++)
         for (int t = 0; t < ldk; t++)
-            kT[(size_t)i * ldk + t] = t < Tt ? kc[(size_t)t * C + i] : 0.0f;
+            kT[(size_t)i * ldk + t] = t < T ? kc[(size_t)t * C + i] : 0.0f;
 }
 
 /* tanh_W: min(|x|, CLAMP) also turns NaN into CLAMP, which keeps the integer conversion
@@ -796,7 +796,7 @@ TANH_GELU(AVX512_INLINE, AVX512 static, gelu_512, 16, _mm512, __m512, gelu_avx2)
 #define KS_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                                   \
     _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
 #define KS_GELU(x) gelu_8(x)
-#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx) softmax_rows8_8(sc, pa, pos0, Tt, mx)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, T, mx) softmax_rows8_8(sc, pa, pos0, T, mx)
 #define KS_KEEP_GREATER(m, v) keep_greater_8(m, v)
 #define KS_FIRST_OR(x, n, fill) first_or_8(x, n, fill)
 #include "kernels_simd.h"
@@ -820,54 +820,54 @@ TANH_GELU(AVX512_INLINE, AVX512 static, gelu_512, 16, _mm512, __m512, gelu_avx2)
 #define KS_BF16(p) _mm512_castsi512_ps(_mm512_slli_epi32(                                   \
     _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
 #define KS_GELU(x) gelu_16(x)
-#define KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx) softmax_rows8_16(sc, pa, pos0, Tt, mx)
+#define KS_SOFTMAX_ROWS8(sc, pa, pos0, T, mx) softmax_rows8_16(sc, pa, pos0, T, mx)
 #define KS_KEEP_GREATER(m, v) keep_greater_16(m, v)
 #define KS_FIRST_OR(x, n, fill) first_or_16(x, n, fill)
 #include "kernels_simd.h"
 
 typedef void BlockFn(float *out, float *sc, float *pa, const float *q, const float *kT,
-                     int ldk, const float *vc, int pos0, int Tt, int C, int hs, float div);
+                     int ldk, const float *vc, int pos0, int T, int C, int hs, float div);
 
 /* Keys a prefill task's own rows of scores and weights hold (kern_attention_out): 2 ×
  * AT_R rows of them, 64 KiB of stack. */
 enum { AT_OWN_MAX = 1024 };
 
-/* keep: the task writes its rows of scores and pattern, or (0, and Tt ≤ AT_OWN_MAX) rows of
+/* keep: the task writes its rows of scores and pattern, or (0, and T ≤ AT_OWN_MAX) rows of
  * its own on the stack, which stay in L1 and L2 between the scores and the sums. */
 AVX2 static void attention_avx2(KernLevel lv, float *out, float *scores, float *pattern,
                                 const float *q, const float *kc, const float *vc, int n, int p,
                                 int NH, int hs, int keep) {
-    const int C = NH * hs, Tt = p + n;
+    const int C = NH * hs, T = p + n;
     const float div = (float)sqrt((double)hs); /* as ops.c */
     if (n == 1 && hs % 8 == 0) {
-        attention_decode(out, scores, pattern, q, kc, vc, p, Tt, NH, hs, div);
+        attention_decode(out, scores, pattern, q, kc, vc, p, T, NH, hs, div);
         return;
     }
     const double work = (double)n * NH * ((double)p + n) * hs;
     (void)work; /* read by OpenMP only */
     /* the blocks read the keys transposed; without memory for that, one query at a time */
     float *kT = NULL;
-    const int ldk = (Tt + KT_PAD - 1) / KT_PAD * KT_PAD;
+    const int ldk = (T + KT_PAD - 1) / KT_PAD * KT_PAD;
     if (n >= AT_R && (kT = aligned_alloc(64, (size_t)C * ldk * sizeof(float))))
-        transpose_keys(lv, kT, kc, Tt, ldk, C);
+        transpose_keys(lv, kT, kc, T, ldk, C);
     BlockFn *const block = lv == KERN_AVX512 ? attention_block_512 : attention_block_avx2;
     /* tasks: a block of 8 queries of one head, or one leftover query of one head */
     const int nb = kT ? n / AT_R : 0, left = n - nb * AT_R, ntasks = (nb + left) * NH;
-    const int own = !keep && Tt <= AT_OWN_MAX;
+    const int own = !keep && T <= AT_OWN_MAX;
     OMP(omp parallel for schedule(dynamic, 1) if(work > KERN_PAR_MIN))
     for (int it = 0; it < ntasks; it++) {
         float own_sc[AT_R * AT_OWN_MAX], own_pa[AT_R * AT_OWN_MAX];
         const int h = it % NH, u = it / NH;
         const size_t hoff = (size_t)h * hs;
         const int i = u < nb ? u * AT_R : nb * AT_R + (u - nb);
-        float *sc = own ? own_sc : scores + ((size_t)h * n + i) * Tt,
-              *pa = own ? own_pa : pattern + ((size_t)h * n + i) * Tt;
+        float *sc = own ? own_sc : scores + ((size_t)h * n + i) * T,
+              *pa = own ? own_pa : pattern + ((size_t)h * n + i) * T;
         if (u < nb)
             block(out + (size_t)i * C + hoff, sc, pa, q + (size_t)i * C + hoff, kT + hoff * ldk,
-                  ldk, vc + hoff, p + i, Tt, C, hs, div);
+                  ldk, vc + hoff, p + i, T, C, hs, div);
         else
             attention_one(out + (size_t)i * C + hoff, sc, pa, q + (size_t)i * C + hoff,
-                          kc + hoff, vc + hoff, p + i, Tt, C, hs, div);
+                          kc + hoff, vc + hoff, p + i, T, C, hs, div);
     }
     free(kT);
 }
@@ -948,8 +948,7 @@ AVX2_INLINE void ln_stats8(double *mean, double *rstd, const float *x, int C, fl
 }
 
 /* Row y = layernorm of row x with its mean m and rstd rs: (x - m)·rs, then ·w + b in one
- * rounding, 8 floats at a time (at AVX-512 too: 16 at a time was no faster, the pass
- * waits on memory). */
+ * rounding, 8 floats at a time (at AVX-512 too: the pass waits on memory; NOTES.md). */
 AVX2_INLINE void ln_row(float *y, const float *x, const float *w, const float *b, int C, float m,
                         float rs) {
     const __m256 vm = _mm256_set1_ps(m), vr = _mm256_set1_ps(rs);
@@ -980,8 +979,7 @@ AVX2 static void layernorm_avx2(float *out, const float *inp, const float *w, co
 /* The same at AVX-512: LN_R16 rows side by side, their sums in lanes of 8 doubles (rows
  * 0-7 and 8-15), columns read 16 at a time and turned by transpose16. Against ln_stats8
  * on 8 rows, each chain of dependent adds serves twice the rows, and a column costs
- * fewer shuffles (measured in one process, a 128-token prefill of GPT-2 small on one
- * thread: its 24 layernorms 14-19 % faster). */
+ * fewer shuffles (NOTES.md). */
 
 /* Columns i..i+15 of 16 rows x (C apart) as 16 vectors, vector j = column i + j: lane r is
  * row r. Past the row's end (n < 16 columns left) the columns are zeros. */
@@ -1157,91 +1155,148 @@ void kern_pack_panels_t_half(uint16_t *panels, const float *w, int OC, int C, Dt
     pack(panels, w, 1, (size_t)C, C, OC, dt);
 }
 
-/* 1 if a vector kernel computed out from panels; 0: the caller runs the plain one. The
- * vector stores need parts of whole vectors (16 floats, or one part only); for other
- * parts the outputs are computed into one buffer and copied. */
-static int matmul_panels(KernLevel lv, KernOut out, const float *inp, const void *panels,
-                         Dtype dt, const float *bias, int T, int C, int OC) {
-#if KERN_HAVE_AVX2
-    if (!panels || lv < KERN_AVX2) return 0;
-    /* so too the sums of a residual add past one block (MM_KC rows), whose partial sums
-     * would wait where out's values are */
-    if ((out.w % 16 && OC > out.w) || (out.how == KERN_ADD && C > MM_KC)) {
-        const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
-        if (!one.p[0] || !matmul_panels(lv, one, inp, panels, dt, bias, T, C, OC)) {
-            free(one.p[0]);
-            return 0;
+/* ---- the panels of a model --------------------------------------------------------- */
+
+/* Elements of each of the four block matrices in block order, padded to 64-byte lines of
+ * es-byte elements, and of wteᵀ; their total in *total. -1 when the sums overflow. */
+static int panel_sizes(int L, int C, int V, size_t es, size_t pad[KERN_MATS], size_t *lm,
+                       size_t *total) {
+    const size_t c = (size_t)C, l = (size_t)L, v = (size_t)V, line = 64 / es;
+    const size_t most = SIZE_MAX / es / 64; /* room for the sums and the padding */
+    if (v > most / c || 12 * c > most / c || l > most / (12 * c * c)) return -1;
+    const size_t n[KERN_MATS] = {3 * c * c, c * c, 4 * c * c, 4 * c * c};
+    size_t per = 0;
+    for (int i = 0; i < KERN_MATS; i++) per += pad[i] = (n[i] + line - 1) / line * line;
+    *lm = (v * c + line - 1) / line * line;
+    if (per > (SIZE_MAX / es - *lm) / l) return -1;
+    *total = l * per + *lm;
+    return 0;
+}
+
+/* Pack into p's buffer (sized by panel_sizes) and point p at each matrix. */
+static void fill_panels(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats) {
+    static const int in[KERN_MATS] = {1, 1, 1, 4}, out[KERN_MATS] = {3, 1, 4, 1};
+    const size_t es = dtype_row_bytes(p->dtype, 1, 1);
+    size_t pad[KERN_MATS], lm, total;
+    (void)panel_sizes(L, C, V, es, pad, &lm, &total); /* checked when p was allocated */
+    char *q = p->buf;
+    pack(q, wte, 1, (size_t)C, C, V, p->dtype);
+    p->wte = q;
+    q += lm * es;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < KERN_MATS; k++) {
+            pack(q, mats[KERN_MATS * l + k], (size_t)(out[k] * C), 1, in[k] * C, out[k] * C,
+                 p->dtype);
+            p->h[l][k] = q;
+            q += pad[k] * es;
         }
-        for (int t = 0; t < T; t++)
-            for (int o = 0; o < OC; o++) kput(&out, (size_t)t, o, *kout(&one, (size_t)t, o));
-        free(one.p[0]);
-        return 1;
+}
+
+int kern_panels_pack(KernPanels *p, int L, int C, int V, const float *wte,
+                     const float *const *mats, Dtype dt) {
+    size_t pad[KERN_MATS], lm, total;
+    const size_t es = dtype_row_bytes(dt, 1, 1);
+    memset(p, 0, sizeof *p);
+    if (!dtype_is_weight(dt) || panel_sizes(L, C, V, es, pad, &lm, &total)) return -1;
+    p->dtype = dt;
+    p->buf = bigbuf_calloc(total, es); /* decode streams them: huge pages */
+    p->h = calloc((size_t)L, sizeof *p->h);
+    if (!p->buf || !p->h) {
+        kern_panels_free(p);
+        return -1;
     }
-    /* decode too: memory-bound, it reads a line in half the loads */
-    if (lv == KERN_AVX512) matmul_run_512(dt, &out, inp, panels, bias, T, C, OC);
-    else matmul_run_avx2(dt, &out, inp, panels, bias, T, C, OC);
-    return 1;
+    fill_panels(p, L, C, V, wte, mats);
+    return 0;
+}
+
+void kern_panels_repack(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats) {
+    if (p->buf && p->dtype == DT_FP32) fill_panels(p, L, C, V, wte, mats);
+}
+
+void kern_panels_free(KernPanels *p) {
+    free(p->buf);
+    free((void *)p->h);
+    memset(p, 0, sizeof *p);
+}
+
+/* 1 if the vector kernels can store out directly: panels to read, and every part whole
+ * vectors (16 floats) or the only one; a residual add within one block of panel rows
+ * (MM_KC), whose partial sums would otherwise wait where out's values are. */
+static int stores_direct(KernLevel lv, const void *panels, const KernOut *out, int C, int OC) {
+#if KERN_HAVE_AVX2
+    return panels && lv >= KERN_AVX2 && !(out->cols % 16 && OC > out->cols) &&
+           !(out->how == KERN_ADD && C > MM_KC);
 #else
-    (void)lv, (void)out, (void)inp, (void)panels, (void)dt, (void)bias, (void)T, (void)C, (void)OC;
+    (void)lv, (void)panels, (void)out, (void)C, (void)OC;
     return 0;
 #endif
 }
 
-/* The plain kernel into out: matmul_forward's operations, a chunk of MM_PLAIN outputs
- * of a row at a time, each stored as out says (kput). */
-enum { MM_PLAIN = 256 };
-static void matmul_plain_into(KernOut out, const float *inp, const float *w, const float *bias,
-                              int T, int C, int OC) {
-    float y[MM_PLAIN];
-    for (int t = 0; t < T; t++) {
-        const float *x = inp + (size_t)t * C;
-        for (int o0 = 0; o0 < OC; o0 += MM_PLAIN) {
-            const int n = OC - o0 < MM_PLAIN ? OC - o0 : MM_PLAIN;
-            memset(y, 0, sizeof y);
-            for (int c = 0; c < C; c++)
-                for (int j = 0; j < n; j++) y[j] = fmaf(x[c], w[(size_t)c * OC + o0 + j], y[j]);
-            if (bias)
-                for (int j = 0; j < n; j++) y[j] += bias[o0 + j];
-            for (int j = 0; j < n; j++) kput(&out, (size_t)t, o0 + j, y[j]);
-        }
+/* out (T,OC) = inp · w + bias as out says: the vector matmul on panels when the level has
+ * one, else ops.c's matmul_forward, the one plain matmul. */
+static void matmul_any(KernLevel lv, const KernOut *out, const float *inp, const float *w,
+                       const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+#if KERN_HAVE_AVX2
+    if (panels && lv >= KERN_AVX2) {
+        if (lv == KERN_AVX512) matmul_run_512(dt, out, inp, panels, bias, T, C, OC);
+        else matmul_run_avx2(dt, out, inp, panels, bias, T, C, OC);
+        return;
     }
+#endif
+    (void)lv, (void)panels, (void)dt;
+    matmul_forward(out->p[0], inp, w, bias, T, C, OC);
 }
 
-void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
-    if (!matmul_panels(lv, out, inp, panels, dt, bias, T, C, OC))
-        matmul_plain_into(out, inp, w, bias, T, C, OC);
+int kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                     const void *panels, Dtype dt, const float *bias, int T, int C, int OC) {
+    if (dt != DT_FP32 && !(panels && lv >= KERN_AVX2)) panels = NULL; /* halves: panels only */
+    const int plain_one = !(panels && lv >= KERN_AVX2) && out.how == KERN_SET && OC == out.cols &&
+                          out.ld == (size_t)OC;
+    if (stores_direct(lv, panels, &out, C, OC) || plain_one) {
+        matmul_any(lv, &out, inp, w, panels, dt, bias, T, C, OC);
+        return 0;
+    }
+    /* the outputs into one buffer, then each stored as out says (kput) */
+    const KernOut one = {{malloc((size_t)T * OC * sizeof(float))}, OC, (size_t)OC, KERN_SET};
+    if (!one.p[0]) return -1;
+    matmul_any(lv, &one, inp, w, panels, dt, bias, T, C, OC);
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < OC; o++) kput(&out, (size_t)t, o, *kout(&one, (size_t)t, o));
+    free(one.p[0]);
+    return 0;
 }
 
 void kern_matmul_forward(KernLevel lv, float *out, const float *inp, const float *w,
                          const float *panels, const float *bias, int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, bias, T, C, OC))
-        matmul_forward(out, inp, w, bias, T, C, OC);
+    matmul_any(lv, &o, inp, w, panels, DT_FP32, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_forward(KernLevel lv, float *out, const float *inp,
                                     const float *w, const float *panels, int T, int C, int OC) {
     /* its sums are those of a matmul by wᵀ without bias: with wᵀ in panels, it is one */
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (!matmul_panels(lv, o, inp, panels, DT_FP32, NULL, T, C, OC))
-        matmul_transposed_forward(out, inp, w, T, C, OC);
+    if (panels && lv >= KERN_AVX2) matmul_any(lv, &o, inp, NULL, panels, DT_FP32, NULL, T, C, OC);
+    else matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 void kern_matmul_half_forward(KernLevel lv, float *out, const float *inp, const float *w,
                               const uint16_t *panels, Dtype dt, const float *bias, int T,
                               int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, bias, T, C, OC))
-        matmul_forward(out, inp, w, bias, T, C, OC);
+    if (dt == DT_FP32) panels = NULL;
+    matmul_any(lv, &o, inp, w, panels, dt, bias, T, C, OC);
 }
 
 void kern_matmul_transposed_half_forward(KernLevel lv, float *out, const float *inp,
                                          const float *w, const uint16_t *panels, Dtype dt,
                                          int T, int C, int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, KERN_SET};
-    if (dt == DT_FP32 || !matmul_panels(lv, o, inp, panels, dt, NULL, T, C, OC))
-        matmul_transposed_forward(out, inp, w, T, C, OC);
+    if (dt != DT_FP32 && panels && lv >= KERN_AVX2)
+        matmul_any(lv, &o, inp, NULL, panels, dt, NULL, T, C, OC);
+    else matmul_transposed_forward(out, inp, w, T, C, OC);
 }
 
 static void attention_kern(KernLevel lv, float *out, float *scores, float *pattern,
@@ -1268,4 +1323,29 @@ void kern_attention_out(KernLevel lv, float *out, float *scores, float *pattern,
                         const float *q, const float *kc, const float *vc,
                         int n, int p, int NH, int hs) {
     attention_kern(lv, out, scores, pattern, q, kc, vc, n, p, NH, hs, 0);
+}
+
+/* ---- one level's elementwise kernels with ops.c's signatures -------------------------- */
+
+#define LEVEL_OPS(suffix, lv)                                                                 \
+    static void layernorm_##suffix(float *out, const float *inp, const float *w,              \
+                                   const float *b, int T, int C, float eps) {                 \
+        kern_layernorm_forward(lv, out, inp, w, b, T, C, eps);                                \
+    }                                                                                         \
+    static void residual_##suffix(float *out, const float *a, const float *b, size_t n) {     \
+        kern_residual_forward(lv, out, a, b, n);                                              \
+    }                                                                                         \
+    static void gelu_##suffix(float *out, const float *inp, size_t n) {                       \
+        kern_gelu_forward(lv, out, inp, n);                                                   \
+    }
+LEVEL_OPS(lv_avx2, KERN_AVX2)
+LEVEL_OPS(lv_avx512, KERN_AVX512)
+
+const KernOps *kern_ops(KernLevel lv) {
+    static const KernOps ops[KERN_LEVEL_COUNT] = {
+        {layernorm_forward, residual_forward, gelu_forward},
+        {layernorm_lv_avx2, residual_lv_avx2, gelu_lv_avx2},
+        {layernorm_lv_avx512, residual_lv_avx512, gelu_lv_avx512},
+    };
+    return &ops[(unsigned)lv < KERN_LEVEL_COUNT ? lv : KERN_PLAIN];
 }

@@ -55,6 +55,30 @@ enum { KERN_PANEL = 48 };
 /* Copies w (C,OC) into panels (C·OC floats). */
 void kern_pack_panels(float *panels, const float *w, int C, int OC);
 
+/* ---- the weights as the vector kernels read them ----------------------------------
+ * The model's Weights keep Hugging Face's layout, which the plain kernels read. The
+ * vector matmuls read each block matrix and wteᵀ in column panels instead, float32 or
+ * halves: a second copy of the matrices, owned here. */
+typedef enum { KERN_C_ATTN, KERN_ATTN_PROJ, KERN_C_FC, KERN_MLP_PROJ, KERN_MATS } KernMatrix;
+typedef struct {
+    Dtype dtype;   /* DT_FP32, or the half type the panels hold */
+    void *buf;     /* every panel, one allocation on huge pages (bigbuf); NULL: none */
+    const void *wte;                 /* wteᵀ (C,V) in panels, for the lm_head */
+    const void *(*h)[KERN_MATS];     /* (L) block l's c_attn (C,3C), attn.c_proj (C,C),
+                                      * c_fc (C,4C), mlp.c_proj (4C,C) in panels */
+} KernPanels;
+/* Pack wte (V,C) transposed and the L blocks' four matrices, mats[4·l + k] with k a
+ * KernMatrix, into panels of type dt (DT_FP32, DT_FP16, DT_BF16: the matrices should
+ * hold values dt holds, kern_round_weight). Each matrix starts on a 64-byte line.
+ * 0, or -1 out of memory or too large (p is then empty). */
+int kern_panels_pack(KernPanels *p, int L, int C, int V, const float *wte,
+                     const float *const *mats, Dtype dt);
+/* Copy the matrices into p's float32 panels again after they changed (training). */
+void kern_panels_repack(KernPanels *p, int L, int C, int V, const float *wte,
+                        const float *const *mats);
+/* Release p's panels; p becomes empty. */
+void kern_panels_free(KernPanels *p);
+
 /* As matmul_forward: out (T,OC) = inp (T,C) · w (C,OC) + bias (OC, may be NULL).
  * panels is w packed by kern_pack_panels: the vector levels read it, the plain level
  * reads w. With panels NULL every level runs the plain kernel. */
@@ -68,19 +92,22 @@ typedef enum {
                 * add as the matmul stores, so y is never written and read back */
 } KernStore;
 /* Where a matmul's outputs go: one array, or up to 3 side by side (c_attn's q, k and v,
- * each where it is used). Output o of row t: p[o / w][t·ld + o % w]. */
+ * each where it is used). Output o of row t: p[o / cols][t·ld + o % cols]. */
 enum { KERN_OUT_PARTS = 3 };
 typedef struct {
-    float *p[KERN_OUT_PARTS]; /* part k: outputs k·w .. k·w + w - 1 */
-    int w;                    /* outputs per part (OC with one part) */
+    float *p[KERN_OUT_PARTS]; /* part k: outputs k·cols .. k·cols + cols - 1 */
+    int cols;                 /* outputs per part (OC with one part) */
     size_t ld;                /* floats from one row to the next, in every part */
     KernStore how;
 } KernOut;
 /* kern_matmul_forward (dt DT_FP32) or kern_matmul_half_forward (panels of halves of
  * type dt) into out, each output with the bits kern_matmul_forward gives it: so c_fc
- * can apply GELU as it stores (KERN_GELU) and c_attn write K and V into the cache. */
-void kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
-                      const void *panels, Dtype dt, const float *bias, int T, int C, int OC);
+ * can apply GELU as it stores (KERN_GELU) and c_attn write K and V into the cache.
+ * Where the vector stores cannot write out directly (parts of part vectors, a residual
+ * add over more than one block of panel rows, the plain level), the outputs go through
+ * one buffer. 0, or -1 when that buffer is out of memory (nothing was written). */
+int kern_matmul_into(KernLevel lv, KernOut out, const float *inp, const float *w,
+                     const void *panels, Dtype dt, const float *bias, int T, int C, int OC);
 /* Copies wᵀ (C,OC) of w (OC,C) into panels (C·OC floats), for the lm_head. */
 void kern_pack_panels_t(float *panels, const float *w, int OC, int C);
 /* As matmul_transposed_forward: out (T,OC) = inp (T,C) · wᵀ, w (OC,C); panels is
@@ -130,5 +157,16 @@ void kern_residual_forward(KernLevel lv, float *out, const float *a, const float
 /* As layernorm_forward. */
 void kern_layernorm_forward(KernLevel lv, float *out, const float *inp, const float *w,
                             const float *b, int T, int C, float eps);
+
+/* The elementwise kernels of one level with ops.c's signatures, so that the forward pass
+ * calls one function per operation: at KERN_PLAIN they are ops.c's own functions. */
+typedef struct {
+    void (*layernorm)(float *out, const float *inp, const float *w, const float *b, int T,
+                      int C, float eps);
+    void (*residual)(float *out, const float *a, const float *b, size_t n);
+    void (*gelu)(float *out, const float *inp, size_t n);
+} KernOps;
+/* Level lv's table (a level out of range: the plain one). */
+const KernOps *kern_ops(KernLevel lv);
 
 #endif

@@ -13,7 +13,7 @@
  *   KS_ADD(a, b) KS_DIV(a, b)
  *   KS_FP16(p) KS_BF16(p)  KS_W halves at p (uint16_t *) as floats, exactly
  *   KS_GELU(x)  gelu_forward's bits in every lane
- *   KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx)  softmax_rows8_W at this width
+ *   KS_SOFTMAX_ROWS8(sc, pa, pos0, T, mx)  softmax_rows8_W at this width
  *   KS_KEEP_GREATER(m, v)  keep_greater_W     KS_FIRST_OR(x, n, fill)  first_or_W
  * (it undefines them at its end, ready for the next width) and what kernels.c shares
  * between the widths (elem_size, load1w, kout, prefetch_share, PanelFn,
@@ -31,7 +31,7 @@
 /* ---- matmul: out (T,OC) = inp (T,C) · w (C,OC) + bias, w in column panels ----------
  * Plain order per element: y = 0; for c: y = fmaf(x[c], w[c][o], y); then y += bias[o].
  * Output o of row t goes where ko says (kout); with KERN_GELU, gelu(y) instead of y,
- * with KERN_ADD out + y (matmul_panels keeps the sums of such a matmul to one block). A
+ * with KERN_ADD out + y (kern_matmul_into keeps the sums of such a matmul to one block). A
  * part of ko holds a multiple of KS_W outputs, so each vector store lands in one part.
  * A prefill tile is KS_TR rows × 3 vectors (AVX2: 4 × 24 columns, half a panel;
  * AVX-512: 8 × 48, the whole panel): the accumulators, 3 weights and the broadcast
@@ -55,9 +55,8 @@ KS_INLINE void KSF(put)(const KernOut *ko, KernStore how, size_t t, int col, KS_
 
 /* Rows 0..R-1 (R ≤ KS_TR) against 3·KS_W columns of the panel block blk (kc rows of
  * KERN_PANEL), output columns o..o+3·KS_W-1. Input c of row i is x[i·rs + c]: the rows
- * where they are. (Copied first into tiles input-major by 8 × 8 transposes, so that one
- * input's 8 values were one read, a 128-token prefill took up to 4 % longer at one thread
- * and 7-9 % at two, mlp.c_proj with its 3,072 inputs the most.) The sums run over C in
+ * where they are, not copied into tiles input-major first (that cost more than it saved:
+ * NOTES.md). The sums run over C in
  * blocks of kc: between blocks the partial sums wait in out as floats, the values the plain
  * loop holds in y[o] at that point, so blocking changes no rounding. first: the block
  * starts the sums at 0; last: it adds the bias (and applies GELU when gelu). pf: npf
@@ -67,8 +66,7 @@ KS_INLINE void KSF(mm_tile)(const KernOut *ko, size_t t, const float *x, size_t 
                             int first, int last, const char *pf, int npf) {
     const KernStore how = last ? ko->how : KERN_SET; /* partial sums wait as they are */
     /* the values a residual add reads at the end, fetched into L1 while the sums run:
-     * read only then, they come from L3 (measured in one process: attn.c_proj 3-6 %
-     * faster) */
+     * read only then, they come from L3 (NOTES.md) */
     if (how == KERN_ADD)
 #pragma GCC unroll 3
         for (int v = 0; v < 3; v++) {
@@ -128,8 +126,8 @@ KS_FN void KSF(tile_one)(const KernOut *ko, size_t t, const float *inp, const fl
 /* Decode: one row x (C) against KS_NP neighbouring full panels from pan (C rows of 48
  * each, KS_NP·C·48 contiguous weights), into outputs o..o+48·KS_NP-1 of row t plus bias
  * (may be NULL). One walk down all of them at once: KS_NP streams in flight keep more of the
- * memory busy than one (measured: a float sum over 4 streams reads 10–25 % faster than
- * over one), and the hardware prefetchers follow each stream without help. np: KS_NP,
+ * memory busy than one (NOTES.md), and the hardware prefetchers follow each stream
+ * without help. np: KS_NP,
  * or 1 for a panel left over. */
 KS_INLINE void KSF(mv_group)(const KernOut *ko, size_t t, int o, const float *x,
                              const void *pan, Dtype dt, const float *bias, int C,
@@ -286,7 +284,7 @@ KS_FN void KSF(matmul_run)(Dtype dt, const KernOut *ko, const float *inp, const 
 
 /* ---- prefill attention: 8 queries of one head ---------------------------------------
  * Queries pos0..pos0+7 (AT_R) of one head: q, sc, pa, out point at the first one's row
- * and step by C (q and out) and Tt (sc and pa). Scores: the keys any query of the block
+ * and step by C (q and out) and T (sc and pa). Scores: the keys any query of the block
  * sees (below pos0+8) KS_AV·KS_W at a time (each q[r][d] broadcast once for KS_AV
  * vectors of keys), read from the head's keys transposed once per call (kT: hs rows of
  * ldk, kT[d·ldk + t] = dimension d of key t, so the KS_W keys of one d are one load),
@@ -315,7 +313,7 @@ KS_INLINE void KSF(step8)(KS_V acc[AT_R][KS_AV], const float *a, size_t as, cons
 
 /* out[r][d .. d + nv·KS_W) for the 8 queries, nv ≤ KS_AV vectors of sums per query. */
 KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, int pos0,
-                                 int Tt, int C, int d, int nv) {
+                                 int T, int C, int d, int nv) {
     KS_V acc[AT_R][KS_AV];
     KSF(zero8)(acc, nv);
     for (int t = 0; t <= pos0; t++) {
@@ -323,13 +321,13 @@ KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, i
         KS_V vv[KS_AV];
 #pragma GCC unroll 2
         for (int v = 0; v < nv; v++) vv[v] = KS_LOAD(vt + KS_W * v);
-        KSF(step8)(acc, pa + t, (size_t)Tt, vv, nv);
+        KSF(step8)(acc, pa + t, (size_t)T, vv, nv);
     }
     /* query r also sees keys pos0+1 .. pos0+r */
 #pragma GCC unroll 8
     for (int r = 1; r < AT_R; r++)
         for (int t = pos0 + 1; t <= pos0 + r; t++) {
-            const KS_V w = KS_SET1(pa[(size_t)r * Tt + t]);
+            const KS_V w = KS_SET1(pa[(size_t)r * T + t]);
 #pragma GCC unroll 2
             for (int v = 0; v < nv; v++)
                 acc[r][v] = KS_FMA(w, KS_LOAD(vc + (size_t)t * C + d + KS_W * v), acc[r][v]);
@@ -344,7 +342,7 @@ KS_INLINE void KSF(block_values)(float *out, const float *pa, const float *vc, i
  * keys), divided by div and stored as far as each query sees; query r's stored scores
  * kept in mx[r] where they are greater (keys it does not see as -inf). */
 KS_INLINE void KSF(block_scores)(float *sc, KS_V mx[AT_R], const float *q, const float *kT,
-                                 int ldk, int pos0, int Tt, int C, int hs, KS_V vdiv, int t,
+                                 int ldk, int pos0, int T, int C, int hs, KS_V vdiv, int t,
                                  const int nk) {
     KS_V acc[AT_R][KS_AV];
     KSF(zero8)(acc, nk);
@@ -361,17 +359,17 @@ KS_INLINE void KSF(block_scores)(float *sc, KS_V mx[AT_R], const float *q, const
             const int t0 = t + KS_W * j, seen = pos0 + r + 1 - t0; /* keys t0.. that r sees */
             const KS_V y = KS_DIV(acc[r][j], vdiv);
             if (seen >= KS_W) {
-                KS_STORE(sc + (size_t)r * Tt + t0, y);
+                KS_STORE(sc + (size_t)r * T + t0, y);
                 mx[r] = KS_KEEP_GREATER(mx[r], y);
             } else if (seen > 0) {
-                KS_STORE_FIRST(sc + (size_t)r * Tt + t0, seen, y);
+                KS_STORE_FIRST(sc + (size_t)r * T + t0, seen, y);
                 mx[r] = KS_KEEP_GREATER(mx[r], KS_FIRST_OR(y, seen, KS_SET1(-INFINITY)));
             }
         }
 }
 
 KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q,
-                                const float *kT, int ldk, const float *vc, int pos0, int Tt,
+                                const float *kT, int ldk, const float *vc, int pos0, int T,
                                 int C, int hs, float div) {
     const size_t qs = (size_t)C;
     const KS_V vdiv = KS_SET1(div);
@@ -381,17 +379,17 @@ KS_FN void KSF(attention_block)(float *out, float *sc, float *pa, const float *q
      * kT's rows are padded to whole vectors */
     int t = 0;
     for (; t + KS_W * (KS_AV - 1) < pos0 + AT_R; t += KS_W * KS_AV)
-        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, KS_AV);
+        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, T, C, hs, vdiv, t, KS_AV);
     for (; t < pos0 + AT_R; t += KS_W)
-        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, Tt, C, hs, vdiv, t, 1);
-    KS_SOFTMAX_ROWS8(sc, pa, pos0, Tt, mx);
+        KSF(block_scores)(sc, mx, q, kT, ldk, pos0, T, C, hs, vdiv, t, 1);
+    KS_SOFTMAX_ROWS8(sc, pa, pos0, T, mx);
     int d = 0;
     for (; d + KS_AV * KS_W <= hs; d += KS_AV * KS_W)
-        KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, KS_AV);
-    for (; d + KS_W <= hs; d += KS_W) KSF(block_values)(out, pa, vc, pos0, Tt, (int)qs, d, 1);
+        KSF(block_values)(out, pa, vc, pos0, T, (int)qs, d, KS_AV);
+    for (; d + KS_W <= hs; d += KS_W) KSF(block_values)(out, pa, vc, pos0, T, (int)qs, d, 1);
     for (; d < hs; d++)
         for (int r = 0; r < AT_R; r++) {
-            const float *pr = pa + (size_t)r * Tt;
+            const float *pr = pa + (size_t)r * T;
             float s = 0.0f;
             for (int t = 0; t <= pos0 + r; t++) s = fmaf(pr[t], vc[(size_t)t * C + d], s);
             out[r * qs + d] = s;

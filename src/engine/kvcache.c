@@ -159,7 +159,7 @@ static int grow_store(KVCache *c, size_t rows) {
 
 int kvcache_reserve(KVCache *c, int n) {
     if (n < 0 || c->len + n > c->max_len) return -1;
-    if (!kvcache_fits(c, n)) return KVCACHE_OVER_BUDGET; /* checked before allocating */
+    if (c->max_bytes && !kvcache_fits(c, n)) return KVCACHE_OVER_BUDGET; /* before allocating */
     int need = c->len + n;
     if (need <= c->capacity) return 0;
     int cap = c->capacity ? c->capacity : 16;
@@ -241,7 +241,12 @@ static const float *simulate(const KVCache *c, KVQuantGroup g, const float *x, f
 }
 
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
-    if (c->dtype == DT_FP32) { /* zero-copy unless simulating: attention reads the storage */
+    if (c->dtype == DT_FP32 && c->sim_k == KVQ_NONE && c->sim_v == KVQ_NONE) {
+        *k = c->k[l]; /* zero-copy: attention reads the storage */
+        *v = c->v[l];
+        return;
+    }
+    if (c->dtype == DT_FP32) { /* read back through int8 (kvcache_set_int8_sim) */
         *k = simulate(c, c->sim_k, c->k[l], c->scratch_k, T);
         *v = simulate(c, c->sim_v, c->v[l], c->scratch_v, T);
         return;

@@ -11,7 +11,6 @@
 #include "ops.h"
 #include "parallel.h"
 #include "rng.h"
-#include "sysinfo.h"
 
 Config config_default(void) {
     Config c = {.L = 1, .NH = 12, .C = 768, .N = 1024, .V = 256, .eps = 1e-5f, .bos = -1};
@@ -135,89 +134,35 @@ static void point_weights(Model *m) {
     m->w.ln_f_b = p;
 }
 
-/* Panel sizes, in block order: c_attn, attn.c_proj, c_fc, mlp.c_proj, each padded to
- * start on a 64-byte line; and wteᵀ. -1 when the sums overflow. */
-static int panel_sizes(const Config *cfg, size_t pad[4], size_t *lm, size_t *total) {
-    const size_t C = (size_t)cfg->C, L = (size_t)cfg->L, V = (size_t)cfg->V;
-    const size_t most = SIZE_MAX / sizeof(float) / 64; /* room for the sums and the padding */
-    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
-    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C};
-    size_t per = 0;
-    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 15) / 16 * 16;
-    *lm = (V * C + 15) / 16 * 16;
-    if (per > (SIZE_MAX / sizeof(float) - *lm) / L) return -1;
-    *total = L * per + *lm;
-    return 0;
-}
-
-/* Copy the blob's block matrices and wteᵀ into the panels at m->w.panels and point the
- * weights at them. */
-static void fill_panels(Model *m) {
-    const int C = m->cfg.C;
-    size_t pad[4], lm, total;
-    (void)panel_sizes(&m->cfg, pad, &lm, &total); /* checked when the panels were allocated */
-    float *p = m->w.panels;
-    kern_pack_panels_t(p, m->w.wte, m->cfg.V, C);
-    m->w.wte_p = p;
-    p += lm;
-    for (int l = 0; l < m->cfg.L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        kern_pack_panels(p, b->c_attn_w, C, 3 * C);
-        b->c_attn_p = p; p += pad[0];
-        kern_pack_panels(p, b->attn_proj_w, C, C);
-        b->attn_proj_p = p; p += pad[1];
-        kern_pack_panels(p, b->c_fc_w, C, 4 * C);
-        b->c_fc_p = p; p += pad[2];
-        kern_pack_panels(p, b->mlp_proj_w, 4 * C, C);
-        b->mlp_proj_p = p; p += pad[3];
+/* The four matrices of every block, in the order kern_panels_pack takes them. */
+static const float **block_matrices(const Model *m) {
+    const float **mats = malloc((size_t)m->cfg.L * KERN_MATS * sizeof *mats);
+    for (int l = 0; mats && l < m->cfg.L; l++) {
+        const BlockWeights *b = &m->w.h[l];
+        mats[KERN_MATS * l + KERN_C_ATTN] = b->c_attn_w;
+        mats[KERN_MATS * l + KERN_ATTN_PROJ] = b->attn_proj_w;
+        mats[KERN_MATS * l + KERN_C_FC] = b->c_fc_w;
+        mats[KERN_MATS * l + KERN_MLP_PROJ] = b->mlp_proj_w;
     }
+    return mats;
 }
 
-/* The block matrices and wteᵀ in column panels for the vector kernels (kernels.h):
- * (12·L·C + V)·C floats, each matrix starting on a 64-byte line. 0, or -1 out of memory.
- * With dt a half type, the same layout in halves (pack_half_panels). */
-static int pack_half_panels(Model *m, Dtype dt);
+/* The matrices in column panels of the weights' type for the vector kernels, owned by
+ * the model: (12·L·C + V)·C more values. 0, or -1 out of memory. */
 static int pack_panels(Model *m) {
-    size_t pad[4], lm, total;
-    if (panel_sizes(&m->cfg, pad, &lm, &total)) return -1;
-    float *p = bigbuf_calloc(total, sizeof(float)); /* decode streams them: huge pages */
-    if (!p) return -1;
-    m->w.panels = p;
-    fill_panels(m);
-    return 0;
+    const float **mats = block_matrices(m);
+    const int rc = mats ? kern_panels_pack(&m->fast, m->cfg.L, m->cfg.C, m->cfg.V, m->w.wte,
+                                           mats, m->w.dtype)
+                        : -1;
+    free(mats);
+    m->owns_fast = rc == 0;
+    return rc;
 }
 
 void model_refresh_panels(Model *m) {
-    if (m->w.panels) fill_panels(m);
-}
-
-static int pack_half_panels(Model *m, Dtype dt) {
-    const size_t C = (size_t)m->cfg.C, L = (size_t)m->cfg.L, V = (size_t)m->cfg.V;
-    const size_t most = SIZE_MAX / sizeof(uint16_t) / 64;
-    if (V > most / C || 12 * C > most / C || L > most / (12 * C * C)) return -1;
-    const size_t n[4] = {3 * C * C, C * C, 4 * C * C, 4 * C * C}; /* in block order */
-    size_t pad[4], per = 0;
-    for (int i = 0; i < 4; i++) per += pad[i] = (n[i] + 31) / 32 * 32; /* 64-byte lines */
-    const size_t lm = (V * C + 31) / 32 * 32;
-    if (per > (SIZE_MAX / sizeof(uint16_t) - lm) / L) return -1;
-    uint16_t *p = bigbuf_calloc(L * per + lm, sizeof(uint16_t));
-    if (!p) return -1;
-    m->w.half_panels = p;
-    kern_pack_panels_t_half(p, m->w.wte, (int)V, (int)C, dt);
-    m->w.wte_h = p;
-    p += lm;
-    for (size_t l = 0; l < L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        kern_pack_panels_half(p, b->c_attn_w, (int)C, 3 * (int)C, dt);
-        b->c_attn_h = p; p += pad[0];
-        kern_pack_panels_half(p, b->attn_proj_w, (int)C, (int)C, dt);
-        b->attn_proj_h = p; p += pad[1];
-        kern_pack_panels_half(p, b->c_fc_w, (int)C, 4 * (int)C, dt);
-        b->c_fc_h = p; p += pad[2];
-        kern_pack_panels_half(p, b->mlp_proj_w, 4 * (int)C, (int)C, dt);
-        b->mlp_proj_h = p; p += pad[3];
-    }
-    return 0;
+    const float **mats = block_matrices(m);
+    if (mats) kern_panels_repack(&m->fast, m->cfg.L, m->cfg.C, m->cfg.V, m->w.wte, mats);
+    free(mats);
 }
 
 static void round_in_place(float *w, size_t n, Dtype dt) {
@@ -252,6 +197,23 @@ int model_half_overflow(const Model *m, Dtype dt, char *name, size_t size, size_
     return 0;
 }
 
+/* Forget the panels, freeing them when they are the model's. */
+static void drop_panels(Model *m) {
+    if (m->owns_fast) kern_panels_free(&m->fast);
+    memset(&m->fast, 0, sizeof m->fast);
+    m->owns_fast = 0;
+}
+
+int model_set_kernels(Model *m, KernLevel lv) {
+    if ((unsigned)lv >= KERN_LEVEL_COUNT || !kern_supported(lv)) return -1;
+    if (lv == KERN_PLAIN) drop_panels(m); /* the plain kernels read the weights as loaded */
+    else if (!m->fast.buf && pack_panels(m))
+        return -1;
+    m->kern = lv;
+    m->ops = kern_ops(lv);
+    return 0;
+}
+
 int model_set_weights(Model *m, Dtype dt) {
     if (dt == m->w.dtype) return 0;
     if (m->w.dtype != DT_FP32 || dt == DT_FP32) return -1;
@@ -266,17 +228,10 @@ int model_set_weights(Model *m, Dtype dt) {
         round_in_place((float *)b->mlp_proj_w, 4 * C * C, dt);
     }
     m->w.dtype = dt;
-    if (m->owns_panels) free(m->w.panels);
-    m->w.panels = NULL;
-    m->w.wte_p = NULL;
-    for (int l = 0; l < m->cfg.L; l++) {
-        BlockWeights *b = &m->w.h[l];
-        b->c_attn_p = b->attn_proj_p = b->c_fc_p = b->mlp_proj_p = NULL;
-    }
+    drop_panels(m);
     /* without room for the half panels the model still runs, on the plain matmuls over
      * the rounded weights: the same results */
-    if (m->kern != KERN_PLAIN) (void)pack_half_panels(m, dt);
-    m->owns_panels = m->w.half_panels != NULL;
+    if (m->kern != KERN_PLAIN) (void)pack_panels(m);
     return 0;
 }
 
@@ -286,6 +241,7 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
     m->w.blob = blob;
     m->w.num_params = model_num_params(cfg);
     m->kern = kern_detect();
+    m->ops = kern_ops(m->kern);
     m->w.h = calloc((size_t)cfg->L, sizeof *m->w.h);
     if (!m->w.h) {
         m->w.blob = NULL; /* the caller keeps its blob on failure */
@@ -295,7 +251,6 @@ int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_owne
     /* without room for the panels the model still runs, on the plain matmuls */
     if (m->kern != KERN_PLAIN) (void)pack_panels(m);
     m->owns_blob = take_ownership;
-    m->owns_panels = m->w.panels != NULL;
     return 0;
 }
 
@@ -304,6 +259,8 @@ int model_init_shared(Model *m, const Model *src) {
     m->cfg = src->cfg;
     m->w = src->w;
     m->kern = src->kern;
+    m->ops = src->ops;
+    m->fast = src->fast; /* not owned */
     m->w.h = malloc((size_t)src->cfg.L * sizeof *m->w.h);
     if (!m->w.h) {
         memset(m, 0, sizeof *m);
@@ -349,10 +306,7 @@ static void runstate_free(RunState *s) {
 
 void model_free(Model *m) {
     if (m->owns_blob) free(m->w.blob);
-    if (m->owns_panels) {
-        free(m->w.panels);
-        free(m->w.half_panels);
-    }
+    if (m->owns_fast) kern_panels_free(&m->fast);
     free(m->w.h);
     runstate_free(&m->s);
     memset(m, 0, sizeof *m);
@@ -362,16 +316,16 @@ void model_free(Model *m) {
  * lines. */
 static size_t lines_of(size_t n) { return (n + 15) / 16 * 16; }
 
-/* Room for n rows attending over Tt columns; capacities double so decode steps
+/* Room for n rows attending over T columns; capacities double so decode steps
  * do not reallocate every time. Every buffer lies in one block (bigbuf: on 2 MiB
  * pages once it is large), because a prefill's matmuls store rows C floats apart,
  * where 4 KiB pages cost a TLB miss every row or two. A new block keeps nothing of the
  * old one: every forward call writes its buffers before it reads them. */
-static int runstate_reserve(RunState *s, const Config *cfg, int n, int Tt) {
-    if (n <= s->rows && Tt <= s->cols) return 0;
+static int runstate_reserve(RunState *s, const Config *cfg, int n, int T) {
+    if (n <= s->rows && T <= s->cols) return 0;
     int r = s->rows ? s->rows : 1, c = s->cols ? s->cols : 16;
     while (r < n) r *= 2;
-    while (c < Tt) c *= 2;
+    while (c < T) c *= 2;
     const size_t C = (size_t)cfg->C, rc = lines_of((size_t)r * C),
                  att = lines_of((size_t)cfg->NH * (size_t)r * (size_t)c);
     /* x, ln, q, atty, proj: rc each; qkv 3, fc 4 rows' worth; scores, pattern */
@@ -397,12 +351,6 @@ uint64_t flops_layers_formula(const Config *cfg, uint64_t n, uint64_t p) {
     return (uint64_t)cfg->L * (24 * n * C * C + 4 * C * (n * p + n * (n + 1) / 2));
 }
 
-/* Seconds since t0 added to *acc, when the model keeps times (Model.times). */
-static double clock_start(const Model *m) { return m->times ? now_seconds() : 0.0; }
-static void clock_add(const Model *m, double *acc, double t0) {
-    if (m->times) *acc += now_seconds() - t0;
-}
-
 /* Where a forward call is, for the events of its hook points. */
 typedef struct {
     Model *m;
@@ -410,47 +358,46 @@ typedef struct {
     int pos0;            /* absolute position of the first new token */
     int slot0;           /* cache slots held before the call */
     const int *slot_pos; /* the position each cache slot holds; NULL without a cache */
-} At;
+} ForwardCall;
 
 /* Hook point pt of layer l (-1: the model's) with its tensor, when anyone listens.
  * 0, or the observer's non-zero answer, which ends the forward call. */
-static int fire(const At *at, HookPoint pt, int layer, const float *data, int ndim, int d0,
+static int fire(const ForwardCall *call, HookPoint pt, int layer, const float *data, int ndim, int d0,
                 int d1, int d2) {
-    const Hooks *hk = at->lb->hooks;
+    const Hooks *hk = call->lb->hooks;
     if (!hooks_wants(hk, pt)) return 0;
-    HookEvent ev = {.point = pt, .phase = at->lb->phase, .step = at->lb->step, .layer = layer,
-                    .pos0 = at->pos0, .slot0 = at->slot0, .slot_pos = at->slot_pos, .data = data,
+    HookEvent ev = {.point = pt, .phase = call->lb->phase, .step = call->lb->step, .layer = layer,
+                    .pos0 = call->pos0, .slot0 = call->slot0, .slot_pos = call->slot_pos, .data = data,
                     .ndim = ndim, .shape = {d0, d1, d2, 0}};
-    const double t0 = clock_start(at->m);
-    const int rc = hooks_emit(hk, &ev);
-    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
-    return rc;
+    return hooks_emit(hk, &ev);
 }
 
-/* in (n,C) · w (C,OC) + bias on the model's panels (float32 or halves), into out as it
- * says (kernels.h: KernOut). Plain: matmul_forward's operations (ops.c); fast:
- * matmul_run on panel_avx2 / panel_avx512 (kernels.c). */
-static void block_matmul_into(Model *m, KernOut out, const float *in, const float *w,
-                              const float *p32, const uint16_t *p16, const float *bias, int n,
-                              int C, int OC) {
-    const double t0 = clock_start(m);
-    const void *pan = m->w.dtype == DT_FP32 ? (const void *)p32 : (const void *)p16;
-    kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
-    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
+/* ---- which kernels: ops.c's plain loops, or their fast twins --------------------------
+ * With KERN_PLAIN the forward pass calls ops.c's functions and nothing between (the
+ * elementwise ones through m->ops, kernels.h: KernOps); the other levels call the kernel
+ * layer, whose results are the same bytes. */
+
+/* in (n,C) · w (C,OC) + bias into out, w being matrix k of block l. Plain: matmul_forward
+ * into out.p[0], which must be one part stored as is (KERN_SET); fast: on the matrix's
+ * panels (m->fast), each output stored as out says (kernels.h: KernOut). 0, or -1 out of
+ * memory. */
+static int block_matmul_into(const Model *m, KernOut out, const float *in, const float *w,
+                             int l, KernMatrix k, const float *bias, int n, int C, int OC) {
+    if (m->kern == KERN_PLAIN) {
+        matmul_forward(out.p[0], in, w, bias, n, C, OC);
+        return 0;
+    }
+    const void *pan = m->fast.h ? m->fast.h[l][k] : NULL;
+    return kern_matmul_into(m->kern, out, in, w, pan, m->w.dtype, bias, n, C, OC);
 }
 
-/* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET, KERN_ADD). */
-static void block_matmul(Model *m, float *out, KernStore how, const float *in, const float *w,
-                         const float *p32, const uint16_t *p16, const float *bias, int n, int C,
-                         int OC) {
+/* out (n,OC) = in (n,C) · w + bias, or out += that (how: KERN_SET; KERN_ADD, KERN_GELU
+ * fast only). */
+static int block_matmul(const Model *m, float *out, KernStore how, const float *in,
+                        const float *w, int l, KernMatrix k, const float *bias, int n, int C,
+                        int OC) {
     const KernOut o = {{out}, OC, (size_t)OC, how};
-    block_matmul_into(m, o, in, w, p32, p16, bias, n, C, OC);
-}
-
-/* Bytes of an r × c weight matrix as the matmuls read it (float32 or halves), with its
- * bias of c floats: what FlopCount.weight_bytes counts per matmul call. */
-static uint64_t matrix_bytes(const Model *m, uint64_t r, uint64_t c) {
-    return dtype_row_bytes(m->w.dtype, (size_t)(r * c), 1) + sizeof(float) * c;
+    return block_matmul_into(m, o, in, w, l, k, bias, n, C, OC);
 }
 
 /* ---- the parts of a block that do not know the cache ----------------------
@@ -460,200 +407,206 @@ static uint64_t matrix_bytes(const Model *m, uint64_t r, uint64_t c) {
  * where its caller says: model_forward points K and V at the cache's slots.) */
 
 /* ln_1 → c_attn over rows 0..n-1 of s->x, into qkv: parts q, k and v of C each. */
-static int block_qkv(const At *at, int l, int n, KernOut qkv, FlopCount *f) {
-    Model *m = at->m;
+static int block_qkv(const ForwardCall *call, int l, int n, KernOut qkv, FlopCount *f) {
+    Model *m = call->m;
     const BlockWeights *b = &m->w.h[l];
     const int C = m->cfg.C;
     RunState *s = &m->s;
     int rc;
-    /* plain: layernorm_forward (ops.c); fast: layernorm_avx2 / layernorm_512 (kernels.c) */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
-    if ((rc = fire(at, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
-    block_matmul_into(m, qkv, s->ln, b->c_attn_w, b->c_attn_p, b->c_attn_h, b->c_attn_b, n, C,
-                      3 * C);
+    m->ops->layernorm(s->ln, s->x, b->ln_1_w, b->ln_1_b, n, C, m->cfg.eps);
+    if ((rc = fire(call, HOOK_LN1, l, s->ln, 2, n, C, 0))) return rc;
+    if (block_matmul_into(m, qkv, s->ln, b->c_attn_w, l, KERN_C_ATTN, b->c_attn_b, n,
+                          C, 3 * C))
+        return -1;
     f->qkv += 6ull * n * C * C;
-    f->weight_bytes += matrix_bytes(m, C, 3 * C) + 2 * sizeof(float) * C; /* c_attn, ln_1 */
+    /* what the matmul read: c_attn's 3C² weights (float32 or halves), its bias and ln_1's */
+    f->weight_bytes += 3ull * C * C * MODEL_WEIGHT_SIZE(m) + (3 + 2) * sizeof(float) * (uint64_t)C;
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 3) * (uint64_t)n * C; /* ln_1, bias */
     return 0;
 }
 
 /* attn.c_proj → residual → ln_2 → c_fc → GELU → mlp.c_proj → residual over n rows,
  * from the attention output in s->atty (n, C). */
-static int block_rest(const At *at, int l, int n, FlopCount *f) {
-    Model *m = at->m;
+static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
+    Model *m = call->m;
     const BlockWeights *b = &m->w.h[l];
     const int C = m->cfg.C;
     const size_t nC = (size_t)n * C;
     RunState *s = &m->s;
     int rc;
-    /* with nobody to see attn.c_proj's output: the residual add as it stores (add) */
-    const int add = !hooks_wants(at->lb->hooks, HOOK_ATTN_OUT);
-    block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty, b->attn_proj_w,
-                 b->attn_proj_p, b->attn_proj_h, b->attn_proj_b, n, C, C);
-    if (!add && (rc = fire(at, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
-    /* plain: residual_forward (ops.c); fast: residual_avx2 (kernels.c) */
-    if (!add) kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    /* fast, with nobody to see attn.c_proj's output: the residual add as it stores (add) */
+    const int add = m->kern != KERN_PLAIN && !hooks_wants(call->lb->hooks, HOOK_ATTN_OUT);
+    if (block_matmul(m, add ? s->x : s->proj, add ? KERN_ADD : KERN_SET, s->atty,
+                     b->attn_proj_w, l, KERN_ATTN_PROJ, b->attn_proj_b, n, C, C))
+        return -1;
+    if (!add && (rc = fire(call, HOOK_ATTN_OUT, l, s->proj, 2, n, C, 0))) return rc;
+    if (!add) m->ops->residual(s->x, s->x, s->proj, nC);
     f->attn_proj += 2ull * n * C * C;
     f->elementwise += KV_FLOPS_ADD * 2 * nC; /* c_proj bias, residual */
-    if ((rc = fire(at, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
+    if ((rc = fire(call, HOOK_RESID_MID, l, s->x, 2, n, C, 0))) return rc;
 
-    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual; ln_2 runs as ln_1 does */
-    kern_layernorm_forward(m->kern, s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
-    if ((rc = fire(at, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
-    /* GELU as c_fc stores its outputs, unless an observer wants them before it */
-    const int pre = hooks_wants(at->lb->hooks, HOOK_MLP_PRE);
-    block_matmul_into(m, (KernOut){{s->fc}, 4 * C, 4 * (size_t)C, pre ? KERN_SET : KERN_GELU},
-                      s->ln, b->c_fc_w, b->c_fc_p, b->c_fc_h, b->c_fc_b, n, C, 4 * C);
-    if (pre && (rc = fire(at, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    if (pre) kern_gelu_forward(m->kern, s->fc, s->fc, 4 * nC); /* fast: gelu_avx2 */
-    if ((rc = fire(at, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
-    block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, b->mlp_proj_p, b->mlp_proj_h,
-                 b->mlp_proj_b, n, 4 * C, C);
-    if ((rc = fire(at, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
+    /* MLP: ln_2 → c_fc → GELU → mlp.c_proj → residual */
+    m->ops->layernorm(s->ln, s->x, b->ln_2_w, b->ln_2_b, n, C, m->cfg.eps);
+    if ((rc = fire(call, HOOK_LN2, l, s->ln, 2, n, C, 0))) return rc;
+    /* fast: GELU as c_fc stores its outputs, unless an observer wants them before it */
+    const int pre = m->kern == KERN_PLAIN || hooks_wants(call->lb->hooks, HOOK_MLP_PRE);
+    if (block_matmul(m, s->fc, pre ? KERN_SET : KERN_GELU, s->ln, b->c_fc_w, l, KERN_C_FC,
+                     b->c_fc_b, n, C, 4 * C))
+        return -1;
+    if (pre && (rc = fire(call, HOOK_MLP_PRE, l, s->fc, 2, n, 4 * C, 0))) return rc;
+    if (pre) m->ops->gelu(s->fc, s->fc, 4 * nC);
+    if ((rc = fire(call, HOOK_MLP_POST, l, s->fc, 2, n, 4 * C, 0))) return rc;
+    if (block_matmul(m, s->proj, KERN_SET, s->fc, b->mlp_proj_w, l, KERN_MLP_PROJ,
+                     b->mlp_proj_b, n, 4 * C, C))
+        return -1;
+    if ((rc = fire(call, HOOK_MLP_OUT, l, s->proj, 2, n, C, 0))) return rc;
     /* a separate add: mlp.c_proj's sums run over more than one block of panel rows, where
      * KERN_ADD would go through a buffer (kernels.c) */
-    kern_residual_forward(m->kern, s->x, s->x, s->proj, nC);
+    m->ops->residual(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
-    f->weight_bytes += matrix_bytes(m, C, C) + matrix_bytes(m, C, 4 * C) +
-                       matrix_bytes(m, 4 * C, C) + 2 * sizeof(float) * C; /* c_proj, MLP, ln_2 */
+    /* attn.c_proj, c_fc and mlp.c_proj (9C² weights), their biases (6C) and ln_2 (2C) */
+    f->weight_bytes += 9ull * C * C * MODEL_WEIGHT_SIZE(m) + (6 + 2) * sizeof(float) * (uint64_t)C;
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
-    return fire(at, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
+    return fire(call, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
 /* ln_f and the tied lm_head for n consecutive rows x (n, C), into logits (n, V): one
  * (n×C)·wteᵀ matmul, so the 154 MB of GPT-2's wte are read once for all n rows. */
 static void final_logits(Model *m, const float *x, int n, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
-    /* ln_f row by row: the plain layernorm_forward (ops.c) */
     layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, n, cfg->C, cfg->eps);
-    const double t0 = clock_start(m);
-    /* plain: matmul_transposed_forward (ops.c); fast: matmul_run on wte's panels (kernels.c) */
-    if (m->w.dtype == DT_FP32)
-        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_p, n, cfg->C,
-                                       cfg->V);
-    else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->w.wte_h,
+    if (m->kern == KERN_PLAIN)
+        matmul_transposed_forward(logits, m->s.ln, m->w.wte, n, cfg->C, cfg->V);
+    else if (m->w.dtype == DT_FP32)
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte, n,
+                                       cfg->C, cfg->V);
+    else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte,
                                              m->w.dtype, n, cfg->C, cfg->V);
-    clock_add(m, m->times ? &m->times->matmul : NULL, t0);
     f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)n * cfg->C;
     f->lm_head += 2ull * n * cfg->C * cfg->V;
-    f->weight_bytes += dtype_row_bytes(m->w.dtype, (uint64_t)cfg->V * cfg->C, 1) +
-                       2 * sizeof(float) * (uint64_t)cfg->C; /* wte, ln_f */
+    f->weight_bytes += (uint64_t)cfg->V * cfg->C * MODEL_WEIGHT_SIZE(m) +
+                       2 * sizeof(float) * (uint64_t)cfg->C; /* wte once for the n rows, ln_f */
+}
+
+/* Fast: ln_1 and c_attn, which writes q into s->q and the new K and V into the cache's
+ * slots p..p+n-1 (an fp32 cache lends them; other types convert them from s->qkv). */
+static int qkv_fast(const ForwardCall *call, KVCache *cache, int l, int n, FlopCount *f) {
+    RunState *s = &call->m->s;
+    const int C = call->m->cfg.C, p = call->slot0;
+    float *kw, *vw;
+    const int in_place = kvcache_rows(cache, l, p, n, call->pos0, &kw, &vw) == 0;
+    const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
+                         C, (size_t)C, KERN_SET};
+    const int rc = block_qkv(call, l, n, qkv, f);
+    for (int i = 0; rc == 0 && !in_place && i < n; i++) /* the cache stores them in its type */
+        kvcache_store(cache, l, p + i, qkv.p[1] + (size_t)i * C, qkv.p[2] + (size_t)i * C,
+                      call->pos0 + i);
+    return rc;
 }
 
 /* ---- where the KV cache lives ------------------------------------------------
  * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
  * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
  * then the n queries attend over all p + n slots. */
-static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount *f) {
-    Model *m = at->m;
+static int attention_layer(const ForwardCall *call, KVCache *cache, int l, int n, FlopCount *f) {
+    Model *m = call->m;
     RunState *s = &m->s;
-    const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = at->slot0, Tt = p + n;
+    const int C = m->cfg.C, NH = m->cfg.NH, hs = C / NH, p = call->slot0, T = p + n;
     const uint64_t pairs = (uint64_t)n * p + (uint64_t)n * (n + 1) / 2; /* Σ (slots seen) */
-    const float *kc, *vc; /* this layer's cached keys and values, (Tt, C) */
-    float *kw, *vw;       /* where c_attn writes them */
-    const int in_place = kvcache_rows(cache, l, p, n, at->pos0, &kw, &vw) == 0;
-    const KernOut qkv = {{s->q, in_place ? kw : s->qkv, in_place ? vw : s->qkv + (size_t)n * C},
-                         C, (size_t)C, KERN_SET};
+    const float *kc, *vc; /* this layer's cached keys and values, (T, C) */
     int rc;
-    if ((rc = block_qkv(at, l, n, qkv, f))) return rc;
-    for (int i = 0; !in_place && i < n; i++) /* the cache stores K and V in its type */
-        kvcache_store(cache, l, p + i, qkv.p[1] + (size_t)i * C, qkv.p[2] + (size_t)i * C,
-                      at->pos0 + i);
+    if (m->kern == KERN_PLAIN) { /* c_attn into rows of q, k, v; K and V into the cache */
+        const KernOut qkv = {{s->qkv}, 3 * C, 3 * (size_t)C, KERN_SET};
+        if ((rc = block_qkv(call, l, n, qkv, f))) return rc;
+        for (int i = 0; i < n; i++) {
+            const float *row = s->qkv + (size_t)i * 3 * C;
+            memcpy(s->q + (size_t)i * C, row, (size_t)C * sizeof(float));
+            kvcache_store(cache, l, p + i, row + C, row + 2 * C, call->pos0 + i);
+        }
+    } else if ((rc = qkv_fast(call, cache, l, n, f))) return rc;
     /* read them back as floats: fp32 in place, other types dequantized, so the new
      * tokens attend to their own K and V exactly as stored */
-    kvcache_layer(cache, l, Tt, &kc, &vc);
-    if ((rc = fire(at, HOOK_Q, l, s->q, 3, n, NH, hs)) ||
-        (rc = fire(at, HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs)) ||
-        (rc = fire(at, HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs)) ||
-        (rc = fire(at, HOOK_CACHE_K, l, kc, 3, Tt, NH, hs)) ||
-        (rc = fire(at, HOOK_CACHE_V, l, vc, 3, Tt, NH, hs)))
+    kvcache_layer(cache, l, T, &kc, &vc);
+    if ((rc = fire(call, HOOK_Q, l, s->q, 3, n, NH, hs)) ||
+        (rc = fire(call, HOOK_K, l, kc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(call, HOOK_V, l, vc + (size_t)p * C, 3, n, NH, hs)) ||
+        (rc = fire(call, HOOK_CACHE_K, l, kc, 3, T, NH, hs)) ||
+        (rc = fire(call, HOOK_CACHE_V, l, vc, 3, T, NH, hs)))
         return rc;
-    /* the heart of it: n new queries against all Tt cached keys and values. Plain:
+    /* the heart of it: n new queries against all T cached keys and values. Plain:
      * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1;
      * with nobody to read the score and weight matrices, the output alone (kernels.h) */
-    const double t0 = clock_start(m);
-    if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
+    if (m->kern == KERN_PLAIN)
+        attention_forward(s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
+    else if (hooks_wants(call->lb->hooks, HOOK_ATTN_SCORES) ||
+             hooks_wants(call->lb->hooks, HOOK_PATTERN))
         kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     else kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
-    clock_add(m, m->times ? &m->times->attention : NULL, t0);
     f->attn += 4ull * C * pairs;
     f->elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-    if ((rc = fire(at, HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, Tt)) ||
-        (rc = fire(at, HOOK_PATTERN, l, s->pattern, 3, NH, n, Tt)))
+    if ((rc = fire(call, HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, T)) ||
+        (rc = fire(call, HOOK_PATTERN, l, s->pattern, 3, NH, n, T)))
         return rc;
-    return fire(at, HOOK_Z, l, s->atty, 3, n, NH, hs);
+    return fire(call, HOOK_Z, l, s->atty, 3, n, NH, hs);
 }
 
 /* hook_step_end: what the step did, with the evictions the caller reported. */
-static int step_end(const At *at, const KVCache *cache, int n, const FlopCount *f) {
-    if (!hooks_wants(at->lb->hooks, HOOK_STEP_END)) return 0;
+static int step_end(const ForwardCall *call, const KVCache *cache, int n, const FlopCount *f) {
+    if (!hooks_wants(call->lb->hooks, HOOK_STEP_END)) return 0;
     StepStats st = {.tokens_new = n, .tokens_total = cache->len,
                     .kv_bytes = kvcache_bytes_used(cache),
                     .kv_reserved = kvcache_bytes_reserved(cache),
                     .kv_bytes_per_token = kvcache_bytes_per_token(cache), .flops = *f,
-                    .slot_pos = cache->pos, .evicted_pos0 = at->lb->evicted_pos0,
-                    .evicted_n = at->lb->evicted_n};
-    HookEvent ev = {.point = HOOK_STEP_END, .phase = at->lb->phase, .step = at->lb->step,
-                    .layer = -1, .pos0 = at->pos0, .slot0 = at->slot0, .stats = &st};
-    const double t0 = clock_start(at->m);
-    const int rc = hooks_emit(at->lb->hooks, &ev);
-    clock_add(at->m, at->m->times ? &at->m->times->hooks : NULL, t0);
-    return rc;
+                    .slot_pos = cache->pos, .evicted_pos0 = call->lb->evicted_pos0,
+                    .evicted_n = call->lb->evicted_n};
+    HookEvent ev = {.point = HOOK_STEP_END, .phase = call->lb->phase, .step = call->lb->step,
+                    .layer = -1, .pos0 = call->pos0, .slot0 = call->slot0, .stats = &st};
+    return hooks_emit(call->lb->hooks, &ev);
 }
 
 /* One forward call of n new tokens (n = 1: a decode step): embeddings, every block
  * (attention_layer with its block_qkv, then block_rest), then ln_f and the lm_head for
  * the last token. */
-static int forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
-                   const StepLabel *label, FlopCount *flops) {
+int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
+                  const StepLabel *label, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C;
     const StepLabel none = {.phase = PHASE_PREFILL};
-    At at = {.m = m, .lb = label ? label : &none, .pos0 = cache->n_seen, .slot0 = cache->len};
+    ForwardCall call = {.m = m, .lb = label ? label : &none, .pos0 = cache->n_seen, .slot0 = cache->len};
     RunState *s = &m->s;
     int rc;
 
-    if (n < 1 || at.pos0 + n > cfg->N) return -1;
+    if (n < 1 || call.pos0 + n > cfg->N) return -1;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= cfg->V) return -1;
-    if (runstate_reserve(s, cfg, n, at.slot0 + n)) return -1;
+    if (runstate_reserve(s, cfg, n, call.slot0 + n)) return -1;
     if ((rc = kvcache_reserve(cache, n))) return rc; /* -1, or KVCACHE_OVER_BUDGET */
-    at.slot_pos = cache->pos; /* after the reservation, which may move it */
+    call.slot_pos = cache->pos; /* after the reservation, which may move it */
     FlopCount f = {0};
 
-    /* token + position embeddings (plain: residual_forward; fast: residual_avx2) */
-    for (int i = 0; i < n; i++)
-        kern_residual_forward(m->kern, s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
-                              m->w.wpe + (size_t)(at.pos0 + i) * C, (size_t)C);
+    for (int i = 0; i < n; i++) /* token + position embeddings */
+        m->ops->residual(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
+                         m->w.wpe + (size_t)(call.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
     f.weight_bytes += 2 * sizeof(float) * (uint64_t)n * C; /* a row of each per token */
 
     for (int l = 0; l < cfg->L; l++)
-        if ((rc = fire(&at, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
-            (rc = attention_layer(&at, cache, l, n, &f)) ||
-            (rc = block_rest(&at, l, n, &f)))
+        if ((rc = fire(&call, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
+            (rc = attention_layer(&call, cache, l, n, &f)) ||
+            (rc = block_rest(&call, l, n, &f)))
             return rc;
-    cache->len = at.slot0 + n; /* the new tokens are the cache's only once every layer holds them */
-    cache->n_seen = at.pos0 + n;
+    cache->len = call.slot0 + n; /* the new tokens are the cache's only once every layer holds them */
+    cache->n_seen = call.pos0 + n;
 
     if (logits) { /* ln_f and the tied lm_head, for the last new token only */
         final_logits(m, s->x + (size_t)(n - 1) * C, 1, logits, &f);
-        if ((rc = fire(&at, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
+        if ((rc = fire(&call, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
     }
     if (flops) flops_add(flops, &f);
-    return step_end(&at, cache, n, &f);
+    return step_end(&call, cache, n, &f);
 }
 
-int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
-                  const StepLabel *label, FlopCount *flops) {
-    const double t0 = clock_start(m);
-    const int rc = forward(m, cache, tokens, n, logits, label, flops);
-    clock_add(m, m->times ? &m->times->total : NULL, t0);
-    return rc;
-}
-
-/* Rows of many sequences in one pass: see model.h. */
 /* Layer l's attention of R rows through cache: every row's K and V stored, then the
  * rows attended, spread over the threads (each row's arithmetic is its own, so the
  * result does not depend on how many). The attended slots' sum into *pairs. */
@@ -688,7 +641,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R,
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH;
     const StepLabel none = {.phase = PHASE_DECODE}; /* rows of many sequences: no hooks */
-    const At at = {.m = m, .lb = &none};
+    const ForwardCall call = {.m = m, .lb = &none};
     RunState *s = &m->s;
     int rc;
 
@@ -707,13 +660,13 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R,
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
         const KernOut qkv = {{s->qkv}, 3 * C, 3 * (size_t)C, KERN_SET};
-        if ((rc = block_qkv(&at, l, R, qkv, &f))) return rc;
+        if ((rc = block_qkv(&call, l, R, qkv, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
         if (rows_attention(m, cache, l, R, &pairs)) return -1;
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
-        if ((rc = block_rest(&at, l, R, &f))) return rc;
+        if ((rc = block_rest(&call, l, R, &f))) return rc;
     }
     /* the lm_head once per run of rows whose logits lie one after the other in one array
      * (a batch's usual (R, V) buffer: one run, one read of wte) */

@@ -62,6 +62,9 @@ size_t model_num_params(const Config *cfg);
  * type), every bias and layernorm once, and each new token's rows of wte and wpe, at 4
  * bytes: M·w + 4·(L·13C + 2C + 2C·tokens) with M = L·12C² + V·C. (wpe's other rows are
  * not read: that is why a decode step reads fewer bytes than the parameters hold.) */
+/* Bytes of one weight of the block matrices and the lm_head as the matmuls read them:
+ * 4 (float32) or 2 (fp16, bf16). */
+#define MODEL_WEIGHT_SIZE(m) ((uint64_t)((m)->w.dtype == DT_FP32 ? sizeof(float) : sizeof(uint16_t)))
 uint64_t model_weight_bytes_read(const Config *cfg, Dtype dt, uint64_t tokens);
 
 typedef struct {
@@ -71,21 +74,12 @@ typedef struct {
     const float *ln_2_w, *ln_2_b;         /* (C) */
     const float *c_fc_w, *c_fc_b;         /* (C, 4C), (4C) */
     const float *mlp_proj_w, *mlp_proj_b; /* (4C, C), (C) */
-    /* the four matrices again in column panels (kern_pack_panels), which the vector
-     * kernels read; NULL when the model runs the plain kernels only */
-    const float *c_attn_p, *attn_proj_p, *c_fc_p, *mlp_proj_p;
-    /* or, with half-size weights (model_set_weights), the same panels in halves */
-    const uint16_t *c_attn_h, *attn_proj_h, *c_fc_h, *mlp_proj_h;
 } BlockWeights;
 
 typedef struct {
     float *blob;          /* every parameter, one allocation (or a loader's buffer) */
     size_t num_params;
-    float *panels;        /* the block matrices and wteᵀ in column panels, or NULL */
-    const float *wte_p;   /* wteᵀ (C, V) in column panels, for the lm_head; or NULL */
-    Dtype dtype;      /* DT_FP32, or the half type the matrices were rounded to */
-    uint16_t *half_panels; /* with a half dtype: the panels in halves (wte_h, *_h), or NULL */
-    const uint16_t *wte_h;
+    Dtype dtype;          /* DT_FP32, or the half type the matrices were rounded to */
     const float *wte;     /* (V, C), also the lm_head */
     const float *wpe;     /* (N, C) */
     BlockWeights *h;      /* (L) */
@@ -99,8 +93,9 @@ typedef struct {
     float *block;
     float *x;       /* (rows, C) the residual stream */
     float *ln;      /* (rows, C) layernorm output */
-    float *qkv;     /* (rows, 3C) c_attn output of model_forward_rows; K then V of a
-                     * forward call whose cache converts them (not fp32) */
+    float *qkv;     /* (rows, 3C) c_attn output, q, k, v of a row side by side (the plain
+                     * path, model_forward_rows); fast: K then V of a forward call whose
+                     * cache converts them (not fp32) */
     float *q;       /* (rows, C) = (rows, NH, hs) */
     float *atty;    /* (rows, C) attention output, heads side by side */
     float *proj;    /* (rows, C) c_proj / mlp c_proj output */
@@ -110,24 +105,17 @@ typedef struct {
     float *pattern; /* (NH, rows, cols) post-softmax */
 } RunState;
 
-/* Where forward calls spend their time, for the bench: seconds, added to by
- * model_forward while Model.times points here. The rest of total is layernorm, GELU,
- * the residual adds, the embeddings and the cache's appends. */
-typedef struct {
-    double matmul;    /* the block matmuls and the lm_head */
-    double attention; /* kern_attention_forward: scores, softmax and the weighted values */
-    double hooks;     /* inside the hooks' observers: what recording costs */
-    double total;     /* whole model_forward calls */
-} StepTimes;
-
 typedef struct {
     Config cfg;
     Weights w;
     RunState s;
     int owns_blob;  /* 1 if w.blob is ours to free */
-    int owns_panels; /* 1 if w.panels is ours to free */
-    KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
-    StepTimes *times; /* NULL, or where model_forward adds its time (not owned) */
+    KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default; set it
+                     * with model_set_kernels */
+    const KernOps *ops; /* kern's layernorm, residual add and GELU: ops.c's at KERN_PLAIN */
+    KernPanels fast; /* the matrices as the vector kernels read them (kernels.h); empty
+                      * with the plain kernels */
+    int owns_fast;  /* 1 if fast is ours to free */
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
@@ -142,7 +130,7 @@ float *model_blob_alloc(const Config *cfg);
  * vector level (kern_detect), the block matrices are also copied into column panels
  * for the fast matmuls, and wteᵀ for the lm_head: (12·L·C + V)·C more floats (494 MB
  * for GPT-2 small, whose blob is 497 MB), read from the blob now, so the blob must
- * hold its final values. Without memory for them, w.panels stays NULL and the model
+ * hold its final values. Without memory for them, the panels stay empty and the model
  * runs the plain matmuls: the same results, slower. 0, or -1 (out of memory). */
 int model_init_from_blob(Model *m, const Config *cfg, float *blob, int take_ownership);
 /* Copy the blob into the panels again after the blob changed in place (training
@@ -162,6 +150,11 @@ int model_init_shared(Model *m, const Model *src);
  * whose weights were rounded. Call before model_init_shared; from DT_FP32 only.
  * 0; -1 out of memory (the model is unchanged) or a second call. */
 int model_set_weights(Model *m, Dtype dt);
+/* Run the kernels of level lv: KERN_PLAIN, ops.c's loops on the weights as loaded (the
+ * panels are released), or a vector level (kernels.h), which packs the panels if the
+ * model has none. The logits are the same bytes at every level. 0; -1 when this CPU
+ * lacks lv (kern_supported) or out of memory (the model keeps its level). */
+int model_set_kernels(Model *m, KernLevel lv);
 /* Before model_set_weights: the first finite weight of the five matrices that dt would
  * round to an infinity (|x| past fp16's 65504): 1 with its tensor's Hugging Face name
  * (name, size bytes), flat index and value; 0 when every weight fits dt. */

@@ -1,4 +1,4 @@
-/* ops.c — the plain kernels. Written to be read (README, "Read the engine"); what runs on
+/* ops.c — the plain kernels. Written to be read (src/engine/README.md, "Read the engine"); what runs on
  * an AVX2 CPU is each one's twin in kernels.c, named above it, tested equal with memcmp.
  *
  * Every multiply-add is fmaf(a, b, c) = a·b + c rounded once, as the CPU's fused
@@ -138,11 +138,11 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
 }
 
 /* fast twin: softmax_row_avx2 (kernels.c) */
-void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
+void softmax_causal_row(float *sc, float *pa, int pos, int T) {
     float maxv = -INFINITY;
     for (int t = 0; t <= pos; t++)
         if (sc[t] > maxv) maxv = sc[t];
-    for (int t = pos + 1; t < Tt; t++) { /* the future: masked */
+    for (int t = pos + 1; t < T; t++) { /* the future: masked */
         sc[t] = -INFINITY;
         pa[t] = 0.0f;
     }
@@ -160,15 +160,15 @@ void softmax_causal_row(float *sc, float *pa, int pos, int Tt) {
 void attention_forward(float *out, float *scores, float *pattern,
                        const float *q, const float *kc, const float *vc,
                        int n, int p, int NH, int hs) {
-    const int C = NH * hs, Tt = p + n;
+    const int C = NH * hs, T = p + n;
     /* Hugging Face divides by a float32 tensor holding hs ** 0.5 (a double) */
     const float div = (float)sqrt((double)hs);
     for (int i = 0; i < n; i++) {
         const int pos = p + i; /* absolute position of this query */
         for (int h = 0; h < NH; h++) {
             const float *qi = q + (size_t)i * C + (size_t)h * hs;
-            float *sc = scores + ((size_t)h * n + i) * Tt;
-            float *pa = pattern + ((size_t)h * n + i) * Tt;
+            float *sc = scores + ((size_t)h * n + i) * T;
+            float *pa = pattern + ((size_t)h * n + i) * T;
             /* scores over keys 0..pos only: the causal mask is the loop bound */
             for (int t = 0; t <= pos; t++) {
                 const float *kt = kc + (size_t)t * C + (size_t)h * hs;
@@ -176,7 +176,7 @@ void attention_forward(float *out, float *scores, float *pattern,
                 for (int d = 0; d < hs; d++) dot = fmaf(qi[d], kt[d], dot);
                 sc[t] = dot / div;
             }
-            softmax_causal_row(sc, pa, pos, Tt);
+            softmax_causal_row(sc, pa, pos, T);
             /* weighted sum of the values */
             float *oi = out + (size_t)i * C + (size_t)h * hs;
             for (int d = 0; d < hs; d++) oi[d] = 0.0f;

@@ -84,14 +84,14 @@ float ops_expf(float x);
 /* out = a + b elementwise; out may alias a. fast twin: residual_avx2 (kernels.c) */
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
-/* One row of attention weights: sc (Tt) holds the scaled scores of keys 0..pos;
- * pa (Tt) gets softmax over them (max subtracted, ops_expf, sum in key order, times
- * 1/sum), and the future cells pos+1..Tt-1 become -INFINITY in sc and 0 in pa. */
-void softmax_causal_row(float *sc, float *pa, int pos, int Tt);
+/* One row of attention weights: sc (T) holds the scaled scores of keys 0..pos;
+ * pa (T) gets softmax over them (max subtracted, ops_expf, sum in key order, times
+ * 1/sum), and the future cells pos+1..T-1 become -INFINITY in sc and 0 in pa. */
+void softmax_causal_row(float *sc, float *pa, int pos, int T);
 
 /* ---- attention, three ways ---------------------------------------------------------
  * One computation, three implementations, every one tested to give the others' bytes:
- *   attention_forward      below: the plain loop to read (README: "Read the engine"): n
+ *   attention_forward      below: the plain loop to read (src/engine/README.md: "Read the engine"): n
  *                          new queries at positions p..p+n-1 against the contiguous K and
  *                          V cache;
  *   kern_attention_forward kernels.h: its fast twin (vectors across keys and heads,

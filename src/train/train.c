@@ -237,6 +237,17 @@ int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, doubl
     return 0;
 }
 
+int trainer_set_kernels(Trainer *tr, KernLevel lv) {
+    if (model_set_kernels(&tr->model, lv)) return -1;
+    tr->lv = lv;
+    if (lv != KERN_PLAIN && !tr->panels && pack_backward_panels(tr, 1) == 0) return 0;
+    free(tr->panels); /* the plain loops: no backward panels */
+    free(tr->bp);
+    tr->panels = NULL;
+    tr->bp = NULL;
+    return 0;
+}
+
 void trainer_free(Trainer *tr) {
     model_free(&tr->model);
     free(tr->grads);
@@ -280,6 +291,8 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     const Config *cfg = &m->cfg;
     const BlockWeights *w = &m->w.h[l];
     const KernLevel lv = m->kern;
+    const float *pan[KERN_MATS] = {0}; /* the model's panels of the block (float32), if any */
+    for (int k = 0; m->fast.h && k < KERN_MATS; k++) pan[k] = m->fast.h[l][k];
     const int B = tr->B, T = tr->T, C = cfg->C, NH = cfg->NH, hs = C / NH;
     const size_t BT = (size_t)B * T, BTC = BT * C, TC = (size_t)T * C, l4 = (size_t)l;
     TrainActs *a = &tr->a;
@@ -294,7 +307,7 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     kern_layernorm_forward(lv, ln1, x, w->ln_1_w, w->ln_1_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->ln1_mean + l4 * BT, a->ln1_rstd + l4 * BT, x, (int)BT, C, cfg->eps);
     prof_lap(tr, TP_FWD_OTHER, &pm);
-    kern_matmul_forward(lv, a->qkv, ln1, w->c_attn_w, w->c_attn_p, w->c_attn_b, (int)BT, C, 3 * C);
+    kern_matmul_forward(lv, a->qkv, ln1, w->c_attn_w, pan[KERN_C_ATTN], w->c_attn_b, (int)BT, C, 3 * C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     split_qkv(q, k, v, a->qkv, BT, C);
     prof_lap(tr, TP_FWD_OTHER, &pm);
@@ -308,7 +321,7 @@ static void block_forward(Trainer *tr, int l, const float *x) {
                                att + (size_t)b * per, q + b * TC, k + b * TC, v + b * TC, T, 0,
                                NH, hs);
     prof_lap(tr, TP_FWD_ATTENTION, &pm);
-    kern_matmul_forward(lv, a->proj, atty, w->attn_proj_w, w->attn_proj_p, w->attn_proj_b, (int)BT,
+    kern_matmul_forward(lv, a->proj, atty, w->attn_proj_w, pan[KERN_ATTN_PROJ], w->attn_proj_b, (int)BT,
                         C, C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     kern_residual_forward(lv, resid2, x, a->proj, BTC);
@@ -317,11 +330,11 @@ static void block_forward(Trainer *tr, int l, const float *x) {
     kern_layernorm_forward(lv, ln2, resid2, w->ln_2_w, w->ln_2_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->ln2_mean + l4 * BT, a->ln2_rstd + l4 * BT, resid2, (int)BT, C, cfg->eps);
     prof_lap(tr, TP_FWD_OTHER, &pm);
-    kern_matmul_forward(lv, fch, ln2, w->c_fc_w, w->c_fc_p, w->c_fc_b, (int)BT, C, 4 * C);
+    kern_matmul_forward(lv, fch, ln2, w->c_fc_w, pan[KERN_C_FC], w->c_fc_b, (int)BT, C, 4 * C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     kern_gelu_forward(lv, fch_gelu, fch, BTC * 4);
     prof_lap(tr, TP_FWD_OTHER, &pm);
-    kern_matmul_forward(lv, a->proj, fch_gelu, w->mlp_proj_w, w->mlp_proj_p, w->mlp_proj_b,
+    kern_matmul_forward(lv, a->proj, fch_gelu, w->mlp_proj_w, pan[KERN_MLP_PROJ], w->mlp_proj_b,
                         (int)BT, 4 * C, C);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     kern_residual_forward(lv, resid3, resid2, a->proj, BTC);
@@ -347,7 +360,7 @@ float trainer_forward(Trainer *tr, const int *inputs, const int *targets) {
     kern_layernorm_forward(m->kern, a->lnf, x, m->w.ln_f_w, m->w.ln_f_b, (int)BT, C, cfg->eps);
     tk_layernorm_stats(a->lnf_mean, a->lnf_rstd, x, (int)BT, C, cfg->eps);
     prof_lap(tr, TP_FWD_OTHER, &pm);
-    kern_matmul_transposed_forward(m->kern, a->logits, a->lnf, m->w.wte, m->w.wte_p, (int)BT, C, V);
+    kern_matmul_transposed_forward(m->kern, a->logits, a->lnf, m->w.wte, m->fast.wte, (int)BT, C, V);
     prof_lap(tr, TP_FWD_MATMUL, &pm);
     if (!targets) return 0.0f;
     if (targets != tr->targets) memcpy(tr->targets, targets, BT * sizeof *targets);

@@ -139,6 +139,9 @@ int trainer_init(Trainer *tr, const Config *cfg, int B, uint64_t seed);
  * wider start than GPT-2's 0.02 shortens the plateau before copying (induction) heads form:
  * a head's query·key grows from the product of two initial matrices. */
 int trainer_init_std(Trainer *tr, const Config *cfg, int B, uint64_t seed, double std);
+/* Train with the kernels of level lv (the model's, model_set_kernels, and the
+ * backward's): the same bytes at every level. 0, or -1 (this CPU lacks lv, out of memory). */
+int trainer_set_kernels(Trainer *tr, KernLevel lv);
 void trainer_free(Trainer *tr);
 
 /* After the blob was written from outside (a checkpoint, a test): the panels follow. */

@@ -6,8 +6,7 @@
  * TLB miss every 4 KiB costs a share of the read bandwidth. A prefill's matmuls store
  * their rows (the model's activations) C floats apart: a page or two a row. The
  * embedding reads rows of wte far apart in the weights as loaded (154 MB of them in
- * GPT-2 small): on 4 KiB pages the 128 rows of a prefill took 1.7-2.0 ms here in 4 runs
- * of 5, on 2 MiB pages 0.35-0.7 ms. bigbuf_calloc aligns the buffer to 2 MiB and asks
+ * GPT-2 small; src/engine/NOTES.md has what huge pages saved). bigbuf_calloc aligns the buffer to 2 MiB and asks
  * Linux for transparent huge pages (madvise MADV_HUGEPAGE); elsewhere, or when refused,
  * the buffer is an ordinary one. The contents are the same either way: only the speed
  * differs.

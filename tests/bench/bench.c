@@ -50,6 +50,7 @@
 #include "parallel.h"
 #include "record_csv.h"
 #include "select.h"
+#include "step_timer.h"
 #include "sysinfo.h"
 
 /* Seconds of CPU time used by this process (all threads): with 1 thread a measure
@@ -89,6 +90,7 @@ typedef struct {
     float *logits;
     int *tokens; /* (N) a fixed token sequence */
     Hooks noop;  /* one observer on every hook point that does nothing */
+    StepTimer *timer; /* NULL, or the timer wrapping the hooks of the calls timed */
 } Bench;
 
 static void bench_init(Bench *b, const Config *cfg) {
@@ -139,6 +141,7 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
     StepLabel lb = {.phase = PHASE_PREFILL, .step = 0, .hooks = hooks};
     kvcache_reset(&b->c);
     double c0 = cpu_seconds(), t0 = now_seconds();
+    if (b->timer) step_timer_begin(b->timer);
     if (model_forward(&b->m, &b->c, b->tokens, T, b->logits, &lb, &f) != 0) die("forward");
     double t1 = now_seconds();
     last_cpu = cpu_seconds() - c0;
@@ -151,6 +154,7 @@ static double time_prefill(Bench *b, int T, Hooks *hooks, uint64_t *flops) {
 static double time_decode(Bench *b, int p, int with_logits, Hooks *hooks) {
     StepLabel lb = {.phase = PHASE_DECODE, .step = 1, .hooks = hooks};
     double c0 = cpu_seconds(), t0 = now_seconds();
+    if (b->timer) step_timer_begin(b->timer);
     if (model_forward(&b->m, &b->c, &b->tokens[p], 1, with_logits ? b->logits : NULL, &lb, NULL))
         die("forward");
     double t1 = now_seconds();
@@ -430,11 +434,20 @@ static void run_decode_share(void) {
 /* ---- where the time goes ---------------------------------------------------- */
 
 /* Prints key_{matmul,attention,hooks,rest}_ms of the times t over reps calls. */
-static void print_split(const char *key, const StepTimes *t, int reps) {
+static void print_split(const char *key, const StepTimer *t, int reps) {
     const double k = 1e3 / reps;
     printf("%s_matmul_ms,%.4f\n%s_attention_ms,%.4f\n%s_hooks_ms,%.4f\n%s_rest_ms,%.4f\n", key,
            k * t->matmul, key, k * t->attention, key, k * t->hooks, key,
            k * (t->total - t->matmul - t->attention - t->hooks));
+}
+
+/* Hooks with nothing but the timer t, reset, attached to b's calls. */
+static Hooks *timed(Bench *b, StepTimer *t, Hooks *h) {
+    hooks_init(h);
+    step_timer_reset(t);
+    if (step_timer_wrap(t, h)) die("hooks");
+    b->timer = t;
+    return h;
 }
 
 /* Bytes a decode step reads when its matrices are halves (wte included: the lm_head). */
@@ -457,17 +470,17 @@ static void run_steps(const char *level, const char *weights) {
     Bench b;
     bench_init(&b, &cfg);
     if (model_set_weights(&b.m, dt) != 0) die("out of memory (half weights)");
-    b.m.kern = lv;
+    if (model_set_kernels(&b.m, lv)) die("kernels");
     header(&cfg);
     static const int Tp[] = {128, 512};
     for (int i = 0; i < 2; i++) {
         const int reps = Tp[i] > 128 ? 1 : 7; /* 7: rides out a burst */
         uint64_t fl = 0;
-        StepTimes t = {0};
+        StepTimer t;
+        Hooks th;
         time_prefill(&b, Tp[i], NULL, NULL); /* warm-up */
-        b.m.times = &t;
-        double cpu, ms = prefill_ms(&b, Tp[i], NULL, reps, &fl, &cpu);
-        b.m.times = NULL;
+        double cpu, ms = prefill_ms(&b, Tp[i], timed(&b, &t, &th), reps, &fl, &cpu);
+        b.timer = NULL;
         char key[32];
         snprintf(key, sizeof key, "prefill_%d", Tp[i]);
         printf("%s_ms,%.4f\n%s_cpu_ms,%.4f\n%s_flops,%llu\n", key, ms, key, cpu, key,
@@ -478,10 +491,10 @@ static void run_steps(const char *level, const char *weights) {
     for (int i = 0; i < 3; i++) {
         fill_cache(&b, P[i]);
         time_decode(&b, P[i], 1, NULL); /* grows the buffers to this length outside the split */
-        StepTimes t = {0};
-        b.m.times = &t;
-        double cpu, ms = decode_ms(&b, P[i], 1, NULL, 5, &cpu);
-        b.m.times = NULL;
+        StepTimer t;
+        Hooks th;
+        double cpu, ms = decode_ms(&b, P[i], 1, timed(&b, &t, &th), 5, &cpu);
+        b.timer = NULL;
         char key[32];
         snprintf(key, sizeof key, "decode_%d", P[i]);
         printf("%s_ms,%.4f\n%s_cpu_ms,%.4f\n%s_bytes,%.0f\n", key, ms, key, cpu, key,
@@ -494,7 +507,7 @@ static void run_steps(const char *level, const char *weights) {
 /* Prefill of T tokens with a CSV recorder on hooks h: writes into dir. *bytes gets the
  * size of attention.csv. */
 static void recorded_prefill(Bench *b, int T, const char *dir, const char *layers,
-                             const char *heads, StepTimes *t, long *bytes) {
+                             const char *heads, StepTimer *t, long *bytes) {
     Selection ls, hs;
     if (select_parse(&ls, layers, b->m.cfg.L) || select_parse(&hs, heads, b->m.cfg.NH))
         die("selection");
@@ -504,9 +517,11 @@ static void recorded_prefill(Bench *b, int T, const char *dir, const char *layer
     if (csv_recorder_open(&rec, dir, REC_DEFAULT & ~(unsigned)REC_TIMING, &ls, &hs) ||
         csv_recorder_attach(&rec, &h))
         die("recorder (is DIR a folder?)");
-    b->m.times = t;
+    step_timer_reset(t);
+    if (step_timer_wrap(t, &h)) die("hooks");
+    b->timer = t;
     time_prefill(b, T, &h, NULL);
-    b->m.times = NULL;
+    b->timer = NULL;
     if (csv_recorder_close(&rec) != 0) die("recorder: write failed");
     char path[4200];
     snprintf(path, sizeof path, "%s/attention.csv", dir);
@@ -521,7 +536,9 @@ static void run_record(const char *dir) {
     Bench b;
     bench_init(&b, &cfg);
     header(&cfg);
-    StepTimes t = {0}, t0 = {0};
+    StepTimer t, t0;
+    Hooks th;
+    double hooks0 = 0, total0 = 0;
     long bytes = 0;
     recorded_prefill(&b, 512, dir, "all", "all", &t, &bytes);
     printf("record_all_512_bytes,%ld\nrecord_all_512_hooks_ms,%.4f\nrecord_all_512_ms,%.4f\n"
@@ -530,13 +547,12 @@ static void run_record(const char *dir) {
     /* run's default: layers 0 and L-1, head 0; against the same prefill unrecorded */
     for (int r = 0; r < 3; r++) {
         recorded_prefill(&b, 128, dir, "0,11", "0", &t0, &bytes);
-        b.m.times = &t;
-        memset(&t, 0, sizeof t);
-        time_prefill(&b, 128, NULL, NULL);
-        b.m.times = NULL;
+        hooks0 += t0.hooks, total0 += t0.total;
+        time_prefill(&b, 128, timed(&b, &t, &th), NULL);
+        b.timer = NULL;
     }
     printf("record_default_128_bytes,%ld\nrecord_default_128_hooks_ms,%.4f\n"
-           "record_default_128_ms,%.4f\n", bytes, 1e3 * t0.hooks / 3, 1e3 * t0.total / 3);
+           "record_default_128_ms,%.4f\n", bytes, 1e3 * hooks0 / 3, 1e3 * total0 / 3);
     bench_free(&b);
 }
 
@@ -592,7 +608,7 @@ static void run_prefill_share(void) {
     }
     Bench b;
     bench_init(&b, &cfg);
-    b.m.kern = KERN_AVX512;
+    if (model_set_kernels(&b.m, KERN_AVX512)) die("kernels");
     header(&cfg);
     enum { R = 15 };
     uint64_t fl = 0;

@@ -9,7 +9,7 @@
 BENCH_BIN := $(B)/bench_kvscope
 
 # llama.cpp is found by itself where `sh ../shared/bench/llamacpp/build.sh build/llamacpp`
-# leaves it (README: "llama.cpp side by side"); LLAMA_DIR=… points elsewhere, LLAMA_BENCH=
+# leaves it (src/engine/README.md: "llama.cpp side by side"); LLAMA_DIR=… points elsewhere, LLAMA_BENCH=
 # (empty) leaves it out. Nothing there: the bench runs without it.
 LLAMA_DIR ?= build/llamacpp
 LLAMA_BENCH ?= $(abspath $(wildcard $(LLAMA_DIR)/src/build/bin/llama-bench))

@@ -541,7 +541,7 @@ def side_by_side(binp, other, rounds):
     alternating which side runs first; then the side-by-side table alone."""
     if not other:
         print("bench: --side-by-side needs llama.cpp (LLAMA_BENCH=…, or built into "
-              "build/llamacpp: see README) or ggml (GGML_GPT2=…)", file=sys.stderr)
+              "build/llamacpp: see src/engine/README.md) or ggml (GGML_GPT2=…)", file=sys.stderr)
         return 2
     me = [sys.executable, os.path.abspath(__file__)]
     S = Stats()
