@@ -26,51 +26,61 @@ charts() {
     gnuplot -e "in='$1/rss.csv'; rss='$1/rss.csv'; out='$2/kv_memory_rss'" plots/kv_memory.gp
     # measurements from before the roofline have none: the other charts still redraw
     [ -f "$1/roofline.csv" ] || return 0
-    gnuplot -e "in='$1/roofline.csv'; peak=$(value "$1/roof.csv" peak_gflops); bw=$(value "$1/roof.csv" read_gbs); machine='$(cat "$1/machine.txt")'; out='$2/roofline'" plots/lesson4_roofline.gp
+    gnuplot -e "in='$1/roofline.csv'; peak=$(value "$1/roof.csv" peak_gflops); bw=$(value "$1/roof.csv" read_gbs); out='$2/roofline'" plots/lesson4_roofline.gp
 }
 # The gallery's captions of the charts, into folder $1.
 captions() {
     printf '%s\t%s\n' decode_time.png "Measured time of one decode step with and without the cache: the gap between the lines is the speed-up, far below the FLOP ratio (median, min–max bars) — lesson 4" \
     kv_memory_rss.png "The process's measured RSS grows with the cache's used bytes, not with its reserved ones, over 1000 decode steps — lesson 5" > "$1/figures.tsv"
     [ -f "$1/roofline.csv" ] || return 0
-    printf '%s\t%s\n' roofline.png "A decode step of GPT-2 small's shapes on this machine's roofline: FLOPs per byte grow with the batch size, and below the ridge the step is bound by memory; time to first token and per output token beside it — lesson 4" >> "$1/figures.tsv"
+    printf '%s\t%s\n' roofline.png "Batched decode of GPT-2 small's shapes on this machine's roofline: FLOPs per byte grow with the batch size B; left of the ridge the step is bound by memory, right of it by arithmetic; the time per generated token falls with B — lesson 4" >> "$1/figures.tsv"
 }
 # The same captions in Chinese, for plots/README.zh.md.
 captions_zh() {
     printf '%s\t%s\n' decode_time.png "实测的一个解码步耗时，有缓存（with cache）与无缓存（without cache）：两条线的差距就是加速比，远低于浮点运算次数之比（中位数，误差线为最小–最大）— 第 4 课" \
     kv_memory_rss.png "实测的进程常驻内存（RSS）在 1000 个解码步中跟着缓存的已用字节增长，而不是预留字节 — 第 5 课" > "$1/figures.zh.tsv"
     [ -f "$1/roofline.csv" ] || return 0
-    printf '%s\t%s\n' roofline.png "GPT-2 small 形状的一个解码步在本机屋顶线（roofline）上的位置：每字节浮点运算次数随批大小 B 增长，脊点左侧受内存带宽限制；右图为首词元延迟与每词元输出时间 — 第 4 课" >> "$1/figures.zh.tsv"
+    printf '%s\t%s\n' roofline.png "GPT-2 small 形状的批处理解码在本机屋顶线（roofline）上的位置：每字节浮点运算次数随批大小 B 增长；脊点左侧受内存带宽限制，右侧受算力限制；每生成一个词元的时间随 B 下降 — 第 4 课" >> "$1/figures.zh.tsv"
 }
 # Lesson 4's section on the roofline ({{optional}}: only a measurement writes it).
+# roofline_facts FOLDER: what the points show, as shell assignments: the ridge, the batch
+# sizes left of it and their share of the slanted roof, the share of the FMA peak at
+# B = 32 and at the largest B, and the time per generated token at B = 1 and its lowest.
+roofline_facts() {
+    awk -F, -v peak="$(value "$1/roof.csv" peak_gflops)" -v bw="$(value "$1/roof.csv" read_gbs)" "$AWKLIB"'
+    FNR == 1 { header(); next }
+    { B = col("B") + 0; x = col("flops_per_byte"); g = col("gflops_s"); st = col("step_s")
+      if (x * bw < peak) { r = g / (x * bw); if (nb++ == 0 || r < rmin) rmin = r; if (r > rmax) rmax = r; blast = B }
+      if (B == 1) { t1 = st; tok1 = 1e3 * st }
+      if (B == 32) { g32 = g; st32 = st }
+      bmax = B; gmax = g; pt = 1e3 * st / B
+      if (!best || pt < best) { best = pt; bbest = B } }
+    END { printf "ridge=%.1f\nblast=%d\nroof_lo=%.0f\nroof_hi=%.0f\n", peak / bw, blast, 100 * rmin, 100 * rmax
+          printf "peak32=%.0f\nbmax=%d\npeakmax=%.0f\n", 100 * g32 / peak, bmax, 100 * gmax / peak
+          printf "tok1=%.1f\ntokbest=%.1f\nbbest=%d\ngain32=%.1f\n", tok1, best, bbest, 32 * t1 / st32 }' "$1/roofline.csv"
+}
 roofline_section() {
     peak=$(value "$1/roof.csv" peak_gflops) bw=$(value "$1/roof.csv" read_gbs)
-    best=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } { g = col("gflops_s") + 0; if (g > m) m = g }
-        END { printf "%.1f", m }' "$1/roofline.csv")
-    share=$(awk -v b="$best" -v p="$peak" 'BEGIN { printf "%.0f", 100 * b / p }')
-    # what the points show: B = 1 against the memory roof (FLOPs per byte × bandwidth), and
-    # the first B that falls below 80 % of its roof
-    set -- "$1" $(awk -F, -v bw="$bw" -v peak="$peak" "$AWKLIB"'FNR == 1 { header(); next }
-        { r = col("flops_per_byte") * bw; if (r > peak) r = peak; s = col("gflops_s") / r
-          if (FNR == 2) { b1 = s; r1 = r } if (!off && s < 0.8) off = col("B") }
-        END { printf "%.0f %.1f %d", 100 * b1, r1, off }' "$1/roofline.csv")
-    b1share=$2 b1roof=$3 offb=$4
+    eval "$(roofline_facts "$1")"
+    machine=$(cat "$1/machine.txt")
     {
-        echo "![A decode step on this machine's roofline](../plots/measured/roofline.png)"
+        echo "![Batched decode of GPT-2 small on the roofline](../plots/measured/roofline.png)"
         echo
-        echo "*The slanted roof is what the bandwidth allows at each FLOPs per byte, the flat one the"
-        echo "FMA peak; they meet at the ridge ($(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') FLOPs per byte here). At B = 1 the step reaches $b1share % of"
-        echo "what the bandwidth allows ($b1roof GFLOP/s): bound by memory. From B = $offb on the points fall below"
-        echo "the slanted roof, and the most any batch reaches is $best GFLOP/s ($share % of the FMA peak): these"
-        echo "points never reach the ridge, because kvscope's batched step, not the bytes or the FMA peak,"
-        echo "sets their pace. Right: the time to first token and per output token against B.*"
+        echo "*Each point is one decode step of B sequences at once, GPT-2 small's shapes, one thread"
+        echo "($machine). The step reads every weight once whatever B is, so its FLOPs per byte grow"
+        echo "with B. Left of the ridge ($ridge FLOPs per byte) the step is bound by memory: B = 1 to"
+        echo "$blast ran at $roof_lo–$roof_hi % of the slanted roof. Right of it the same step is bound by"
+        echo "arithmetic: B = 32 reached $peak32 % of the FMA peak, B = $bmax $peakmax %. Right panel: a step"
+        echo "takes longer as B grows, but the time per generated token fell from $tok1 ms at B = 1 to"
+        echo "$tokbest ms at B = $bbest; 32 sequences get $gain32× the tokens per second of one.*"
         echo "([SVG](../plots/measured/roofline.svg))"
         echo
-        echo "| batch B | FLOPs per decode step | bytes read | FLOPs per byte | reached | time per output token | time to first token |"
-        echo "|---:|---:|---:|---:|---:|---:|---:|"
+        echo "| batch B | FLOPs per decode step | bytes read | FLOPs per byte | reached | one step | per generated token | time to first token |"
+        echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
         awk -F, "$AWKLIB"'FNR == 1 { header(); next }
-            { printf "| %d | %s | %s | %.1f | %.1f GFLOP/s | %.1f ms | %.0f ms |\n", col("B"), digits(col("flops_step")),
-                     bytes(col("bytes_step")), col("flops_per_byte"), col("gflops_s"), 1e3 * col("step_s"), 1e3 * col("ttft_s") }' "$1/roofline.csv"
+            { printf "| %d | %s | %s | %.1f | %.1f GFLOP/s | %.1f ms | %.2f ms | %.0f ms |\n", col("B"), digits(col("flops_step")),
+                     bytes(col("bytes_step")), col("flops_per_byte"), col("gflops_s"), 1e3 * col("step_s"),
+                     1e3 * col("step_s") / col("B"), 1e3 * col("ttft_s") }' "$1/roofline.csv"
         echo
         echo "The roof: $peak GFLOP/s (the FMA peak, \`bench_kvscope peak\`) and $bw GB/s (a float sum"
         echo "over 1 GiB, the fastest of 1, 4 and 8 streams side by side, \`bench_kvscope triad\`), both"
@@ -78,11 +88,11 @@ roofline_section() {
     } > "$1/roofline.md"
     # the Chinese twin (lessons/zh/lesson4.md): the same figure, numbers and table
     {
-        echo "![A decode step on this machine's roofline](../../plots/measured/roofline.png)"
+        echo "![Batched decode of GPT-2 small on the roofline](../../plots/measured/roofline.png)"
         echo
-        echo "*斜的屋顶是带宽在每种“每字节浮点运算次数”下所允许的速度，平的屋顶是 FMA 峰值；两者交于脊点（这里是每字节 $(awk -v p="$peak" -v b="$bw" 'BEGIN { printf "%.1f", p / b }') 次浮点运算）。B = 1 时，解码步达到带宽所允许速度（$b1roof GFLOP/s）的 $b1share %：受内存限制。从 B = $offb 起，各点落到斜屋顶之下，任何批最高只达到 $best GFLOP/s（FMA 峰值的 $share %）：这些点从未到达脊点，因为决定它们速度的是 kvscope 自己的批处理步，而不是读字节或 FMA 峰值。右图：首词元延迟与每词元输出时间随 B 的变化。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测达到的速度；roof 是屋顶（峰值与带宽），ridge 是脊点，decode step, batch of B 是批大小为 B 的解码步。右图横轴是批大小 B，纵轴是实测时间（毫秒）。（[SVG](../../plots/measured/roofline.svg)）"
+        echo "*每个点是 B 条序列一起做的一个解码步（GPT-2 small 的形状，单线程，$machine）。不论 B 多大，这一步只把每个权重读一遍，所以每字节的浮点运算次数随 B 增长。脊点（每字节 $ridge 次浮点运算）左侧受内存带宽限制：B = 1 到 $blast 达到斜屋顶的 $roof_lo–$roof_hi %。脊点右侧受算力限制：B = 32 达到 FMA 峰值的 $peak32 %，B = $bmax 达到 $peakmax %。右图：B 越大，一步越久，但每生成一个词元的时间从 B = 1 的 $tok1 毫秒降到 B = $bbest 的 $tokbest 毫秒；32 条序列每秒生成的词元是 1 条的 $gain32 倍。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测速度；roof 是屋顶（峰值与带宽），ridge 是脊点，memory-bound / compute-bound 是受内存限制 / 受算力限制。右图纵轴是实测毫秒：one step 是一步的时间（每条序列每个词元要等这么久），per generated token 是一步除以 B。（[SVG](../../plots/measured/roofline.svg)）"
         echo
-        echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 每词元输出时间 | 首词元延迟 |"
+        echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 一步 | 每生成一个词元 | 首词元延迟 |"
         tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'
         echo
         echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（对 1 GiB 浮点数求和，取 1、4、8 路并行读取中最快者，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"

@@ -90,6 +90,17 @@ START_TEST(test_masked_batch_equals_alone) {
     FlopCount sum = {0};
     for (int b = 0; b < NSEQ; b++)
         for (int s = 1; s <= STEPS[b]; s++) flops_add(&sum, &fx.fref[b][s]);
+    /* ... but reads the weights once for all its rows: each step's count is the closed
+     * form for its R rows (a per-row lm_head would count wte R times) */
+    uint64_t once = 0;
+    for (int s = 1; s <= 5; s++) {
+        int R = 0;
+        for (int b = 0; b < NSEQ; b++) R += STEPS[b] >= s;
+        once += model_weight_bytes_read(&fx.m.cfg, fx.m.w.dtype, (uint64_t)R);
+    }
+    ck_assert_uint_eq(fdec.weight_bytes, once);
+    ck_assert_uint_lt(fdec.weight_bytes, sum.weight_bytes);
+    fdec.weight_bytes = sum.weight_bytes = 0;
     ck_assert_mem_eq(&fdec, &sum, sizeof sum);
     /* bytes: width = longest prompt + 5 steps; tokens = Σ (T_b + steps_b) */
     const size_t bpt = 2 * 2 * 16 * sizeof(float);

@@ -156,12 +156,13 @@ START_TEST(test_names) {
 END_TEST
 
 START_TEST(test_flop_sums) {
-    FlopCount a = {1, 2, 3, 4, 50, 600}, b = {10, 20, 30, 40, 500, 6000};
+    FlopCount a = {1, 2, 3, 4, 50, 600, 7000}, b = {10, 20, 30, 40, 500, 6000, 70000};
     ck_assert_uint_eq(flops_layers(&a), 10);
-    ck_assert_uint_eq(flops_total(&a), 660);
+    ck_assert_uint_eq(flops_total(&a), 660); /* bytes are not FLOPs */
     flops_add(&a, &b);
     ck_assert_uint_eq(flops_layers(&a), 110);
     ck_assert_uint_eq(flops_total(&a), 7260);
+    ck_assert_uint_eq(a.weight_bytes, 77000);
     ck_assert_uint_eq(a.lm_head, 550);
 }
 END_TEST

@@ -26,6 +26,7 @@ void flops_add(FlopCount *acc, const FlopCount *f) {
     acc->mlp += f->mlp;
     acc->lm_head += f->lm_head;
     acc->elementwise += f->elementwise;
+    acc->weight_bytes += f->weight_bytes;
 }
 
 void hooks_init(Hooks *h) { memset(h, 0, sizeof *h); }

@@ -46,6 +46,9 @@ typedef struct {
     uint64_t mlp;          /* c_fc + mlp.c_proj: 16·n·C² per layer */
     uint64_t lm_head;      /* 2·C·V per position whose logits are computed */
     uint64_t elementwise;  /* layernorm, softmax, GELU, bias and residual adds, embeddings */
+    uint64_t weight_bytes; /* bytes of weights the step read: each matrix, bias and layernorm
+                            * once per call that used it, a row of wte and wpe per token;
+                            * not FLOPs (flops_total leaves it out) */
 } FlopCount;
 
 uint64_t flops_layers(const FlopCount *f); /* qkv + attn + attn_proj + mlp */

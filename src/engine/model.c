@@ -9,6 +9,7 @@
 #include "bigbuf.h"
 #include "kernels.h"
 #include "ops.h"
+#include "parallel.h"
 #include "rng.h"
 
 Config config_default(void) {
@@ -418,6 +419,8 @@ static int block_qkv(const ForwardCall *call, int l, int n, KernOut qkv, FlopCou
                           C, 3 * C))
         return -1;
     f->qkv += 6ull * n * C * C;
+    /* what the matmul read: c_attn's 3C² weights (float32 or halves), its bias and ln_1's */
+    f->weight_bytes += 3ull * C * C * MODEL_WEIGHT_SIZE(m) + (3 + 2) * sizeof(float) * (uint64_t)C;
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 3) * (uint64_t)n * C; /* ln_1, bias */
     return 0;
 }
@@ -461,24 +464,29 @@ static int block_rest(const ForwardCall *call, int l, int n, FlopCount *f) {
      * KERN_ADD would go through a buffer (kernels.c) */
     m->ops->residual(s->x, s->x, s->proj, nC);
     f->mlp += 16ull * n * C * C;
+    /* attn.c_proj, c_fc and mlp.c_proj (9C² weights), their biases (6C) and ln_2 (2C) */
+    f->weight_bytes += 9ull * C * C * MODEL_WEIGHT_SIZE(m) + (6 + 2) * sizeof(float) * (uint64_t)C;
     /* ln_2, c_fc bias (4nC), GELU (4nC), mlp.c_proj bias and residual (nC each) */
     f->elementwise += (KV_FLOPS_LAYERNORM + KV_FLOPS_ADD * 6 + KV_FLOPS_GELU * 4) * nC;
     return fire(call, HOOK_RESID_POST, l, s->x, 2, n, C, 0);
 }
 
-/* ln_f and the tied lm_head for one row x (C), into logits (V). */
-static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) {
+/* ln_f and the tied lm_head for n consecutive rows x (n, C), into logits (n, V): one
+ * (n×C)·wteᵀ matmul, so the 154 MB of GPT-2's wte are read once for all n rows. */
+static void final_logits(Model *m, const float *x, int n, float *logits, FlopCount *f) {
     const Config *cfg = &m->cfg;
-    layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, 1, cfg->C, cfg->eps);
+    layernorm_forward(m->s.ln, x, m->w.ln_f_w, m->w.ln_f_b, n, cfg->C, cfg->eps);
     if (m->kern == KERN_PLAIN)
-        matmul_transposed_forward(logits, m->s.ln, m->w.wte, 1, cfg->C, cfg->V);
+        matmul_transposed_forward(logits, m->s.ln, m->w.wte, n, cfg->C, cfg->V);
     else if (m->w.dtype == DT_FP32)
-        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte, 1,
+        kern_matmul_transposed_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte, n,
                                        cfg->C, cfg->V);
     else kern_matmul_transposed_half_forward(m->kern, logits, m->s.ln, m->w.wte, m->fast.wte,
-                                             m->w.dtype, 1, cfg->C, cfg->V);
-    f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)cfg->C;
-    f->lm_head += 2ull * cfg->C * cfg->V;
+                                             m->w.dtype, n, cfg->C, cfg->V);
+    f->elementwise += KV_FLOPS_LAYERNORM * (uint64_t)n * cfg->C;
+    f->lm_head += 2ull * n * cfg->C * cfg->V;
+    f->weight_bytes += (uint64_t)cfg->V * cfg->C * MODEL_WEIGHT_SIZE(m) +
+                       2 * sizeof(float) * (uint64_t)cfg->C; /* wte once for the n rows, ln_f */
 }
 
 /* Fast: ln_1 and c_attn, which writes q into s->q and the new K and V into the cache's
@@ -581,6 +589,7 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
         m->ops->residual(s->x + (size_t)i * C, m->w.wte + (size_t)tokens[i] * C,
                          m->w.wpe + (size_t)(call.pos0 + i) * C, (size_t)C);
     f.elementwise += KV_FLOPS_ADD * (uint64_t)n * C; /* wte + wpe */
+    f.weight_bytes += 2 * sizeof(float) * (uint64_t)n * C; /* a row of each per token */
 
     for (int l = 0; l < cfg->L; l++)
         if ((rc = fire(&call, HOOK_RESID_PRE, l, s->x, 2, n, C, 0)) ||
@@ -591,16 +600,44 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
     cache->n_seen = call.pos0 + n;
 
     if (logits) { /* ln_f and the tied lm_head, for the last new token only */
-        final_logits(m, s->x + (size_t)(n - 1) * C, logits, &f);
+        final_logits(m, s->x + (size_t)(n - 1) * C, 1, logits, &f);
         if ((rc = fire(&call, HOOK_LOGITS, -1, logits, 1, cfg->V, 0, 0))) return rc;
     }
     if (flops) flops_add(flops, &f);
     return step_end(&call, cache, n, &f);
 }
 
+/* Layer l's attention of R rows through cache: every row's K and V stored, then the
+ * rows attended, spread over the threads (each row's arithmetic is its own, so the
+ * result does not depend on how many). The attended slots' sum into *pairs. */
+static int rows_attention(Model *m, const RowCache *cache, int l, int R, uint64_t *pairs) {
+    RunState *s = &m->s;
+    const int C = m->cfg.C;
+    for (int r = 0; r < R; r++) {
+        const float *qkv = s->qkv + (size_t)r * 3 * C;
+        if (cache->store(cache->user, r, l, qkv + C, qkv + 2 * C) < 0) return -1;
+    }
+    int bad = 0;
+    uint64_t sum = 0;
+    OMP(omp parallel for schedule(dynamic, 1) reduction(+ : sum) reduction(| : bad) if(R > 1))
+    for (int r = 0; r < R; r++) {
+#ifdef _OPENMP
+        const int worker = omp_get_thread_num();
+#else
+        const int worker = 0;
+#endif
+        const int slots = cache->attend(cache->user, worker, r, l, s->qkv + (size_t)r * 3 * C,
+                                        s->atty + (size_t)r * C);
+        if (slots < 0) bad = 1;
+        else sum += (uint64_t)slots;
+    }
+    *pairs = sum;
+    return bad ? -1 : 0;
+}
+
 /* Rows of many sequences in one pass: see model.h. */
-int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAttendFn attend,
-                       void *user, float *const *logits, FlopCount *flops) {
+int model_forward_rows(Model *m, const int *tokens, const int *pos, int R,
+                       const RowCache *cache, float *const *logits, FlopCount *flops) {
     const Config *cfg = &m->cfg;
     const int C = cfg->C, NH = cfg->NH;
     const StepLabel none = {.phase = PHASE_DECODE}; /* rows of many sequences: no hooks */
@@ -608,7 +645,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
     RunState *s = &m->s;
     int rc;
 
-    if (R < 1 || !attend) return -1;
+    if (R < 1 || !cache || !cache->store || !cache->attend) return -1;
     for (int r = 0; r < R; r++)
         if (tokens[r] < 0 || tokens[r] >= cfg->V || pos[r] < 0 || pos[r] >= cfg->N) return -1;
     if (runstate_reserve(s, cfg, R, 1)) return -1;
@@ -618,6 +655,7 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         residual_forward(s->x + (size_t)r * C, m->w.wte + (size_t)tokens[r] * C,
                          m->w.wpe + (size_t)pos[r] * C, (size_t)C);
     f.elementwise += (uint64_t)R * C;
+    f.weight_bytes += 2 * sizeof(float) * (uint64_t)R * C; /* a row of wte and wpe per row */
 
     for (int l = 0; l < cfg->L; l++) {
         /* the projections see all R rows at once: one (R×C)·W matmul */
@@ -625,18 +663,18 @@ int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAt
         if ((rc = block_qkv(&call, l, R, qkv, &f))) return rc;
         /* attention is per row: each one reads its own sequence's cache */
         uint64_t pairs = 0;
-        for (int r = 0; r < R; r++) {
-            int slots = attend(user, r, l, s->qkv + (size_t)r * 3 * C, s->atty + (size_t)r * C);
-            if (slots < 0) return -1;
-            pairs += (uint64_t)slots;
-        }
+        if (rows_attention(m, cache, l, R, &pairs)) return -1;
         f.attn += 4ull * C * pairs;
         f.elementwise += (uint64_t)KV_FLOPS_SOFTMAX * NH * pairs;
         if ((rc = block_rest(&call, l, R, &f))) return rc;
     }
-    if (logits)
-        for (int r = 0; r < R; r++)
-            if (logits[r]) final_logits(m, s->x + (size_t)r * C, logits[r], &f);
+    /* the lm_head once per run of rows whose logits lie one after the other in one array
+     * (a batch's usual (R, V) buffer: one run, one read of wte) */
+    for (int r = 0, e; logits && r < R; r = e) {
+        for (e = r + 1; logits[r] && e < R && logits[e] == logits[r] + (size_t)(e - r) * cfg->V;)
+            e++;
+        if (logits[r]) final_logits(m, s->x + (size_t)r * C, e - r, logits[r], &f);
+    }
     if (flops) flops_add(flops, &f);
     return 0;
 }

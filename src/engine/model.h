@@ -62,6 +62,9 @@ size_t model_num_params(const Config *cfg);
  * type), every bias and layernorm once, and each new token's rows of wte and wpe, at 4
  * bytes: M·w + 4·(L·13C + 2C + 2C·tokens) with M = L·12C² + V·C. (wpe's other rows are
  * not read: that is why a decode step reads fewer bytes than the parameters hold.) */
+/* Bytes of one weight of the block matrices and the lm_head as the matmuls read them:
+ * 4 (float32) or 2 (fp16, bf16). */
+#define MODEL_WEIGHT_SIZE(m) ((uint64_t)((m)->w.dtype == DT_FP32 ? sizeof(float) : sizeof(uint16_t)))
 uint64_t model_weight_bytes_read(const Config *cfg, Dtype dt, uint64_t tokens);
 
 typedef struct {
@@ -177,21 +180,30 @@ typedef struct {
 int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *logits,
                   const StepLabel *label, FlopCount *flops);
 
+/* Where the rows of model_forward_rows keep their K and V (batch.h, paged.h). In each
+ * layer, store(user, r, l, k, v) is called for every row r, in order 0..R-1, with the
+ * row's new key and value (C each); then attend(user, worker, r, l, q, out) for every
+ * row, in any order and — built with OpenMP — on several threads at once (worker:
+ * 0 .. kern_threads() - 1, which scratch to use): row r attends over its own sequence's
+ * slots up to its own, all stored by then, and writes out (C). attend returns the
+ * number of slots it attended (for the FLOP count); either returns < 0 on error. */
+typedef struct {
+    int (*store)(void *user, int row, int layer, const float *k, const float *v);
+    int (*attend)(void *user, int worker, int row, int layer, const float *q, float *out);
+    void *user;
+} RowCache;
+
 /* Rows of many sequences in one pass (batched decode, see batch.h and paged.h).
  * Row r is token tokens[r] at absolute position pos[r] of its own sequence. The
- * projections and the MLP run on all R rows as one (R×C)·W matmul; attention is
- * delegated per row: attend(user, r, l, qkv, out) gets row r's c_attn output
- * qkv (3C: q, k, v side by side) for layer l, stores k and v wherever that row's
- * sequence keeps its cache, writes the attention output out (C), and returns the
- * number of cached slots the row attended (for the FLOP count), or < 0 on error.
- * Rows are handed to attend in order 0..R-1 within a layer, so several rows of one
- * sequence (a prefill) can be stored and attended one after the other.
- * A row's result is bit-identical to running its sequence alone with
- * model_forward. logits[r] (V) is written when logits and logits[r] are not NULL.
- * No hooks fire. Returns 0, or -1 (bad token or position, out of memory, attend). */
-typedef int (*RowAttendFn)(void *user, int row, int layer, const float *qkv, float *out);
-int model_forward_rows(Model *m, const int *tokens, const int *pos, int R, RowAttendFn attend,
-                       void *user, float *const *logits, FlopCount *flops);
+ * projections, the MLP and the lm_head run on all R rows as one (R×C)·W matmul each,
+ * so a step reads every weight once whatever R is (FlopCount.weight_bytes counts it);
+ * attention goes through cache, row by row. A row's result is bit-identical to
+ * running its sequence alone with model_forward. logits[r] (V) is written when
+ * logits and logits[r] are not NULL; rows whose logits follow one another in one
+ * (R, V) array share one lm_head matmul. No hooks fire. Returns 0, or -1 (bad token
+ * or position, out of memory, the cache's error). */
+int model_forward_rows(Model *m, const int *tokens, const int *pos, int R,
+                       const RowCache *cache, float *const *logits, FlopCount *flops);
 
 /* Closed forms, for tests and charts: FLOPs of the L blocks' matmuls and attention
  * for n new tokens after p cached ones: L·(24·n·C² + 4·C·(n·p + n(n+1)/2)). */

@@ -36,7 +36,8 @@ static int recompute_repeats(int K, int T) {
 static FlopCount flops_since(const FlopCount *now, const FlopCount *then) {
     FlopCount d = {now->qkv - then->qkv,             now->attn - then->attn,
                    now->attn_proj - then->attn_proj, now->mlp - then->mlp,
-                   now->lm_head - then->lm_head,     now->elementwise - then->elementwise};
+                   now->lm_head - then->lm_head,     now->elementwise - then->elementwise,
+                   now->weight_bytes - then->weight_bytes};
     return d;
 }
 

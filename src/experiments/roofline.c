@@ -53,7 +53,7 @@ static int one_size(Model *m, const int *tokens, int T, int steps, int B, float 
     double t0 = now_seconds();
     for (int b = 0; b < B && rc == 0; b++) rc = padded_prefill(m, &pb, b, tokens, T, lg + (size_t)b * cfg->V, NULL);
     p->ttft_s = now_seconds() - t0;
-    double flops = 0.0, kv = 0.0;
+    double flops = 0.0, kv = 0.0, weights = 0.0;
     for (int s = 0; s < steps && rc == 0; s++) {
         FlopCount f = {0};
         for (int b = 0; b < B; b++) {
@@ -65,13 +65,14 @@ static int one_size(Model *m, const int *tokens, int T, int steps, int B, float 
         rc = padded_decode(m, &pb, seqs, toks, B, lgp, &f);
         times[s] = now_seconds() - t0;
         flops += (double)flops_total(&f);
+        weights += (double)f.weight_bytes; /* what the step's matmuls read, counted by it */
         kv += (double)B * (double)(T + s + 1) * (double)padded_bytes_per_token(&pb);
     }
     padded_free(&pb);
     if (rc) return -1;
     p->B = B;
     p->flops = flops / steps;
-    p->bytes = (double)model_weight_bytes_read(cfg, m->w.dtype, (uint64_t)B) + kv / steps;
+    p->bytes = weights / steps + kv / steps;
     qsort(times, (size_t)steps, sizeof *times, cmp_double);
     p->step_s = times[steps / 2];
     return 0;

@@ -3,8 +3,9 @@
  *
  * The batch is the padded cache with its mask (batch.h); every row has the same length,
  * so nothing is padding. Per B: the FLOPs a decode step does and the bytes it reads
- * (counted: the weights once for the whole batch, model_weight_bytes_read, and the K and
- * V of every row's cached tokens), averaged over the steps; and two measured times —
+ * (counted: the weights as the step itself counts what its matmuls read,
+ * FlopCount.weight_bytes — once for the whole batch —, and the K and V of every row's
+ * cached tokens), averaged over the steps; and two measured times —
  * the prefill of all B prompts (time to first token of the batch) and the median decode
  * step (time per output token). FLOPs per byte grows with B because the weights are read
  * once per step whatever B is: decode leaves the memory roof when that ratio passes the

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "ops.h"
 
 int padded_init(PaddedBatch *pb, int L, int NH, int hs, int B, int W, int masked) {
@@ -21,9 +22,11 @@ int padded_init(PaddedBatch *pb, int L, int NH, int hs, int B, int W, int masked
     pb->v = calloc(n, sizeof *pb->v);
     pb->keep = calloc((size_t)B * W, 1);
     pb->len = calloc((size_t)B, sizeof *pb->len);
-    pb->kr = malloc((size_t)W * sizeof *pb->kr);
-    pb->vr = malloc((size_t)W * sizeof *pb->vr);
-    pb->scores = malloc((size_t)W * sizeof *pb->scores);
+    pb->workers = kern_threads();
+    const size_t wk = (size_t)pb->workers;
+    pb->kr = malloc(wk * W * sizeof *pb->kr);
+    pb->vr = malloc(wk * W * sizeof *pb->vr);
+    pb->scores = malloc(wk * 2 * NH * W * sizeof *pb->scores);
     if (!pb->k || !pb->v || !pb->keep || !pb->len || !pb->kr || !pb->vr || !pb->scores) {
         padded_free(pb);
         return -1;
@@ -45,6 +48,7 @@ void padded_free(PaddedBatch *pb) {
 /* Where each row of a forward call goes. */
 typedef struct {
     PaddedBatch *pb;
+    KernLevel kern;  /* the model's kernels, for the rows without padding */
     const int *seq;  /* (R) sequence of row r */
     const int *slot; /* (R) slot of row r */
 } PaddedRows;
@@ -53,20 +57,40 @@ static float *slot_row(float *base, const PaddedBatch *pb, int l, int b, int slo
     return base + (((size_t)l * pb->B + b) * pb->W + slot) * pb->NH * pb->hs;
 }
 
-/* store k, v of the row at its slot, then attend over slots 0..slot of its sequence */
-static int padded_attend(void *user, int r, int l, const float *qkv, float *out) {
+/* k, v of the row at its slot */
+static int padded_store(void *user, int r, int l, const float *k, const float *v) {
     const PaddedRows *pr = user;
     PaddedBatch *pb = pr->pb;
-    const int b = pr->seq[r], slot = pr->slot[r], C = pb->NH * pb->hs;
-    memcpy(slot_row(pb->k, pb, l, b, slot), qkv + C, (size_t)C * sizeof(float));
-    memcpy(slot_row(pb->v, pb, l, b, slot), qkv + 2 * C, (size_t)C * sizeof(float));
-    for (int t = 0; t <= slot; t++) {
-        pb->kr[t] = slot_row(pb->k, pb, l, b, t);
-        pb->vr[t] = slot_row(pb->v, pb, l, b, t);
+    const size_t row = (size_t)pb->NH * pb->hs * sizeof(float);
+    memcpy(slot_row(pb->k, pb, l, pr->seq[r], pr->slot[r]), k, row);
+    memcpy(slot_row(pb->v, pb, l, pr->seq[r], pr->slot[r]), v, row);
+    return 0;
+}
+
+/* attend over slots 0..slot of the row's sequence: where none of them is padding, they are
+ * one contiguous (slot + 1, C) block and the model's own kernel reads it (as decoding the
+ * sequence alone does: the same bits); otherwise row by row with the mask */
+static int padded_attend(void *user, int worker, int r, int l, const float *q, float *out) {
+    const PaddedRows *pr = user;
+    PaddedBatch *pb = pr->pb;
+    const int b = pr->seq[r], slot = pr->slot[r], NH = pb->NH;
+    const unsigned char *keep = pb->keep + (size_t)b * pb->W;
+    float *sc = pb->scores + (size_t)worker * 2 * NH * pb->W;
+    const float **kr = pb->kr + (size_t)worker * pb->W, **vr = pb->vr + (size_t)worker * pb->W;
+    int padded = 0;
+    for (int t = 0; t <= slot && !padded; t++) padded = !keep[t];
+    if (!padded) {
+        kern_attention_out(pr->kern, out, sc, sc + (size_t)NH * (slot + 1), q,
+                           slot_row(pb->k, pb, l, b, 0), slot_row(pb->v, pb, l, b, 0), 1, slot,
+                           NH, pb->hs);
+        return slot + 1;
     }
-    const unsigned char *keep = pb->masked ? pb->keep + (size_t)b * pb->W : NULL;
-    return attention_row_forward(out, pb->scores, qkv, pb->kr, pb->vr, keep, slot + 1,
-                                 pb->NH, pb->hs);
+    for (int t = 0; t <= slot; t++) {
+        kr[t] = slot_row(pb->k, pb, l, b, t);
+        vr[t] = slot_row(pb->v, pb, l, b, t);
+    }
+    return attention_row_forward(out, sc, q, kr, vr, pb->masked ? keep : NULL, slot + 1, NH,
+                                 pb->hs);
 }
 
 int padded_prefill(Model *m, PaddedBatch *pb, int b, const int *tokens, int T, float *logits,
@@ -83,8 +107,9 @@ int padded_prefill(Model *m, PaddedBatch *pb, int b, const int *tokens, int T, f
             pb->keep[(size_t)b * pb->W + i] = 1;
         }
         lg[T - 1] = logits;
-        PaddedRows pr = {pb, seq, idx};
-        rc = model_forward_rows(m, tokens, idx, T, padded_attend, &pr, lg, flops);
+        PaddedRows pr = {pb, m->kern, seq, idx};
+        const RowCache cache = {padded_store, padded_attend, &pr};
+        rc = model_forward_rows(m, tokens, idx, T, &cache, lg, flops);
         if (rc == 0) {
             pb->len[b] = T;
             if (T > pb->width) pb->width = T; /* pad_kv_cache: every row padded to the longest */
@@ -117,8 +142,9 @@ int padded_decode(Model *m, PaddedBatch *pb, const int *seqs, const int *tokens,
             pb->keep[(size_t)seqs[r] * pb->W + pb->width] = 1;
         }
         if (rc == 0) {
-            PaddedRows pr = {pb, seqs, slot};
-            rc = model_forward_rows(m, tokens, pos, R, padded_attend, &pr, logits, flops);
+            PaddedRows pr = {pb, m->kern, seqs, slot};
+            const RowCache cache = {padded_store, padded_attend, &pr};
+            rc = model_forward_rows(m, tokens, pos, R, &cache, logits, flops);
         }
         if (rc == 0) {
             for (int r = 0; r < R; r++) pb->len[seqs[r]]++;

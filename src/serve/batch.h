@@ -35,8 +35,9 @@ typedef struct {
     float *k, *v;        /* (L, B, W, C), zeros where nothing was written */
     unsigned char *keep; /* (B, W) 1 where a slot holds a token */
     int *len;            /* (B) tokens held by each sequence */
-    const float **kr, **vr; /* (W) scratch: the rows one query attends */
-    float *scores;       /* (W) scratch */
+    int workers;         /* threads that may attend rows at once (kern_threads()) */
+    const float **kr, **vr; /* (workers, W) scratch: the rows one query attends */
+    float *scores;       /* (workers, 2, NH, W) scratch: its scores and weights */
 } PaddedBatch;
 
 /* B sequences of up to W slots each. 0, or -1 when out of memory. */

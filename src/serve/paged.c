@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "ops.h"
 
 int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_blocks,
@@ -26,10 +27,11 @@ int paged_init(PagedCache *pc, int L, int NH, int hs, int block_size, int n_bloc
     pc->v = malloc(n * sizeof *pc->v);
     pc->free_list = malloc((size_t)n_blocks * sizeof *pc->free_list);
     pc->seq = calloc((size_t)max_seqs, sizeof *pc->seq);
-    pc->kr = malloc(slots * sizeof *pc->kr);
-    pc->vr = malloc(slots * sizeof *pc->vr);
-    pc->scores = malloc(slots * sizeof *pc->scores);
-    if (!pc->k || !pc->v || !pc->free_list || !pc->seq || !pc->kr || !pc->vr || !pc->scores) {
+    const size_t C = (size_t)NH * hs;
+    pc->workers = kern_threads();
+    pc->kc = malloc((size_t)pc->workers * 2 * slots * C * sizeof *pc->kc);
+    pc->scores = malloc((size_t)pc->workers * 2 * NH * slots * sizeof *pc->scores);
+    if (!pc->k || !pc->v || !pc->free_list || !pc->seq || !pc->kc || !pc->scores) {
         paged_free(pc);
         return -1;
     }
@@ -51,8 +53,7 @@ void paged_free(PagedCache *pc) {
     free(pc->k);
     free(pc->v);
     free(pc->free_list);
-    free(pc->kr);
-    free(pc->vr);
+    free(pc->kc);
     free(pc->scores);
     memset(pc, 0, sizeof *pc);
 }
@@ -87,24 +88,38 @@ float *paged_v_row(const PagedCache *pc, int s, int l, int t) { return row(pc, p
 
 typedef struct {
     PagedCache *pc;
+    KernLevel kern;  /* the model's kernels */
     const int *seq;  /* (R) */
     const int *slot; /* (R) token index of row r in its sequence */
 } PagedRows;
 
-/* store k, v at the row's slot; gather the sequence's rows through its block
- * table and attend over slots 0..slot */
-static int paged_attend(void *user, int r, int l, const float *qkv, float *out) {
+/* k, v at the row's slot, in the block its table names */
+static int paged_store(void *user, int r, int l, const float *k, const float *v) {
     const PagedRows *pr = user;
     PagedCache *pc = pr->pc;
-    const int s = pr->seq[r], slot = pr->slot[r], C = pc->NH * pc->hs;
-    memcpy(paged_k_row(pc, s, l, slot), qkv + C, (size_t)C * sizeof(float));
-    memcpy(paged_v_row(pc, s, l, slot), qkv + 2 * C, (size_t)C * sizeof(float));
+    const size_t row = (size_t)pc->NH * pc->hs * sizeof(float);
+    memcpy(paged_k_row(pc, pr->seq[r], l, pr->slot[r]), k, row);
+    memcpy(paged_v_row(pc, pr->seq[r], l, pr->slot[r]), v, row);
+    return 0;
+}
+
+/* gather the sequence's rows 0..slot through its block table into the worker's own
+ * contiguous K and V, then attend over them with the model's kernel, as the contiguous
+ * cache does (the same bits) */
+static int paged_attend(void *user, int worker, int r, int l, const float *q, float *out) {
+    const PagedRows *pr = user;
+    PagedCache *pc = pr->pc;
+    const int s = pr->seq[r], slot = pr->slot[r], NH = pc->NH;
+    const size_t C = (size_t)NH * pc->hs, slots = (size_t)pc->max_blocks * pc->block_size;
+    float *kc = pc->kc + (size_t)worker * 2 * slots * C, *vc = kc + slots * C;
+    float *sc = pc->scores + (size_t)worker * 2 * NH * slots;
     for (int t = 0; t <= slot; t++) {
-        pc->kr[t] = paged_k_row(pc, s, l, t);
-        pc->vr[t] = paged_v_row(pc, s, l, t);
+        memcpy(kc + (size_t)t * C, paged_k_row(pc, s, l, t), C * sizeof(float));
+        memcpy(vc + (size_t)t * C, paged_v_row(pc, s, l, t), C * sizeof(float));
     }
-    return attention_row_forward(out, pc->scores, qkv, pc->kr, pc->vr, NULL, slot + 1, pc->NH,
-                                 pc->hs);
+    kern_attention_out(pr->kern, out, sc, sc + (size_t)NH * (slot + 1), q, kc, vc, 1, slot, NH,
+                       pc->hs);
+    return slot + 1;
 }
 
 int paged_forward(Model *m, PagedCache *pc, const int *seqs, const int *tokens, int R,
@@ -125,9 +140,10 @@ int paged_forward(Model *m, PagedCache *pc, const int *seqs, const int *tokens, 
         for (int s = 0; s < pc->max_seqs && rc == 0; s++)
             if (add[s]) rc = paged_reserve(pc, s, add[s]);
         if (rc == 0) {
-            PagedRows pr = {pc, seqs, slot};
+            PagedRows pr = {pc, m->kern, seqs, slot};
+            const RowCache cache = {paged_store, paged_attend, &pr};
             int *pos = slot; /* position = slot: a paged sequence has no padding */
-            rc = model_forward_rows(m, tokens, pos, R, paged_attend, &pr, logits, flops);
+            rc = model_forward_rows(m, tokens, pos, R, &cache, logits, flops);
         }
         if (rc == 0) {
             for (int s = 0; s < pc->max_seqs; s++) pc->seq[s].len += add[s];

@@ -40,8 +40,10 @@ typedef struct {
     int *free_list;  /* (n_blocks) a stack of free block ids; the top is taken first */
     int n_free;
     PagedSeq *seq;   /* (max_seqs) */
-    const float **kr, **vr; /* (max_blocks · block_size) scratch: rows a query attends */
-    float *scores;   /* (max_blocks · block_size) scratch */
+    int workers;     /* threads that may attend rows at once (kern_threads()) */
+    float *kc;       /* (workers, 2, max_blocks · block_size, C) scratch: the rows one
+                      * query attends, gathered (K, then V) */
+    float *scores;   /* (workers, 2, NH, max_blocks · block_size) scratch */
 } PagedCache;
 
 #define PAGED_NO_BLOCKS (-2) /* the free list is empty */

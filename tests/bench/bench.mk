@@ -15,7 +15,8 @@ LLAMA_DIR ?= build/llamacpp
 LLAMA_BENCH ?= $(abspath $(wildcard $(LLAMA_DIR)/src/build/bin/llama-bench))
 LLAMA_MODEL_F32 ?= $(abspath $(wildcard $(LLAMA_DIR)/gpt2-f32.gguf))
 LLAMA_MODEL_F16 ?= $(abspath $(wildcard $(LLAMA_DIR)/gpt2-f16.gguf))
-export LLAMA_BENCH LLAMA_MODEL_F32 LLAMA_MODEL_F16
+LLAMA_BATCHED_BENCH ?= $(abspath $(wildcard $(LLAMA_DIR)/src/build/bin/llama-batched-bench))
+export LLAMA_BENCH LLAMA_MODEL_F32 LLAMA_MODEL_F16 LLAMA_BATCHED_BENCH
 
 $(BENCH_BIN): tests/bench/bench.c $(LIB)
 	$(CC) $(CFLAGS) $(INC) -o $@ $< $(LIB) $(LDFLAGS) $(PKG_LIBS)
@@ -37,3 +38,12 @@ bench-side:
 
 bench-side-run: $(BENCH_BIN)
 	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) --quick --side-by-side
+
+# Batched decode alone (B = 1 .. 64, 1 and 2 threads) against llama-batched-bench, with the
+# FMA peak in the same rounds: BENCH_ARGS="--rounds R" for more than 3.
+.PHONY: bench-batched bench-batched-run
+bench-batched:
+	@$(MAKE) --no-print-directory OMP=1 B=build/bench BIN=build/bench/kvscope bench-batched-run
+
+bench-batched-run: $(BENCH_BIN) $(BIN)
+	/usr/bin/python3 tests/bench/bench.py --bin $(BENCH_BIN) --kvscope $(BIN) --batched $(BENCH_ARGS)

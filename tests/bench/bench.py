@@ -16,6 +16,10 @@ Runs, in interleaved rounds, each in its own process with its thread count pinne
                                FLOPs, side by side: the prefill's share of the peak
   - bench_kvscope record DIR   the recording's own speed (attention.csv MB/s), and
     `kvscope run` at 128 tokens with its default recording against --record timing
+  - `kvscope batch --roofline 64` batched decode of B = 1 .. 64 sequences at GPT-2 small's
+    shapes (BATCH_PROMPT tokens each, BATCH_STEPS steps): tokens/s and GFLOP/s per B,
+    against llama.cpp's llama-batched-bench on the same shapes when it is given
+    (LLAMA_BATCHED_BENCH, with LLAMA_MODEL_F32)
   - optional, when given: llama.cpp's llama-bench (LLAMA_BENCH, with LLAMA_MODEL_F32 and
     LLAMA_MODEL_F16, GGUF files of GPT-2 small's shapes) or ggml's GPT-2 example
     (GGML_GPT2, the gpt-2-backend binary, with GGML_MODEL_F32 and GGML_MODEL_F16, and the
@@ -30,6 +34,7 @@ the lm_head runs on the last position only.
 usage: bench.py --bin BENCH_BIN --kvscope KVSCOPE_BIN [--rounds R] [--quick] [--side-by-side]
        (--side-by-side: only kvscope's steps and llama.cpp or ggml, and only that table)
        bench.py torch THREADS | sgemm THREADS      (one round, key,value lines)
+       bench.py batched KVSCOPE THREADS | llama-batched THREADS   (likewise)
 """
 import csv
 import os
@@ -44,6 +49,9 @@ import time
 C, NH, L, V, N = 768, 12, 12, 50257, 1025
 PREFILL = (128, 512)
 DECODE = (128, 512, 1024)
+# Batched decode: B sequences of BATCH_PROMPT tokens, BATCH_STEPS steps each, both sides.
+BATCH_SIZES = (1, 4, 16, 32, 64)
+BATCH_PROMPT, BATCH_STEPS = 32, 16
 
 
 # ---- one round of PyTorch -------------------------------------------------
@@ -178,6 +186,58 @@ def run_round(kvscope, threads, work):
         if tag == "default":
             out["run_default_bytes"] = float(sum(os.path.getsize(os.path.join(d, x))
                                                  for x in os.listdir(d)))
+    return out
+
+
+# ---- batched decode ----------------------------------------------------------
+
+def batched_round(kvscope, threads):
+    """`kvscope batch --roofline 64`: B copies of one BATCH_PROMPT-token prompt decoded
+    together; tokens/s (B over the median step) and GFLOP/s (counted FLOPs over it) per B."""
+    out = {"threads": threads}
+    work = tempfile.mkdtemp(prefix="kvscope-batched.")
+    try:
+        d = os.path.join(work, "roof")
+        cmd = [kvscope, "batch", "--layers", str(L), "--vocab", str(V), "--prompt",
+               "a" * BATCH_PROMPT, "--roofline", str(max(BATCH_SIZES)), "--steps",
+               str(BATCH_STEPS), "--out", d, "--quiet"]
+        r = subprocess.run(cmd, env=env_for(threads), stdout=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise RuntimeError(f"kvscope batch --roofline failed ({r.returncode})")
+        with open(os.path.join(d, "roofline.csv")) as f:
+            for row in csv.DictReader(f):
+                B = int(row["B"])
+                if B in BATCH_SIZES:
+                    out[f"b{B}_tps"] = B / float(row["step_s"])
+                    out[f"b{B}_gflops"] = float(row["gflops_s"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def llama_batched_round(threads):
+    """llama-batched-bench, F32: the same prompts and steps, not shared; S_TG (generated
+    tokens of all sequences per second) per B."""
+    out = {"threads": threads}
+    exe, model = os.environ["LLAMA_BATCHED_BENCH"], os.environ["LLAMA_MODEL_F32"]
+    ctx = max(BATCH_SIZES) * (BATCH_PROMPT + BATCH_STEPS)
+    cmd = [exe, "-m", model, "-c", str(ctx), "-b", "2048", "-ub", "512", "-npp",
+           str(BATCH_PROMPT), "-ntg", str(BATCH_STEPS), "-npl",
+           ",".join(str(b) for b in BATCH_SIZES), "-t", str(threads), "-tb", str(threads),
+           "--output-format", "jsonl"]
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.abspath(exe))] +
+        ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                       env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"llama-batched-bench failed ({r.returncode})")
+    import json
+    for line in r.stdout.splitlines():
+        if line.startswith("{"):
+            j = json.loads(line)
+            out[f"b{j['pl']}_tps"] = float(j["speed_tg"])
     return out
 
 
@@ -333,9 +393,13 @@ class Stats:
 
 def main():
     args = sys.argv[1:]
-    if args and args[0] in ("torch", "sgemm", "llama", "ggml"):
+    if args and args[0] == "batched":
+        for k, v in batched_round(args[1], int(args[2])).items():
+            print(f"{k},{v}")
+        return 0
+    if args and args[0] in ("torch", "sgemm", "llama", "ggml", "llama-batched"):
         d = {"torch": torch_round, "sgemm": sgemm_round, "llama": llama_round,
-             "ggml": ggml_round}[args[0]](int(args[1]))
+             "ggml": ggml_round, "llama-batched": llama_batched_round}[args[0]](int(args[1]))
         for k, v in d.items():
             print(f"{k},{v}")
         return 0
@@ -349,6 +413,8 @@ def main():
              "ggml" if os.environ.get("GGML_GPT2") else None)
     if "--side-by-side" in args:
         return side_by_side(binp, other, rounds)
+    if "--batched" in args:
+        return batched_only(binp, kvscope, rounds)
     try:
         import torch  # noqa: F401
         have_torch = True
@@ -377,6 +443,7 @@ def main():
                     jobs.insert(1 if r % 2 == 0 else 0, ("pt", me + ["torch", str(t)]))
                 if other:  # llama.cpp or ggml next to kvscope's own steps, alternating sides
                     jobs.insert(2 if r % 2 == 0 else 4, ("ll", me + [other, str(t)]))
+                jobs += batched_jobs(me, kvscope, t, r)
                 for tag, cmd in jobs:
                     print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
                     for k, v in run(cmd, t, BLAS_UNSET if tag in blas_jobs else (),
@@ -406,7 +473,67 @@ def main():
     report(S, have_torch, rounds, time.time() - t_start, load0, os.getloadavg())
     report_fma(S)
     report_targets(S)
+    report_batched(S)
     return 0
+
+
+def batched_jobs(me, kvscope, t, r):
+    """kvscope's batched decode and llama-batched-bench's, alternating which runs first."""
+    jobs = [("bat", me + ["batched", kvscope, str(t)])] if kvscope else []
+    if jobs and os.environ.get("LLAMA_BATCHED_BENCH") and os.environ.get("LLAMA_MODEL_F32"):
+        jobs.insert(r % 2, ("llb", me + ["llama-batched", str(t)]))
+    return jobs
+
+
+def batched_only(binp, kvscope, rounds):
+    """The batched-decode table alone: kvscope against llama-batched-bench, interleaved,
+    with the FMA peak measured in the same rounds."""
+    if not kvscope:
+        print("bench: --batched needs --kvscope KVSCOPE_BIN", file=sys.stderr)
+        return 2
+    me = [sys.executable, os.path.abspath(__file__)]
+    S = Stats()
+    load0, t_start = os.getloadavg(), time.time()
+    for r in range(rounds):
+        for t in (1, 2):
+            for tag, cmd in [("peak", [binp, "peak"])] + batched_jobs(me, kvscope, t, r):
+                print(f"bench: round {r + 1}/{rounds}, {t} thread(s): {tag}", file=sys.stderr)
+                for k, v in run(cmd, t).items():
+                    S.add(f"{tag}:{t}:{k}", v)
+    load1 = os.getloadavg()
+    print(f"\nkvscope batched decode — {machine()}; medians of {rounds} interleaved round(s) "
+          f"(min–max); {time.time() - t_start:.0f} s; load average {load0[0]:.1f} before, "
+          f"{load1[0]:.1f} after")
+    report_batched(S)
+    return 0
+
+
+def report_batched(S):
+    """Batched decode: tokens/s per B on both sides, the step's share of the FMA peak, and
+    the targets (B = 32 ≥ 7× B = 1; ≥ 50 % of the peak at B = 32, ≥ 60 % at 64; ≥ 1.0×
+    llama.cpp at every B)."""
+    med = S.med
+    if not any(k.startswith("bat:") for k in S.v):
+        return
+    print(f"\nBatched decode, GPT-2 small's shapes, F32, B sequences of {BATCH_PROMPT} tokens, "
+          f"{BATCH_STEPS} steps (kvscope: B over the median step; llama.cpp: "
+          "llama-batched-bench's S_TG):\n")
+    print("| threads | B | kvscope tokens/s | llama.cpp tokens/s | kvscope/llama.cpp | "
+          "kvscope GFLOP/s | share of the FMA peak |")
+    print("|---|---|---|---|---|---|---|")
+    for t in (1, 2):
+        pk = med(f"peak:{t}:peak_avx512_gflops")
+        for B in BATCH_SIZES:
+            a, b, g = f"bat:{t}:b{B}_tps", f"llb:{t}:b{B}_tps", med(f"bat:{t}:b{B}_gflops")
+            x, y = med(a), med(b)
+            ratio = f"{x / y:.2f}×" if x and y else "n/a"
+            share = f"{100 * g / pk:.0f} %" if g and pk else "n/a"
+            print(f"| {t} | {B} | {S.fmt(a, 0)} | {S.fmt(b, 0)} | {ratio} | "
+                  f"{S.fmt(f'bat:{t}:b{B}_gflops', 1)} | {share} |")
+    x1, x32 = med("bat:1:b1_tps"), med("bat:1:b32_tps")
+    if x1 and x32:
+        print(f"\nTarget, 1 thread: tokens/s at B = 32 over B = 1: {x32 / x1:.1f}× (≥ 7×); "
+              "the shares of the peak at B = 32 and 64 are in the table (≥ 50 %, ≥ 60 %).")
 
 
 def side_by_side(binp, other, rounds):
