@@ -26,6 +26,9 @@ static const char *const bad[][12] = {
     {"run", "--layers-shown", "5", NULL},
     {"run", "--steps", NULL},
     {"verify", "--vocab", "0", NULL},
+    {"heads", "--ablate", "9.4", NULL},
+    {"heads", "--ablate", "0.x", NULL},
+    {"run", "--fig-heads", "1.4", NULL},
     {"nosuchcommand", NULL},
 };
 

@@ -128,6 +128,13 @@ typedef struct {
     int owns_panels; /* 1 if w.panels is ours to free */
     KernLevel kern; /* which kernels run (kernels.h); kern_detect() by default */
     StepTimes *times; /* NULL, or where model_forward adds its time (not owned) */
+    /* NULL, or (cfg.L) masks of ablated heads (not owned): bit h of head_off[l] set,
+     * model_forward replaces head h's output z in layer l (hook_z sees the replacement)
+     * before attn.c_proj by head_fill's (L, C) row l, channels h·hs .. h·hs+hs−1 (its mean
+     * over some text: mean ablation), or by zeros when head_fill is NULL (zero ablation):
+     * as if the head no longer read its input. model_forward_rows ignores them. */
+    const uint64_t *head_off;
+    const float *head_fill;
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).
