@@ -208,4 +208,10 @@ else
     } > "$D/prompt.zh.md"
 fi
 
+# A first picture of decoding, from this run's shapes: one new query row against K and V
+# caches that grow by a row each step.
+chart lesson1_decode_row "$P/decode_row" -e "T0=$(value "$V" T); hs=$(value "$V" hs)"
+figure decode_row.png "Decoding with the KV cache, three steps after the $(value "$V" T)-token prompt: each step's one new query row (orange, 1×$(value "$V" hs)) is scored against every row of the K cache and mixes the rows of the V cache into one output row z; each step appends its own k and v, so the caches grow by one row" \
+    "用 KV 缓存解码，提示词 $(value "$V" T) 个词元之后的三步：每一步只有一个新的查询行（橙色，1×$(value "$V" hs)），它与 K 缓存的每一行算出一个分数，再用权重把 V 缓存的各行混合成一个输出行 z；每一步都把自己的 k 和 v 追加进去，所以缓存每步长一行"
+
 lesson_end 1

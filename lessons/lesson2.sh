@@ -31,7 +31,8 @@ LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 kv "$V" layers_shown "$LS"
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps 0 --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown "$LS" --heads-shown all --plots "$P/hm" --no-gif --html "$P/explorer.html" \
-    --html-view "layer=$IND_L,head=$IND_H" --quiet
+    --html-view "layer=$IND_L,head=$IND_H" --quiet \
+    --fig-heads "$PREV_L.$PREV_H=previous-token head,$IND_L.$IND_H=$(ind_title $IND_L $IND_SCORE)"
 # Stable names (the heads are the model's choice): _ind the induction head, _prev the
 # previous-token head, prefill_heads_ind every head of the induction head's layer.
 for f in attn scores step; do
@@ -127,6 +128,8 @@ END { print "cache_k," ck >> V; print "cache_v," cv >> V; print "pattern," pat >
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
 kv "$V" T "$(value "$D/info.csv" prompt_tokens)"
 for k in NH C L; do kv "$V" $k "$(value "$D/info.csv" $k)"; done
+kv "$V" hs $(( $(value "$V" C) / $(value "$V" NH) ))
+kv "$V" T1 $(( $(value "$V" T) + 1 ))
 kv "$V" TT "$(value "$D/info.csv" attention_square)"
 kv "$V" causal "$(value "$D/info.csv" attention_causal)"
 kv "$V" causal_all_heads "$(value "$D/info.csv" attention_causal_heads)"
@@ -198,8 +201,17 @@ FNR == 1 { header()
   print row; print row > zh }
 ' zh="$D/prefill_sweep.zh.md" "$D/sweep/prefill_flops.csv" > "$D/prefill_sweep.md"
 
-chart lesson2_prefill_flops "$P/prefill_flops" -e "in='$D/sweep/prefill_flops.csv'"
-figure prefill_flops.png "FLOPs of a prefill vs prompt length: the attention line is steeper (×4 per doubling) than the projections and MLP (×2), yet stays below them here" \
-    "一次预填充的浮点运算次数（FLOPs，纵轴）与提示词长度 T（横轴，词元数）的关系（标题：一层的预填充，注意力按 T² 增长，投影和 MLP 按 T 增长）：注意力那条线（attention: q·kᵀ and weights·V）更陡（T 翻倍，×4），投影和 MLP 那条线（c_attn + c_proj + MLP）较平（×2），但在这里注意力仍在它下面"
+chart lesson2_prefill_flops "$P/prefill_flops" -e "in='$D/sweep/prefill_flops.csv'; L=$(value "$V" L)"
+figure prefill_flops.png "FLOPs of a prefill of all $(value "$V" L) layers vs prompt length: the attention line is steeper (×4 per doubling) than the projections and MLP (×2), yet stays below them here" \
+    "一次预填充的浮点运算次数（FLOPs，纵轴）与提示词长度 T（横轴，词元数）的关系（标题：全部 $(value "$V" L) 层的预填充，注意力按 T² 增长，投影和 MLP 按 T 增长）：注意力那条线（attention: q·kᵀ and weights·V）更陡（T 翻倍，×4），投影和 MLP 那条线（c_attn + c_proj + MLP）较平（×2），但在这里注意力仍在它下面"
+
+# First pictures of the cache, from this run's shapes: the cache as the tensor it is (every
+# layer), and the prefill's square of scores against a decode step's one row.
+chart lesson2_cache_layers "$P/cache_layers" -e "L=$(value "$V" L); NH=$(value "$V" NH); T=$(value "$V" T); hs=$(value "$V" hs); eb=4"
+figure cache_layers.png "The KV cache right after the prefill as the tensor it is: $(value "$V" L) layers × K and V × $(value "$V" NH) heads × $(value "$V" T) positions × $(value "$V" hs) numbers; the next decode step appends one position (orange) in every band" \
+    "预填充刚结束时的 KV 缓存，画成它本来的张量形状：$(value "$V" L) 层 × K 和 V × $(value "$V" NH) 个头 × $(value "$V" T) 个位置 × $(value "$V" hs) 个数；下一个解码步在每一条带里追加一个位置（橙色）"
+chart lesson2_square_row "$P/square_row" -e "T=$(value "$V" T)"
+figure square_row.png "One head's scores: the prefill computes the causal half of a $(value "$V" T) × $(value "$V" T) square at once; a decode step computes one row of $(value "$V" T1) scores, its query against every cached key and its own" \
+    "一个头的分数：预填充一次算出 $(value "$V" T) × $(value "$V" T) 方阵的因果下半部分；一个解码步只算一行 $(value "$V" T1) 个分数，即它的查询对每个缓存的键和它自己的键"
 
 lesson_end 2

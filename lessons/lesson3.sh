@@ -35,7 +35,8 @@ ZWHO="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 
 "$KV" run $MODEL_ARGS --prompt "$PROMPT" --steps $STEPS --record shapes,attention,kv,flops,tokens --out "$D/run" \
     --layers-shown $IND_L --heads-shown $IND_H --plots "$P/hm" --html "$P/explorer.html" \
-    --html-view "layer=$IND_L,head=$IND_H,step=1" --quiet
+    --html-view "layer=$IND_L,head=$IND_H,step=1" --quiet \
+    --fig-heads "$IND_L.$IND_H=$(ind_title $IND_L $IND_SCORE)"
 # Stable names (the head is the model's choice): decode_s001_step_ind.png, ...
 for f in "$P"/hm/decode_*; do b=$(basename "$f"); mv "$f" "$P/$(echo "$b" | sed "s/_$HN\./_ind./")"; done
 rm -rf "$P/hm"

@@ -79,8 +79,8 @@ chart kvmem "$P/kvmem_models" -e "in='$D/kvmem/kvmem.csv'; only='gpt2 gpt2-mediu
 # Grouped-query attention: the GQA presets' bytes per token (the same kvmem.csv), drawn
 # against the tokens a batch holds.
 chart lesson5_gqa "$P/gqa" -e "in='$D/kvmem/kvmem.csv'"
-figure gqa.png "Grouped-query attention: several query heads read one K/V head (left), so Llama-3-8B, Mistral-7B and Qwen2-7B keep 4 to 9 times fewer bytes per token than a 7B model with all heads (right; arithmetic from their configs): look where each line crosses the 80 GB line" \
-    "分组查询注意力（Grouped-query attention，GQA）：几个查询头（query head，蓝）共用一个 K/V 头（K/V head，缓存保存的就是它）（左图），所以 Llama-3-8B、Mistral-7B 和 Qwen2-7B 每个词元存的字节比所有头都存 K、V 的 7B 模型少 4 到 9 倍（右图，按各自配置计算；横轴是一批共持有的词元数，即批大小 × 上下文长度，纵轴是 fp16 的 KV 缓存 GiB）：看每条线在哪里越过 80 GB 显卡那条线"
+figure gqa.png "Grouped-query attention: several query heads read one K/V head (left), so Llama-3-8B, Mistral-7B and Qwen2-7B keep 4 to 9 times fewer bytes per token than a 7B model with all heads (right; arithmetic from their configs): look where each line crosses what an 80 GB GPU has left once Llama-3-8B's 16 GB of fp16 weights are loaded" \
+    "分组查询注意力（Grouped-query attention，GQA）：几个查询头（query head，蓝）共用一个 K/V 头（K/V head，缓存保存的就是它）（左图），所以 Llama-3-8B、Mistral-7B 和 Qwen2-7B 每个词元存的字节比所有头都存 K、V 的 7B 模型少 4 到 9 倍（右图，按各自配置计算；横轴是一批共持有的词元数，即批大小 × 上下文长度，纵轴是 fp16 的 KV 缓存 GiB）：看每条线在哪里越过那条灰线：80 GB 显卡装下 Llama-3-8B 的 16 GB fp16 权重之后剩下的空间"
 figure kvmem_models.png "KV cache of real models in fp16 vs tokens: LLaMA-2-7B at 2048 tokens against the article's figure (the circle), which forgot the heads" \
     "真实模型的 KV 缓存大小（KV-cache size of real models，fp16，批大小 1）：横轴是缓存中的词元数，纵轴是 KV 缓存（GiB）；LLaMA-2-7B 在 2048 个词元时的大小，对比文章的数字（圆圈：只有一个注意力头的缓存），文章的公式漏掉了注意力头"
 

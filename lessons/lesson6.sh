@@ -195,7 +195,6 @@ figure sinks_loss.png "The loss at every position of a text four windows long: t
 KVS="$D/kv/summary.csv"
 KVL=$(value "$KVS" layers)
 kv "$V" kv_positions "$(value "$KVS" positions)"
-chart lesson6_kv_channels "$P/kv_channels" -e "in='$D/kv/channels.csv'; L=$KVL; hs=$HSZ; npos=$(value "$KVS" positions)"
 chart lesson6_kv_int8 "$P/kv_int8" -e "in='$D/kv/groups.csv'"
 # The outlier table: per layer, the largest channel's max |x| over the median channel's.
 {
@@ -216,13 +215,15 @@ chart lesson6_kv_int8 "$P/kv_int8" -e "in='$D/kv/groups.csv'"
 # channel's (a threshold of the lesson, not of a paper).
 OUTLIER=4
 kv "$V" outlier_threshold $OUTLIER
+chart lesson6_kv_channels "$P/kv_channels" -e "in='$D/kv/channels.csv'; L=$KVL; npos=$(value "$KVS" positions); outlier=$OUTLIER"
 KMAX=$(awk -F, '$1 ~ /^outlier_k_l/ && $2 > m { m = $2 } END { print m }' "$KVS")
 VMAX=$(awk -F, '$1 ~ /^outlier_v_l/ && $2 > m { m = $2 } END { print m }' "$KVS")
 kv "$V" outlier_k_max "$KMAX"
 kv "$V" outlier_v_max "$VMAX"
+claim "every curve of kv_channels.png starts under the ${OUTLIER}× line" "$KMAX < $OUTLIER && $VMAX < $OUTLIER"
 awk -v k="$KMAX" -v v="$VMAX" -v t=$OUTLIER -v en="$D/kv_outlier_verdict.md" -v zh="$D/kv_outlier_verdict.zh.md" 'BEGIN {
-    if (k < t) { printf "No layer of this model has an outlier key channel: the largest reaches %s× the max |x| of the median channel (values: %s×), under the %d× this lesson calls an outlier. The figure shows the distributions all the same: what was measured is every channel of every layer over the text.\n", k, v, t > en
-                 printf "这个模型没有哪一层有离群（outlier）的键通道：最大的也只是中位数通道最大 |x| 的 %s 倍（值为 %s 倍），不到本课所说的离群标准 %d 倍。图中照样画出了全部分布：测量的是整段文本上每一层的每一个通道。\n", k, v, t > zh }
+    if (k < t) { printf "No layer of this model has an outlier key channel: the largest reaches %s× the max |x| of the median channel (values: %s×), under the %d× this lesson calls an outlier. The figure shows it: what was measured is every channel of every layer over the text.\n", k, v, t > en
+                 printf "这个模型没有哪一层有离群（outlier）的键通道：最大的也只是中位数通道最大 |x| 的 %s 倍（值为 %s 倍），不到本课所说的离群标准 %d 倍。图中可以看到这一点：测量的是整段文本上每一层的每一个通道。\n", k, v, t > zh }
     else { printf "Keys have outlier channels here: one reaches %s× the max |x| of the median channel (values at most %s×; the lesson calls %d× an outlier).\n", k, v, t > en
            printf "这里的键有离群（outlier）通道：其中一个达到中位数通道最大 |x| 的 %s 倍（值最多 %s 倍；本课把 %d 倍以上称为离群）。\n", k, v, t > zh } }'
 {
@@ -257,8 +258,8 @@ awk -F, -v k="$KMAX" -v t=$OUTLIER -v zh="$D/kv_groups_verdict.zh.md" "$AWKLIB"'
     }' "$D/kv/groups.csv" > "$D/kv_groups_verdict.md"
 KV_RMS_WORST=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("rms_dlogit") > m { m = col("rms_dlogit") } END { print m }' "$D/kv/groups.csv")
 claim "every int8 grouping keeps the RMS of Δlogit under 0.05" "$KV_RMS_WORST < 0.05"
-figure kv_channels.png "K and V of every layer, channel by channel, over $(value "$KVS" positions) positions of a text: boxes the middle half, whiskers min to max" \
-    "字节级模型每一层的键（K）和值（V），逐个通道（channel）画出，取自一段文本的 $(value "$KVS" positions) 个位置（position）：每个通道一个箱线（取值是激活值，没有单位），箱体是中间一半（四分位数之间），须线从最小值到最大值，黑色短线是中位数；左边是键，右边是值，每层（layer）一行，横轴是通道编号（每 $HSZ 个通道是一个注意力头（head））"
+figure kv_channels.png "Outlier channels? Each K and V channel's largest |value| over $(value "$KVS" positions) positions, divided by the median channel's, sorted: every layer stays under the ${OUTLIER}× line" \
+    "有没有离群通道？键（K）和值（V）的每个通道在 $(value "$KVS" positions) 个位置上的最大 |值| 除以中位数通道的，从大到小排开：每一层都在 ${OUTLIER}× 那条线以下"
 figure kv_int8.png "int8 K and V grouped per token or per channel: max and RMS of Δlogit against fp32, KIVI's choice in orange" \
     "int8 缓存的 K 和 V 按词元（token）或按通道（channel）分组，在 $(value "$KVS" positions) 个位置上与 fp32 相比的 logit 误差：四根柱子是四种分组（横轴标签 K: / V: 分别写出键和值的分组，token 即按词元，channel 即按通道），左图纵轴是最大 |Δlogit|，右图纵轴是 Δlogit 的均方根（RMS），单位都是 logit；橙色是 KIVI 的选择（键按通道、值按词元）"
 

@@ -87,7 +87,8 @@ kv "$V" r8 $R8
 ids=$(awk -F, -v q="copy${R8}_0" '$1 == q { s = s (s == "" ? "" : ",") $3 } END { print s }' "$D/heads/tokens.csv")
 LS=$PREV_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
 "$KV" run $MODEL_ARGS --prompt-ids "$ids" --steps 0 --record none --out "$D/tmp" --layers-shown "$LS" \
-    --heads-shown all --plots "$P/hm" --no-gif --no-svg --quiet
+    --heads-shown all --plots "$P/hm" --no-gif --no-svg --quiet --fig-prompt "$R8 random bytes ×2" \
+    --fig-heads "$PREV_L.$PREV_H=previous-token head,$IND_L.$IND_H=$(ind_title $IND_L $IND_SCORE)" 
 mv "$P/hm/prefill_attn_$(head_name $IND_L $IND_H).png" "$P/repeat_attn_ind.png"
 mv "$P/hm/prefill_attn_$(head_name $PREV_L $PREV_H).png" "$P/repeat_attn_prev.png"
 rm -rf "$P/hm" "$D/tmp"
@@ -95,6 +96,110 @@ figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_
     "前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
 figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated" \
     "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
+
+# 3b. The circuit, causally: every head of the previous-token head's layer ablated in turn
+# (kvscope heads --ablate: its output z replaced by its mean over the Psalm text, so it no
+# longer depends on what it reads), and the induction head's score (the lowest over the copy
+# lengths) and the loss on each copy of length R8 measured again.
+echo "ablated,induction,first_bits,second_bits" > "$D/ablation.csv"
+ab_row() { # $1 the ablated head ("none"), $2 the heads folder
+    awk -F, -v a="$1" -v L=$IND_L -v H=$IND_H -v R=$R8 "$AWKLIB"'FNR == 1 { header(); f++; next }
+        f == 1 && col("layer") == L && col("head") == H { ind = col("induction") }
+        f == 2 && col("copy_len") == R { fb = col("first_bits"); sb = col("second_bits") }
+        END { printf "%s,%.4f,%.4f,%.4f\n", a, ind, fb, sb }' "$2/heads.csv" "$2/induction.csv" >> "$D/ablation.csv"
+}
+ab_row none "$D/heads"
+NH8=$("$KV" info $MODEL_ARGS --prompt x | awk -F, '$1 == "NH" { print $2 }')
+h=0
+while [ $h -lt "$NH8" ]; do
+    "$KV" heads $MODEL_ARGS --ablate "$PREV_L.$h" --out "$D/tmp_ab" --quiet
+    ab_row "$PREV_L.$h" "$D/tmp_ab"
+    rm -rf "$D/tmp_ab"
+    h=$((h + 1))
+done
+awk -F, -v p="$PREV_L.$PREV_H" -v V="$V" 'NR == 1 { next }
+    $1 == "none" { printf "ab_ind_none,%.2f\nab_second_none,%.2f\nab_first_none,%.2f\n", $2, $4, $3 >> V; next }
+    $1 == p { printf "ab_ind_prev,%.2f\nab_second_prev,%.2f\nab_first_prev,%.2f\n", $2, $4, $3 >> V; next }
+    { if (!o || $2 < oi) { oi = $2; os = $4; ow = $1 } o++ }
+    END { printf "ab_ind_other,%.2f\nab_second_other,%.2f\nab_other,%s\nab_others,%d\n", oi, os, ow, o >> V }' "$D/ablation.csv"
+# The caption's verdict, chosen by the numbers (as verdict.md below): whether the previous-
+# token head's ablation stops the copying, and whether another head's harms it as much.
+awk -F, -v V="$V" -v en="$D/ablation_verdict.md" -v zh="$D/ablation_verdict.zh.md" '
+    { v[$1] = $2 } END {
+    n = v["ab_ind_none"]; p = v["ab_ind_prev"]; sp = v["ab_second_prev"]; sn = v["ab_second_none"]
+    fp = v["ab_first_prev"]; fn = v["ab_first_none"]; o = v["ab_other"]; io = v["ab_ind_other"]; so = v["ab_second_other"]
+    if (p < n / 10 && sp > 0.95 * fp) {
+        printf "Without the previous-token head the induction score falls from %s to %s and the second copy costs %s bits per byte instead of %s, as much as the first (%s): no copying at all.", n, p, sp, sn, fp > en
+        printf "没有了前一词元头，归纳得分从 %s 降到 %s，第二遍每字节要 %s 比特而不是 %s，和第一遍（%s）一样：完全不再复制。", n, p, sp, sn, fp > zh
+    } else {
+        printf "Without the previous-token head the induction score goes from %s to %s and the second copy costs %s bits per byte instead of %s (the first: %s).", n, p, sp, sn, fp > en
+        printf "没有了前一词元头，归纳得分从 %s 变为 %s，第二遍每字节 %s 比特而不是 %s（第一遍：%s）。", n, p, sp, sn, fp > zh
+    }
+    if (io > p && so < sp && so < fn) {
+        printf " The most harmful other head, %s, leaves a score of %s and %s bits per byte: other heads of that layer matter too, but only without the previous-token head does the copying stop entirely.\n", o, io, so > en
+        printf "其他头里影响最大的 %s 消融后，得分还有 %s，第二遍 %s 比特/字节：那一层的其他头也很重要，但只有去掉前一词元头，复制才完全停止。\n", o, io, so > zh
+    } else {
+        printf " Ablating head %s harms the copying as much (score %s, %s bits per byte): the previous-token head is not the only head it needs.\n", o, io, so > en
+        printf "消融 %s 对复制的损害同样大（得分 %s，%s 比特/字节）：复制需要的不只是前一词元头。\n", o, io, so > zh
+    }
+}' "$V"
+chart lesson8_ablation "$P/ablation" -e "in='$D/ablation.csv'; prev='$PREV_L.$PREV_H'; ind='$IND_L.$IND_H'; R=$R8"
+figure ablation.png "Each head of layer $PREV_L ablated in turn: with the previous-token head ($PREV_L.$PREV_H) ablated the induction head's ($IND_L.$IND_H) score goes from $(value "$V" ab_ind_none) to $(value "$V" ab_ind_prev) and the second copy of $R8 random bytes costs $(value "$V" ab_second_prev) bits/byte (the first $(value "$V" ab_first_prev)) instead of $(value "$V" ab_second_none); the most harmful other head of layer $PREV_L ($(value "$V" ab_other)) leaves a score of $(value "$V" ab_ind_other) and $(value "$V" ab_second_other) bits/byte" \
+    "依次消融（ablate）第 $PREV_L 层的每个头：消融前一词元头（$PREV_L.$PREV_H）后，归纳头（$IND_L.$IND_H）的分数从 $(value "$V" ab_ind_none) 变为 $(value "$V" ab_ind_prev)，$R8 个随机字节的第二遍从每字节 $(value "$V" ab_second_none) 比特变成 $(value "$V" ab_second_prev) 比特（第一遍 $(value "$V" ab_first_prev)）；第 $PREV_L 层其他头中影响最大的（$(value "$V" ab_other)）之后分数还有 $(value "$V" ab_ind_other)，第二遍 $(value "$V" ab_second_other) 比特/字节"
+
+# 3c. The phase change (Olsson et al. 2022): the shipped model's training log, the best
+# induction head's score and the loss against the step. The shaded steps: from the last
+# logged step under 20 % of the final induction score to the first at 80 % of it. Only
+# for the shipped model, whose log is data/model/train_log.csv.
+LOG=data/model/train_log.csv
+if [ "$MODEL_ARGS" = "--model data/model" ] && [ -f "$LOG" ]; then
+    awk -F, -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
+        { st = col("step"); l = col("train_loss"); b = int((st - 1) / 100); s[b] += l; c[b]++
+          if (col("induction") != "") { n++; step[n] = st; ind[n] = col("induction") } }
+        END { f = ind[n]
+              for (k = 1; k <= n && ind[k] < 0.8 * f; k++) if (ind[k] < 0.2 * f) from = k
+              to = k
+              # the steepest fall of the 100-step mean loss after the first 300 steps
+              for (i = 3; (i + 1) in c; i++) { d = s[i] / c[i] - s[i + 1] / c[i + 1]; if (d > best) { best = d; at = i + 1 } }
+              printf "phase_from,%d\nphase_to,%d\nphase_ind_from,%.2f\nphase_ind_to,%.2f\nphase_ind_final,%.2f\n", step[from], step[to], ind[from], ind[to], f >> V
+              bf = int((step[from] - 1) / 100); bt = int((step[to] - 1) / 100)
+              printf "phase_loss_from,%.2f\nphase_loss_to,%.2f\nphase_steepest_lo,%d\nphase_steepest_hi,%d\nphase_steepest_fall,%.2f\n", s[bf] / c[bf], s[bt] / c[bt], at * 100 + 1, at * 100 + 100, best >> V }' "$LOG"
+    claim "the steepest fall of the loss after step 300 lies in the phase-change steps" \
+        "$(value "$V" phase_steepest_lo) >= $(value "$V" phase_from) && $(value "$V" phase_steepest_hi) <= $(value "$V" phase_to)"
+    chart lesson8_phase "$P/phase" -e "in='$LOG'; from=$(value "$V" phase_from); to=$(value "$V" phase_to)"
+    figure phase.png "The phase change: in steps $(value "$V" phase_from)–$(value "$V" phase_to) of training the best induction score rose from $(value "$V" phase_ind_from) to $(value "$V" phase_ind_to) and the loss fell faster than anywhere after step 300 ($(value "$V" phase_steepest_fall) nats/byte in steps $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi))" \
+        "相变（phase change）：训练的第 $(value "$V" phase_from)–$(value "$V" phase_to) 步，最佳归纳得分从 $(value "$V" phase_ind_from) 升到 $(value "$V" phase_ind_to)，损失下降得比第 300 步之后任何时候都快（第 $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi) 步降了 $(value "$V" phase_steepest_fall) 奈特/字节）"
+    pf=$(value "$V" phase_from) pt=$(value "$V" phase_to) if_=$(value "$V" phase_ind_from) it=$(value "$V" phase_ind_to)
+    ifi=$(value "$V" phase_ind_final) lf=$(value "$V" phase_loss_from) lt=$(value "$V" phase_loss_to)
+    sl=$(value "$V" phase_steepest_lo) sh=$(value "$V" phase_steepest_hi) sf=$(value "$V" phase_steepest_fall)
+    cat > "$D/phase.md" <<EOT
+Olsson et al. (2022) saw induction heads form abruptly, in a short stretch of training they
+call a phase change, visible in the loss curve as a bump. The
+shipped model's training log (\`data/model/train_log.csv\`: the loss of every step, and every
+100 steps the best induction and previous-token scores of any head on the training batches'
+repeats) shows the same:
+
+![Training loss and the heads' scores against the step](../plots/lesson8/phase.png)
+
+*Top: the training loss (nats per byte) of every step, its mean over 50 steps and the
+validation loss. Bottom: the best induction score and the best previous-token score of any
+head, measured on the training batches (not the random bytes of \`kvscope heads\`). The
+previous-token head forms first; in steps $pf–$pt (shaded) the induction score rises from
+$if_ to $it (of its final $ifi) and the mean loss falls from $lf (steps $((pf - 99))–$pf) to $lt
+(steps $((pt - 99))–$pt): its fastest fall after step 300, $sf nats per byte in steps $sl–$sh.*
+([SVG](../plots/lesson8/phase.svg))
+EOT
+    cat > "$D/phase.zh.md" <<EOT
+Olsson 等人（2022）看到，归纳头是在训练中很短的一段里突然形成的，他们称之为相变（phase change），在损失曲线上表现为一个鼓包。随附模型的训练日志（\`data/model/train_log.csv\`：每一步的损失，以及每 100 步在训练批次的重复片段上测得的、所有头中最好的归纳得分和前一词元得分）显示了同样的现象：
+
+![Training loss and the heads' scores against the step](../../plots/lesson8/phase.png)
+
+*上图：每一步的训练损失（奈特/字节，横轴是训练步数 training step）、它 50 步的平均（mean of 50 steps）和验证损失（validation）。下图：所有头中最好的归纳得分（induction）和前一词元得分（previous token），是在训练批次上测的（不是 \`kvscope heads\` 的随机字节）。前一词元头先形成；在第 $pf–$pt 步（阴影部分），归纳得分从 $if_ 升到 $it（最终为 $ifi），平均损失从 $lf（第 $((pf - 99))–$pf 步）降到 $lt（第 $((pt - 99))–$pt 步）：这是第 300 步之后最快的下降，第 $sl–$sh 步降了 $sf 奈特/字节。*（[SVG](../../plots/lesson8/phase.svg)）
+EOT
+else
+    echo "(The phase change in which the induction head formed is drawn from the shipped model's training log, \`data/model/train_log.csv\`; this model has none.)" > "$D/phase.md"
+    echo "（归纳头形成时的相变是用随附模型的训练日志 \`data/model/train_log.csv\` 画的；这个模型没有训练日志。）" > "$D/phase.zh.md"
+fi
 
 # 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted

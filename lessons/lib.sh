@@ -158,6 +158,9 @@ claim() {
 }
 
 head_name() { printf 'L%d_H%02d' "$1" "$2"; }
+# What a figure's title calls the head with the best induction score (layer $1, score $2):
+# an induction head only when it is one (past layer 0, at least 0.5 at every length).
+ind_title() { awk -v l="$1" -v s="$2" 'BEGIN { print (l >= 1 && s >= 0.5) ? "induction head" : "best induction head" }'; }
 
 generated() {
     LC_ALL=C awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("step") > 0 { id = col("token_id") + 0; if (id == 10) printf "¶"; else printf "%c", id }' "$1/tokens.csv"

@@ -47,7 +47,7 @@ do for [fmt in FORMATS] {
     set logscale xy
     set xrange [Tmin / 1.4 : Tmax * 1.4]
     set format x '%g'
-    set format y '10^{%T}'
+    set format y '10^{/*1.1 %T}'
     set xlabel 'sequence length T (tokens)'
     set key top left Left reverse
 

@@ -50,11 +50,11 @@ do for [fmt in FORMATS] {
     # the axes of the tensor, left of the rows
     set label 1 'K' at screen 0.035, first yk((NH - 1) / 2.0) center font ',30'
     set label 2 'V' at screen 0.035, first yv((NH - 1) / 2.0) center font ',30'
-    set label 3 'head 0' at -0.5 - cap * 0.01, yk(0) right font ',16'
-    set label 4 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yk(NH - 1) right font ',16'
-    set label 5 'head 0' at -0.5 - cap * 0.01, yv(0) right font ',16'
-    set label 6 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yv(NH - 1) right font ',16'
-    set label 7 sprintf("layer 0 of %d%s", L, L > 1 ? "\n(each layer the same)" : '') at screen 0.02, screen 0.08 left font ',16'
+    set label 3 'head 0' at -0.5 - cap * 0.01, yk(0) right font ',17'
+    set label 4 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yk(NH - 1) right font ',17'
+    set label 5 'head 0' at -0.5 - cap * 0.01, yv(0) right font ',17'
+    set label 6 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yv(NH - 1) right font ',17'
+    set label 7 sprintf("layer 0 of %d%s", L, L > 1 ? "\n(each layer the same)" : '') at screen 0.02, screen 0.08 left font ',17'
     # what the decode step writes, in words, right of the plot
     set label 8 sprintf("{/:Bold one decode step} writes\nposition %d only:\n%d numbers per head\nin K and in V,\nin each of %d layer%s\n= %s B per token", \
         T - 1, hs, L, L > 1 ? 's' : '', group(per)) at screen 0.78, screen 0.62 left font ',18' textcolor rgb '#333333'

@@ -2,8 +2,8 @@ reset
 # lesson5_gqa.gp — grouped-query and multi-query attention. Left: query heads and the
 # K/V heads they read, drawn for 8 query heads (MHA: 8 K/V heads; GQA: 2, four queries
 # sharing each, as Llama-3-8B's 32 : 8; MQA: 1). Right: the KV bytes of real GQA models
-# (fp16) against the tokens held by a whole batch (batch × context), next to an 80 GB
-# GPU's memory; LLaMA-2-7B, the same shape as Llama-3-8B with all 32 heads keeping K
+# (fp16) against the tokens held by a whole batch (batch × context), next to what an 80 GB
+# GPU has left for them once Llama-3-8B's fp16 weights are loaded; LLaMA-2-7B, the same shape as Llama-3-8B with all 32 heads keeping K
 # and V, for comparison. Arithmetic, not a run: bytes = 2 · L · kv_heads · hs · tokens ·
 # 2 bytes, with the published configs (kvscope kvmem's presets, sources in src/serve/kvmem.h).
 # Reads kvmem.csv from `kvscope kvmem --out DIR` (columns tokens, llama-2-7b,
@@ -20,9 +20,16 @@ per(name) = real(system(sprintf("awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[
 p_l2 = per('llama-2-7b'); p_l3 = per('llama-3-8b'); p_mi = per('mistral-7b'); p_qw = per('qwen2-7b')
 if (p_l2 <= 0 || p_l3 <= 0 || p_mi <= 0 || p_qw <= 0) { exit error sprintf('%s: a model has no bytes per token (no length above 0)', in) }
 GPU = 80e9                      # bytes of an 80 GB GPU (A100 / H100 80 GB)
+# Llama-3-8B's parameters from its config.json (hidden 4096, intermediate 14336, vocab
+# 128256, 32 layers, 32 heads of 128, 8 KV heads; embeddings and lm_head not tied):
+# 8,030,261,248, 2 bytes each in fp16. The cache gets what the weights leave.
+l3_C = 4096.0; l3_I = 14336.0; l3_V = 128256.0; l3_L = 32; l3_KV = 8 * 128.0
+l3_params = 2 * l3_V * l3_C + l3_L * (2 * l3_C * l3_C + 2 * l3_C * l3_KV + 3 * l3_C * l3_I + 2 * l3_C) + l3_C
+W_l3 = 2 * l3_params
+ROOM = GPU - W_l3
 GiB = 1024.0 ** 3
 kib(b) = sprintf('%.0f KiB', b / 1024)
-cross(p) = GPU / p              # tokens at which the cache alone fills the GPU
+cross(p) = ROOM / p             # tokens at which the cache fills what the weights leave
 BLUE = '#0072B2'; ORANGE = '#E69F00'
 
 # one row of the drawing at height y: nq query heads over nkv K/V heads, each K/V
@@ -59,8 +66,8 @@ do for [fmt in FORMATS] {
             w = nkv == 8 ? 0.035 : 0.05
             set object n rect from kx - w, yv - 0.035 to kx + w, yv + 0.035 fc rgb ORANGE
         }
-        lab = row == 1 ? "MHA: 8 K/V heads (GPT-2, LLaMA-2)" : row == 2 ? "GQA: 2 K/V heads, 4 queries each\n(Llama-3, Mistral: 32 : 8)" : "MQA: 1 K/V head for all queries"
-        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.115 : 0.075) left font ',16' textcolor rgb '#222222'
+        lab = row == 1 ? "MHA: 8 K/V heads (GPT-2, LLaMA-2-7B, 13B)" : row == 2 ? "GQA: 2 K/V heads, 4 queries each\n(Llama-3-8B, Mistral-7B: 32 : 8; LLaMA-2-70B)" : "MQA: 1 K/V head for all queries"
+        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.115 : 0.075) left font ',17' textcolor rgb '#222222'
     }
     set label 20 "{/:Bold ■} query head     " at screen 0.02, screen 0.05 left font ',17' textcolor rgb BLUE
     set label 21 "{/:Bold ■} K/V head: what the cache keeps" at screen 0.135, screen 0.05 left font ',17' textcolor rgb '#B07800'
@@ -78,21 +85,21 @@ do for [fmt in FORMATS] {
     set logscale xy
     set xrange [1e3 : 1e7]
     set yrange [0.05 : 10000]
-    set format x '10^{%T}'
+    set format x '10^{/*1.1 %T}'
     set format y '%g'
     set xlabel 'tokens held: batch × context' font ',20'
     set ylabel 'KV cache (GiB, fp16)' font ',20'
-    set key top left Left reverse font ',16' spacing 1.1 samplen 2 opaque
-    set label 1 'an 80 GB GPU' at 1.3e3, GPU / GiB / 1.6 left font ',16' textcolor rgb '#555555'
-    set label 2 sprintf("Llama-3-8B fills it at %.0fk tokens:\nbatch %.0f at its 8192 context", cross(p_l3) / 1000, floor(cross(p_l3) / 8192)) \
-        at 1.3e5, 0.35 left font ',15' textcolor rgb '#333333'
-    set arrow 1 from cross(p_l3), 0.6 to cross(p_l3), GPU / GiB / 1.3 lc rgb '#333333' lw 1.5 size screen 0.01,25
-    set object 1 circle at cross(p_l3), GPU / GiB size screen 0.008 fc rgb '#009E73' fs solid front
+    set key top left Left reverse font ',17' spacing 1.1 samplen 2 opaque
+    set label 1 sprintf("80 GB GPU less %.0f GB of weights", W_l3 / 1e9) at 1.3e3, ROOM / GiB * 1.7 left font ',17' textcolor rgb '#555555'
+    set label 2 sprintf("Llama-3-8B fills the rest\nat %.0fk tokens: batch %.0f\nat its 8192 context", cross(p_l3) / 1000, floor(cross(p_l3) / 8192)) \
+        at 1.6e5, 0.4 left font ',17' textcolor rgb '#333333'
+    set arrow 1 from cross(p_l3), 0.6 to cross(p_l3), ROOM / GiB / 1.3 lc rgb '#333333' lw 1.5 size screen 0.01,25
+    set object 1 circle at cross(p_l3), ROOM / GiB size screen 0.008 fc rgb '#009E73' fs solid front
     plot x * p_l2 / GiB with lines lw 3 lc rgb '#000000' dt 2 title sprintf('LLaMA-2-7B (MHA): %s/token', kib(p_l2)), \
          x * p_l3 / GiB with lines lw 4 lc rgb '#009E73' title sprintf(p_mi == p_l3 ? 'Llama-3-8B, Mistral-7B: %s/token' : 'Llama-3-8B: %s/token', kib(p_l3)), \
          (p_mi == p_l3 ? NaN : x * p_mi / GiB) with lines lw 3 lc rgb '#CC79A7' title (p_mi == p_l3 ? '' : sprintf('Mistral-7B: %s/token', kib(p_mi))), \
          x * p_qw / GiB with lines lw 3 lc rgb '#D55E00' title sprintf('Qwen2-7B: %s/token', kib(p_qw)), \
-         GPU / GiB with lines lw 3 lc rgb '#999999' dt 3 notitle
+         ROOM / GiB with lines lw 3 lc rgb '#999999' dt 3 notitle
     unset multiplot
     set output
 }

@@ -42,7 +42,7 @@ do for [fmt in FORMATS] {
     set title 'error against fp32 (log scale)'
     set ylabel 'max |Δlogit| and mean |Δlogit|'
     set logscale y
-    set format y '10^{%L}'
+    set format y '10^{/*1.1 %L}'
     set yrange [emin / 8 : 1]
     set key top left Left reverse font ',17' spacing 1.1
     set label 1 "error 0\n(the reference)" at 0, emin / 3 center font ',17' textcolor rgb '#333333'

@@ -24,13 +24,13 @@ do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     set multiplot layout 1,2 title sprintf('int8 K and V, grouped per token or per channel: logit error against fp32 over %d positions', npos) font ',21'
     set xrange [-0.6 : 3.6]
-    set xtics scale 0 font ',16'
+    set xtics scale 0 font ',17'
     set grid noxtics ytics
     set style fill solid 0.85 border rgb '#444444'
     set boxwidth 0.6
     set bmargin 7
     set xtics font ',17'
-    set xlabel 'each int8 scale covers one token (and head) or one channel' font ',16' offset 0,-0.3
+    set xlabel 'each int8 scale covers one token (and head) or one channel' font ',17' offset 0,-0.3
     unset key
     set label 3 'orange: KIVI (2024) groups keys per channel and values per token' at screen 0.5, 0.045 center font ',17' textcolor rgb '#333333'
     set title 'largest |Δlogit|' font ',20'

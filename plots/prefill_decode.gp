@@ -36,7 +36,7 @@ do for [fmt in FORMATS] {
     set logscale y
     set xrange [-0.55 : 4.55]
     set yrange [0.5 : ymax * 40]
-    set format y '10^{%T}'
+    set format y '10^{/*1.1 %T}'
     set ylabel 'count (log scale)'
     set xtics scale 0 font ',22'
     set grid noxtics nomxtics

@@ -8,7 +8,8 @@ reset
 # cache_max_s, recompute_median_s, recompute_min_s, recompute_max_s).
 # By hand:
 #     gnuplot -e "in='data/compare/timing.csv'; out='plots/compare_time_measured'" plots/time.gp
-# Optional: model='...' and machine='...' (what was measured on what; in the title).
+# Optional: model='...' (what was measured: in the title) and machine='...' (on what: a
+# note under the plot, not in the title).
 load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
 evaluate need_columns(in, 'T cache_median_s cache_min_s cache_max_s recompute_median_s recompute_min_s recompute_max_s')
@@ -28,7 +29,8 @@ yhi = STATS_max_y
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '').(exists('machine') ? "\n".machine : '') noenhanced
+    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '') noenhanced
+    if (exists('machine')) { set label 90 'measured on: '.machine at screen 0.99, screen 0.025 right noenhanced font ',17' textcolor rgb '#666666'; set bmargin 5 }
     set logscale xy
     set xtics ()
     do for [i = 0 : nrows - 1] {

@@ -27,6 +27,9 @@ static const char *const bad[][12] = {
     {"run", "--steps", NULL},
     {"run", "--kernels", "sse", NULL},
     {"verify", "--vocab", "0", NULL},
+    {"heads", "--ablate", "9.4", NULL},
+    {"heads", "--ablate", "0.x", NULL},
+    {"run", "--fig-heads", "1.4", NULL},
     {"nosuchcommand", NULL},
 };
 

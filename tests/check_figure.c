@@ -86,6 +86,49 @@ END_TEST
 
 /* ---- the square, from hand-made values ---- */
 
+/* --fig-heads and --fig-prompt in the title, and the marks a prefill's weights get from
+ * their own numbers: a line at key i − 5 over rows 10..25 and a sink (0.5 on key 0) put a
+ * white label box on the masked grey at the line label's place (0.62 across, 0.30 down the
+ * square); the same square without them (weights 0.02 everywhere) leaves that cell grey. */
+START_TEST(test_square_named_and_marked) {
+    enum { T = 30 };
+    char dir[64], png[128], err[512], text[T + 1];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    for (int i = 0; i < T; i++) text[i] = (char)('a' + i % 26);
+    text[T] = '\0';
+    TokenTexts t;
+    set_text(&t, text);
+    static float v[T * T];
+    static unsigned char st[T * T];
+    for (int pass = 0; pass < 2; pass++) {
+        for (int r = 0; r < T; r++)
+            for (int c = 0; c < T; c++) {
+                st[r * T + c] = c <= r ? HF_VALUE : HF_MASKED;
+                v[r * T + c] = c <= r ? 0.02f : 0.0f;
+            }
+        if (pass == 0) {
+            for (int r = 1; r < T; r++) v[r * T] = 0.5f;
+            for (int r = 10; r <= 25; r++) v[r * T + r - 5] = 0.5f;
+        }
+        HfSquare s = {{&t, 1, 4, 0, T, "induction head", "30 bytes"}, {T, T, v, T, 1, st, 0}, T, 0, 0, 0, 0, 0};
+        snprintf(png, sizeof png, "%s/sq%d.png", dir, pass);
+        ck_assert_int_eq(heatfig_square(&s, png, NULL, err, sizeof err), 0);
+        Png p;
+        ck_assert_int_eq(png_load(png, &p), 0);
+        ck_assert_str_eq(p.title, "Prefill, induction head (layer 1, head 4) on 30 bytes: attention weights");
+        int g[4];
+        grid_of(p.desc, "grid=", g, 4);
+        const unsigned char *q = pix(&p, g[0] + (int)(T * g[2] * 0.62), g[1] + (int)(T * g[3] * 0.30) - 4);
+        if (pass == 0) ck_assert_msg(q[0] == 255 && q[1] == 255 && q[2] == 255, "no label box for the line");
+        else ck_assert_rgb_is(q, COLOR_MASKED);
+        free(p.px);
+    }
+    token_texts_free(&t);
+    fig_release();
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(test_square_cells) {
     char dir[64], png[128], svg[128], err[512];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
@@ -94,7 +137,7 @@ START_TEST(test_square_cells) {
     float v[9] = {1, 0, 0, 0.25f, 0.75f, 0, 0.5f, 0.1f, 0.4f};
     unsigned char st[9] = {HF_VALUE,   HF_MASKED, HF_MASKED, HF_VALUE, HF_VALUE,
                            HF_MASKED,  HF_VALUE,  HF_EVICTED, HF_VALUE};
-    HfSquare s = {{&t, 0, 2, 0, 3}, {3, 3, v, 3, 1, st, 0}, 3, 0, 0, 0, 1, 0};
+    HfSquare s = {{&t, 0, 2, 0, 3, NULL, NULL}, {3, 3, v, 3, 1, st, 0}, 3, 0, 0, 0, 1, 0};
     snprintf(png, sizeof png, "%s/sq.png", dir);
     snprintf(svg, sizeof svg, "%s/sq.svg", dir);
     ck_assert_int_eq(heatfig_square(&s, png, svg, err, sizeof err), 0);
@@ -159,7 +202,7 @@ START_TEST(test_step_cells) {
     /* hs = 2, t = 3 cached rows, row stride 2 */
     const float q[2] = {1, -1}, k[6] = {0.5f, -0.5f, 2, 0, -2, 1}, v[6] = {1, 0, 0, -1, 0.25f, 2};
     const float z[2] = {0.3f, -0.7f}, s[3] = {1, 2, -3}, w[3] = {0.2f, 0.7f, 0.1f};
-    HfStep f = {{&t, 0, 0, 1, 2}, 1, 3, 2, 3, 2, NULL, q, k, v, z, 2, s, w, 2, 2.0f, 3.0f};
+    HfStep f = {{&t, 0, 0, 1, 2, NULL, NULL}, 1, 3, 2, 3, 2, NULL, q, k, v, z, 2, s, w, 2, 2.0f, 3.0f};
     snprintf(png, sizeof png, "%s/st.png", dir);
     ck_assert_int_eq(heatfig_step(&f, png, NULL, err, sizeof err), 0);
     Png p;
@@ -381,10 +424,12 @@ START_TEST(test_start_label_glyphs) {
 }
 END_TEST
 
-/* ---- Q, Kᵀ and V: the panels fill the canvas ---- */
+/* ---- Q, Kᵀ and V: drawn to scale, filling the canvas ---- */
 
-/* Lesson 1's shape (15 tokens, hs = 32) once left the lower third of the canvas empty:
- * the token axis must take most of the height, and every panel stay on the canvas. */
+/* Lesson 1's figure once drew Q (15×32) tall and narrow and Kᵀ (32×15) wider than tall:
+ * the channel axis had three lengths. One cell size for a token and a channel: Q and V
+ * are hs cells wide and T tall, Kᵀ hs tall and T wide; the panels take the canvas in
+ * the direction that limits them, and every panel stays on it. */
 START_TEST(test_qkv_fills) {
     char dir[64], png[128], err[512];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
@@ -393,15 +438,24 @@ START_TEST(test_qkv_fills) {
     set_text(&t, "abcdefghijklmno");
     static float q[T * HS], k[T * HS], v[T * HS];
     for (int i = 0; i < T * HS; i++) q[i] = k[i] = v[i] = (float)(i % 7) - 3.0f;
-    HfQkv f = {{&t, 0, 0, 0, T}, T, HS, q, k, v, HS, 3.0f};
+    HfQkv f = {{&t, 0, 0, 0, T, NULL, NULL}, T, HS, q, k, v, HS, 3.0f};
     snprintf(png, sizeof png, "%s/qkv.png", dir);
     ck_assert_int_eq(heatfig_qkv(&f, png, NULL, err, sizeof err), 0);
     Png p;
     ck_assert_int_eq(png_load(png, &p), 0);
-    int g[4], gv[2];
+    int g[4], gk[4], gv[2];
     grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
+    grid_of(p.desc, "grid_k=", gk, 4);
     grid_of(p.desc, "grid_v=", gv, 2);
-    ck_assert_msg(T * g[3] >= 6 * p.h / 10, "Q is %d px of a %d px canvas", T * g[3], p.h);
+    ck_assert_int_eq(g[2], g[3]);  /* a channel as wide as a token is tall */
+    ck_assert_int_eq(gk[2], g[3]); /* Kᵀ's tokens as wide as Q's are tall */
+    ck_assert_int_eq(gk[3], g[2]); /* Kᵀ's channels as tall as Q's are wide */
+    const int u = g[2];
+    ck_assert_msg((2 * HS + T) * u >= 6 * p.w / 10 || HS * u >= 55 * p.h / 100,
+                  "panels of %d px across and %d px tall on a %d×%d canvas", (2 * HS + T) * u,
+                  HS * u, p.w, p.h);
+    ck_assert_int_le(gv[0] + HS * u, p.w - 20);
+    ck_assert_int_le(gk[1] + HS * u, p.h - 90); /* Kᵀ's token labels and the colour bar */
     ck_assert_int_le(gv[0] + HS * g[2], p.w - 20);
     ck_assert_int_le(g[1] + T * g[3], p.h - 40); /* room for the channel ticks */
     for (int r = 0; r < T; r += 7) /* cells where the grid says */
@@ -414,12 +468,9 @@ START_TEST(test_qkv_fills) {
 }
 END_TEST
 
-/* Kᵀ once kept the channel cells of Q and V: for lesson 1's shape a strip across the top
- * of the middle column, the colour bar under it and the lower 40 % of the column empty.
- * Kᵀ's channels now take the column's height, for long and short prompts and narrow and
- * wide heads: Kᵀ is at least 60 % of the canvas tall and leaves room under it for its
- * token labels and the colour bar; the pixel 3/4 down the middle of Kᵀ is the cell
- * the grid says, coloured by its own value; nothing leaves the canvas. */
+/* The same to scale for long and short prompts and narrow and wide heads: the pixel
+ * 3/4 down the middle of Kᵀ is the cell the grid says, coloured by its own value, and
+ * nothing leaves the canvas. */
 static const int qkv_shapes[][2] = {{15, 32}, {60, 32}, {3, 32}, {16, 4}, {16, 64}, {12, 1}};
 
 START_TEST(test_qkv_k_fills) {
@@ -433,7 +484,7 @@ START_TEST(test_qkv_k_fills) {
     float *q = malloc(sizeof(float) * T * HS), *k = malloc(sizeof(float) * T * HS);
     ck_assert(q && k);
     for (int i = 0; i < T * HS; i++) q[i] = (float)(i % 7) - 3.0f, k[i] = (float)((i * 5) % 11) * 0.5f - 2.5f;
-    HfQkv f = {{&t, 0, 0, 0, T}, T, HS, q, k, q, HS, 3.0f};
+    HfQkv f = {{&t, 0, 0, 0, T, NULL, NULL}, T, HS, q, k, q, HS, 3.0f};
     snprintf(png, sizeof png, "%s/qkv.png", dir);
     ck_assert_int_eq(heatfig_qkv(&f, png, NULL, err, sizeof err), 0);
     Png p;
@@ -442,20 +493,16 @@ START_TEST(test_qkv_k_fills) {
     ck_assert_int_eq(p.h, 900);
     int g[4], gk[4], gv[2];
     grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
-    grid_of(p.desc, "grid_k=", gk, 2);
-    const int x = gk[0] + T * g[3] / 2, y = 3 * p.h / 4;
-    const unsigned char *mid = pix(&p, x, y);
-    ck_assert_msg(mid[0] < 250 || mid[1] < 250 || mid[2] < 250,
-                  "T=%d hs=%d: the middle column is white 3/4 down", T, HS);
     grid_of(p.desc, "grid_k=", gk, 4); /* Kᵀ's x, y, token width, channel height */
     grid_of(p.desc, "grid_v=", gv, 2);
+    ck_assert_msg(g[2] == g[3] && gk[2] == g[3] && gk[3] == g[2],
+                  "T=%d hs=%d: cells %d×%d in Q, %d×%d in K^T", T, HS, g[2], g[3], gk[2], gk[3]);
     const int kh = HS * gk[3];
-    ck_assert_msg(kh >= 6 * p.h / 10, "T=%d hs=%d: K^T is %d px of a %d px canvas", T, HS, kh, p.h);
     ck_assert_int_le(gk[1] + kh, p.h - 90); /* its token labels and the colour bar */
-    ck_assert_int_eq(gk[2], g[3]);           /* tokens as wide in Kᵀ as tall in Q */
     ck_assert_int_lt(g[0] + HS * g[2], gk[0]);
     ck_assert_int_lt(gk[0] + T * gk[2], gv[0]);
     ck_assert_int_le(gv[0] + HS * g[2], p.w - 20);
+    const int x = gk[0] + T * gk[2] / 2, y = gk[1] + 3 * kh / 4;
     const int c = (y - gk[1]) / gk[3], tok = T / 2;
     ck_assert_int_eq((x - gk[0]) / gk[2], tok);
     ck_assert_rgb_is(pix(&p, x, y), colormap_diverging(k[tok * HS + c], 3.0f));
@@ -628,7 +675,7 @@ START_TEST(test_square_long_prompt) {
     const float R = heatmap_range(tmp, k);
     free(tmp);
     ck_assert_msg(R >= smax && R <= smax * 1.02f, "scale ±%g for a largest score %g", (double)R, (double)smax);
-    HfSquare s = {{&t, 0, 0, 0, T}, {T, T, v, T, 1, st, R}, T, 1, 0, 0, 0, 0};
+    HfSquare s = {{&t, 0, 0, 0, T, NULL, NULL}, {T, T, v, T, 1, st, R}, T, 1, 0, 0, 0, 0};
     snprintf(png, sizeof png, "%s/sq.png", dir);
     snprintf(svg, sizeof svg, "%s/sq.svg", dir);
     ck_assert_int_eq(heatfig_square(&s, png, svg, err, sizeof err), 0);
@@ -636,9 +683,11 @@ START_TEST(test_square_long_prompt) {
     ck_assert_int_eq(png_load(png, &p), 0);
     int g[4];
     grid_of(p.desc, "grid=", g, 4);
-    /* the matrix spans at least 60 % of the width and 70 % of the height */
-    ck_assert_msg(T * g[2] >= HEATFIG_W * 6 / 10 && T * g[3] >= HEATFIG_H * 7 / 10,
-                  "matrix %d×%d px on a %d×%d canvas", T * g[2], T * g[3], HEATFIG_W, HEATFIG_H);
+    /* square cells (queries and keys are the same tokens), the matrix at least 70 % of
+     * the height */
+    ck_assert_int_eq(g[2], g[3]);
+    ck_assert_msg(T * g[3] >= HEATFIG_H * 7 / 10, "matrix %d×%d px on a %d×%d canvas", T * g[2],
+                  T * g[3], HEATFIG_W, HEATFIG_H);
     /* the outlier has the scale's top colour, not a clipped one beyond it */
     ck_assert_rgb_is(pix(&p, g[0] + 3 * g[2] + g[2] / 2, g[1] + 40 * g[3] + g[3] / 2),
                      colormap_diverging(6.45f, R));
@@ -647,7 +696,7 @@ START_TEST(test_square_long_prompt) {
     char *a = read_file(svg, &n);
     ck_assert_ptr_nonnull(a);
     const double least = smallest_font_px(a);
-    ck_assert_msg(least >= 14.0 - 0.05, "a text of %.2f px, under 14", least);
+    ck_assert_msg(least >= FIG_MIN_TEXT_PX - 0.05, "a text of %.2f px, under %g", least, FIG_MIN_TEXT_PX);
     free(a);
     token_texts_free(&t);
     remove_tree(dir);
@@ -662,6 +711,7 @@ Suite *make_figure_suite(void) {
     tcase_add_test(tc, test_labels_bytes);
     tcase_add_test(tc, test_square_cells);
     tcase_add_test(tc, test_square_long_prompt);
+    tcase_add_test(tc, test_square_named_and_marked);
     tcase_add_test(tc, test_step_cells);
     tcase_add_test(tc, test_start_label_glyphs);
     tcase_add_test(tc, test_qkv_fills);

@@ -3,6 +3,7 @@
  * a forward pass through model_forward (and leaves the cache as it was); the hook
  * names, both ways; the FLOP sums. */
 #include <check.h>
+#include <math.h>
 #include <string.h>
 
 #include "generate.h"
@@ -167,6 +168,97 @@ START_TEST(test_flop_sums) {
 }
 END_TEST
 
+/* Head 1 of layer 0's z, seen by hook_z: 1 if all zero. */
+static int z_head1_zero(const HookEvent *ev, void *user) {
+    int *zero = user;
+    if (ev->layer != 0) return 0;
+    const int NH = ev->shape[1], hs = ev->shape[2];
+    for (int i = 0; i < ev->shape[0]; i++)
+        for (int c = 0; c < hs; c++)
+            if (ev->data[((size_t)i * NH + 1) * hs + c] != 0.0f) *zero = 0;
+    return 0;
+}
+
+/* Model.head_off, the zero ablation of a head: hook_z shows its z as zeros, and the
+ * logits are those of a second code path, the clean forward pass of the same model with
+ * the rows of layer 0's attn.c_proj that read head 1 zeroed (z·W is the same with z = 0
+ * or with those rows 0); and they differ from the unablated logits. */
+START_TEST(test_head_ablation) {
+    Config cfg = tiny_config(2, 4, 32, 32, 30);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 5), 0);
+    const int hs = cfg.C / cfg.NH, prompt[6] = {3, 1, 4, 1, 5, 9};
+    float clean[30], ablated[30], rows0[30];
+    KVCache c;
+    ck_assert_int_eq(kvcache_init(&c, cfg.L, cfg.NH, hs, cfg.N), 0);
+    ck_assert_int_eq(model_forward(&m, &c, prompt, 6, clean, NULL, NULL), 0);
+    kvcache_free(&c);
+    const uint64_t off[2] = {1u << 1, 0};
+    m.head_off = off;
+    Hooks h;
+    int zero = 1;
+    hooks_init(&h);
+    hooks_subscribe(&h, HOOK_BIT(HOOK_Z), z_head1_zero, &zero);
+    StepLabel lb = {.phase = PHASE_PREFILL, .hooks = &h};
+    ck_assert_int_eq(kvcache_init(&c, cfg.L, cfg.NH, hs, cfg.N), 0);
+    ck_assert_int_eq(model_forward(&m, &c, prompt, 6, ablated, &lb, NULL), 0);
+    kvcache_free(&c);
+    ck_assert_msg(zero, "hook_z shows a non-zero z for the ablated head");
+    m.head_off = NULL;
+    float *w = (float *)m.w.h[0].attn_proj_w; /* (C in, C out): rows of head 1's channels */
+    memset(w + (size_t)hs * cfg.C, 0, (size_t)hs * cfg.C * sizeof *w);
+    model_refresh_panels(&m);
+    ck_assert_int_eq(kvcache_init(&c, cfg.L, cfg.NH, hs, cfg.N), 0);
+    ck_assert_int_eq(model_forward(&m, &c, prompt, 6, rows0, NULL, NULL), 0);
+    kvcache_free(&c);
+    double diff = 0;
+    for (int i = 0; i < 30; i++) {
+        ck_assert_msg(fabsf(ablated[i] - rows0[i]) <= 1e-5f * (1 + fabsf(rows0[i])),
+                      "logit %d: %g ablated, %g with the rows zeroed", i, (double)ablated[i],
+                      (double)rows0[i]);
+        diff = fmax(diff, fabs((double)ablated[i] - clean[i]));
+    }
+    ck_assert_msg(diff > 1e-4, "ablating a head changed no logit (largest change %g)", diff);
+    model_free(&m);
+}
+END_TEST
+
+/* Mean ablation (Model.head_fill): head 1 of layer 0 outputs a fixed z, whatever it reads.
+ * Second code path: the clean model with that head's rows of attn.c_proj zeroed and its
+ * bias raised by fill·W (the rows' contribution for that z), to a tolerance for the
+ * changed order of the sums. */
+START_TEST(test_head_mean_ablation) {
+    Config cfg = tiny_config(2, 4, 32, 32, 30);
+    Model m;
+    ck_assert_int_eq(model_init_random(&m, &cfg, 6), 0);
+    const int C = cfg.C, hs = C / cfg.NH, prompt[6] = {2, 7, 1, 8, 2, 8};
+    float fill[2 * 32], ablated[30], folded[30];
+    for (int i = 0; i < 2 * C; i++) fill[i] = 0.1f * (float)((i * 7) % 11) - 0.5f;
+    const uint64_t off[2] = {1u << 1, 0};
+    m.head_off = off;
+    m.head_fill = fill;
+    KVCache c;
+    ck_assert_int_eq(kvcache_init(&c, cfg.L, cfg.NH, hs, cfg.N), 0);
+    ck_assert_int_eq(model_forward(&m, &c, prompt, 6, ablated, NULL, NULL), 0);
+    kvcache_free(&c);
+    m.head_off = NULL;
+    m.head_fill = NULL;
+    float *w = (float *)m.w.h[0].attn_proj_w, *b = (float *)m.w.h[0].attn_proj_b;
+    for (int o = 0; o < C; o++)
+        for (int r = hs; r < 2 * hs; r++) b[o] += fill[r] * w[(size_t)r * C + o];
+    memset(w + (size_t)hs * C, 0, (size_t)hs * C * sizeof *w);
+    model_refresh_panels(&m);
+    ck_assert_int_eq(kvcache_init(&c, cfg.L, cfg.NH, hs, cfg.N), 0);
+    ck_assert_int_eq(model_forward(&m, &c, prompt, 6, folded, NULL, NULL), 0);
+    kvcache_free(&c);
+    for (int i = 0; i < 30; i++)
+        ck_assert_msg(fabsf(ablated[i] - folded[i]) <= 1e-4f * (1 + fabsf(folded[i])),
+                      "logit %d: %g mean-ablated, %g folded into the bias", i, (double)ablated[i],
+                      (double)folded[i]);
+    model_free(&m);
+}
+END_TEST
+
 Suite *make_hooks_suite(void) {
     Suite *s = suite_create("hooks");
     TCase *tc = tcase_create("hooks");
@@ -175,6 +267,8 @@ Suite *make_hooks_suite(void) {
     tcase_add_test(tc, test_abort_through_forward);
     tcase_add_test(tc, test_names);
     tcase_add_test(tc, test_flop_sums);
+    tcase_add_test(tc, test_head_ablation);
+    tcase_add_test(tc, test_head_mean_ablation);
     suite_add_tcase(s, tc);
     return s;
 }

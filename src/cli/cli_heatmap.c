@@ -15,6 +15,10 @@ const Option HEATMAP_OPTIONS[] = {
                "like --out, and must be apart from it"),
     OPT_SET("--no-svg", HeatmapOpts, svg, 0, "PNG only, no SVG twins"),
     OPT_SET("--no-gif", HeatmapOpts, gif, 0, "no animated GIF of the decode steps"),
+    OPT_STRING("--fig-heads", "L.H=NAME,...", HeatmapOpts, head_names,
+               "name heads in the figures' titles, e.g. 1.4=induction head (no commas in a name)"),
+    OPT_STRING("--fig-prompt", "TEXT", HeatmapOpts, prompt_name,
+               "say what the prompt is in the figures' titles, e.g. \"100 random bytes ×2\""),
     OPT_FLAG("--raw", HeatmapOpts, raw,
              "pixel heatmaps instead: one block of pixels per matrix entry, no text (for image "
              "tools)"),
@@ -31,8 +35,24 @@ void heatmap_opts_default(HeatmapOpts *o) {
     o->svg = 1;
 }
 
+/* --fig-heads: every item layer.head=name with a name. 0, or 2 after the error line. */
+static int check_head_names(const char *names) {
+    for (const char *p = names; p && *p;) {
+        const size_t n = strcspn(p, ",");
+        char item[160];
+        snprintf(item, sizeof item, "%.*s", (int)(n < 159 ? n : 159), p);
+        int l, h, used = 0;
+        if (sscanf(item, "%d.%d=%n", &l, &h, &used) != 2 || used == 0 || !item[used] || l < 0 || h < 0)
+            return cli_fail("--fig-heads takes layer.head=name items, such as 1.4=induction head", item);
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
 int heatmap_opts_check(HeatmapOpts *o, const OutDir *out, unsigned flags, const char *model_dir) {
     int rc;
+    if ((rc = check_head_names(o->head_names))) return rc;
     if (!o->plots) return 0;
     /* the parent may not exist yet (plots/lessonN/heatmaps): begin makes it */
     if ((rc = cli_outdir_check(&o->od, o->plots, "run", "--plots", flags | OUTDIR_PARENTS)) ||
@@ -50,7 +70,8 @@ int heatmap_opts_begin(HeatmapOpts *o, const Config *cfg, int T_max, const Selec
     if (!o->on && !o->plots) return 0;
     HeatmapConfig hc = {.L = cfg->L, .NH = cfg->NH, .hs = cfg->C / cfg->NH, .T_max = T_max,
                         .layers = *layers, .cell = o->cell, .grid = o->grid, .gif = o->gif,
-                        .raw = o->raw, .svg = o->svg};
+                        .raw = o->raw, .svg = o->svg, .head_names = o->head_names,
+                        .prompt_name = o->prompt_name};
     if (!o->raw && T_max > HEATMAP_FIG_MAX_T) {
         fprintf(stderr, "kvscope: --heatmaps: %d tokens (prompt + steps) are more than the %d a "
                         "figure draws; --raw draws pixel heatmaps of any length\n", T_max,

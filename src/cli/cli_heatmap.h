@@ -15,6 +15,8 @@ typedef struct {
     const char *plots;   /* --plots DIR; NULL: <out>/heatmaps */
     int cell, grid, gif; /* --cell PX (0 auto), --grid, --no-gif */
     int raw, svg;        /* --raw (pixel heatmaps), --no-svg */
+    const char *head_names;  /* --fig-heads "L.H=name,...", or NULL */
+    const char *prompt_name; /* --fig-prompt TEXT, or NULL */
     /* while running */
     int checked;         /* heatmap_opts_check passed */
     int begun, own_dir;  /* own_dir: --plots was given, so an OutDir of its own */

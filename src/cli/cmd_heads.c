@@ -4,7 +4,9 @@
  * previous-token and induction heads. */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,8 +32,8 @@ static const int DEFAULT_LENS[] = {16, 32, 64, 100};
 
 typedef struct {
     ModelArgs model;
-    const char *out, *plots, *scripts;
-    int lens[HEADS_MAX_LENS], nlens, split, S, quiet, force;
+    const char *out, *plots, *scripts, *ablate;
+    int lens[HEADS_MAX_LENS], nlens, split, S, quiet, force, ablate_zero;
     uint64_t seed;
 } HeadsArgs;
 
@@ -53,6 +55,10 @@ static const Option HEADS_OPTIONS[] = {
     OPT_INT("--samples", "S", HeadsArgs, S, 1, 32768, "random sequences averaged"),
     OPT_U64("--repeat-seed", "S", HeadsArgs, seed, "seed of the random bytes"),
     OPT_STRING("--scripts", "DIR", HeadsArgs, scripts, "where the chart script heads.gp is"),
+    OPT_STRING("--ablate", "L.H,...", HeadsArgs, ablate,
+               "measure with these heads ablated (layer.head): each one's output z replaced, "
+               "before attn.c_proj, by its mean over the text (--prompt)"),
+    OPT_FLAG("--ablate-zero", HeadsArgs, ablate_zero, "with --ablate: zeros instead of the mean"),
     OPT_QUIET(HeadsArgs, quiet),
     OPT_FORCE(HeadsArgs, force),
     OPT_INCLUDE(HeadsArgs, model, MODEL_OPTIONS),
@@ -116,6 +122,30 @@ static int check_lens(HeadsArgs *a, const Config *c) {
     return 0;
 }
 
+/* --ablate's layer.head list into head_off (c->L masks, zeroed first). 0, or 2 after the
+ * error line naming the bad item. */
+static int parse_ablate(const char *list, const Config *c, uint64_t *head_off) {
+    memset(head_off, 0, (size_t)c->L * sizeof *head_off);
+    char item[64], what[128];
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(item, sizeof item, "%.*s", (int)(n < 63 ? n : 63), p);
+        int l, h, used = 0;
+        if (sscanf(item, "%d.%d%n", &l, &h, &used) != 2 || used != (int)strlen(item) || l < 0 ||
+            h < 0)
+            return cli_fail("--ablate takes layer.head items, such as 0.4", item);
+        if (l >= c->L || h >= c->NH || h >= 64) {
+            snprintf(what, sizeof what, "--ablate names a head the model does not have (%d layers "
+                     "of %d heads%s)", c->L, c->NH, c->NH > 64 ? "; heads 0..63 only" : "");
+            return cli_fail(what, item);
+        }
+        head_off[l] |= (uint64_t)1 << h;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
 /* The text and --split against it. 0, or 2 after the error line. */
 static int check_text(HeadsArgs *a, const Loaded *ld) {
     const Config *c = &ld->model.cfg;
@@ -139,9 +169,12 @@ static int draw(const HeadsArgs *a, const Loaded *ld, const OutDir *dir, const c
         return cli_fail("--out and --plots must resolve to paths without a quote", a->out);
     const char *label = model_args_words(&a->model, ld); /* what it is, not where */
     snprintf(script, sizeof script, "%s/heads.gp", a->scripts);
+    if (a->ablate && !gnuplot_quotable(a->ablate))
+        return cli_fail("--ablate cannot hold a quote", a->ablate);
     snprintf(vars, sizeof vars, "in='%s/heads.csv'; lens='%s/induction_heads.csv'; out='%s/heads'; "
-             "model='%s'; split=%d", csv_dir, csv_dir, dir->tmp,
-             label, a->split);
+             "model='%s'; split=%d%s%s%s", csv_dir, csv_dir, dir->tmp,
+             label, a->split, a->ablate ? "; ablated='" : "", a->ablate ? a->ablate : "",
+             a->ablate ? "'" : "");
     return cli_chart(dir, script, vars, "heads");
 }
 
@@ -179,6 +212,9 @@ static void summary(const HeadsArgs *a, const Config *c, const HeadsReport *r) {
               bs = best(r, LH, sink_of);
     printf("previous-token head: layer %d head %d (%.2f before position %d, %.2f after)\n",
            bp / c->NH, bp % c->NH, r->h[bp].prev_before, a->split, r->h[bp].prev_after);
+    if (a->ablate)
+        printf("measured with heads %s ablated (%s)\n", a->ablate,
+               a->ablate_zero ? "their output zeroed" : "their output replaced by its mean over the text");
     printf("induction head: layer %d head %d (%.2f at its worst copy length)\n", bi / c->NH,
            bi % c->NH, r->h[bi].induction);
     for (int li = 0; li < r->nlens; li++)
@@ -201,7 +237,19 @@ static int measure(HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
     int rc = model_args_load(&a->model, 0, &ld);
     if (rc) return rc;
     const Config *c = &ld.model.cfg;
-    if ((rc = check_lens(a, c)) == 0 && (rc = check_text(a, &ld)) == 0) {
+    uint64_t *off = NULL;
+    float *fill = NULL;
+    if (a->ablate && (!(off = calloc((size_t)c->L, sizeof *off)) ||
+                      !(fill = malloc((size_t)c->L * c->C * sizeof *fill))))
+        rc = cli_fail("out of memory", "--ablate");
+    if (rc == 0 && off && (rc = parse_ablate(a->ablate, c, off)) == 0) {
+        /* the mean over the text of the unablated model: what each ablated head outputs */
+        if (!a->ablate_zero && heads_mean_z(&ld.model, ld.prompt, ld.T, fill))
+            rc = cli_fail("a forward pass failed measuring the heads' mean output", "--ablate");
+        ld.model.head_off = off;
+        ld.model.head_fill = a->ablate_zero ? NULL : fill;
+    }
+    if (rc == 0 && (rc = check_lens(a, c)) == 0 && (rc = check_text(a, &ld)) == 0) {
         const HeadsSpec sp = {.text = ld.prompt, .n = ld.T, .split = a->split, .lens = a->lens,
                               .nlens = a->nlens, .S = a->S, .seed = a->seed, .bos = c->bos};
         HeadsReport r;
@@ -212,6 +260,10 @@ static int measure(HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
             summary(a, c, &r);
         if (!m) heads_report_free(&r);
     }
+    ld.model.head_off = NULL;
+    ld.model.head_fill = NULL;
+    free(off);
+    free(fill);
     loaded_free(&ld);
     return rc;
 }

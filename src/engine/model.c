@@ -505,6 +505,24 @@ static int qkv_fast(const ForwardCall *call, KVCache *cache, int l, int n, FlopC
     return rc;
 }
 
+/* s.atty (n, NH·hs), the heads' outputs z, once layer l's ablated heads (Model.head_off)
+ * are replaced in each of the n rows by their part of head_fill's row l, or zeroed without
+ * head_fill: what attn.c_proj then mixes no longer depends on those heads' inputs. */
+static float *ablated_z(Model *m, int l, int n) {
+    const int NH = m->cfg.NH, hs = m->cfg.C / NH;
+    const uint64_t off = m->head_off ? m->head_off[l] : 0;
+    const float *fill = m->head_fill ? m->head_fill + (size_t)l * m->cfg.C : NULL;
+    float *atty = m->s.atty;
+    for (int h = 0; h < NH && h < 64; h++)
+        if (off >> h & 1u)
+            for (int i = 0; i < n; i++) {
+                float *z = atty + ((size_t)i * NH + h) * hs;
+                if (fill) memcpy(z, fill + (size_t)h * hs, (size_t)hs * sizeof *z);
+                else memset(z, 0, (size_t)hs * sizeof *z);
+            }
+    return atty;
+}
+
 /* ---- where the KV cache lives ------------------------------------------------
  * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
  * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
@@ -548,7 +566,8 @@ static int attention_layer(const ForwardCall *call, KVCache *cache, int l, int n
     if ((rc = fire(call, HOOK_ATTN_SCORES, l, s->scores, 3, NH, n, T)) ||
         (rc = fire(call, HOOK_PATTERN, l, s->pattern, 3, NH, n, T)))
         return rc;
-    return fire(call, HOOK_Z, l, s->atty, 3, n, NH, hs);
+    /* z, as --ablate leaves it (ablated_z only when a head is off) */
+    return fire(call, HOOK_Z, l, m->head_off ? ablated_z(m, l, n) : s->atty, 3, n, NH, hs);
 }
 
 /* hook_step_end: what the step did, with the evictions the caller reported. */

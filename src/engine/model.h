@@ -116,6 +116,13 @@ typedef struct {
     KernPanels fast; /* the matrices as the vector kernels read them (kernels.h); empty
                       * with the plain kernels */
     int owns_fast;  /* 1 if fast is ours to free */
+    /* NULL, or (cfg.L) masks of ablated heads (not owned): bit h of head_off[l] set,
+     * model_forward replaces head h's output z in layer l (hook_z sees the replacement)
+     * before attn.c_proj by head_fill's (L, C) row l, channels h·hs .. h·hs+hs−1 (its mean
+     * over some text: mean ablation), or by zeros when head_fill is NULL (zero ablation):
+     * as if the head no longer read its input. model_forward_rows ignores them. */
+    const uint64_t *head_off;
+    const float *head_fill;
 } Model;
 
 /* Built-in weights from `seed` (see model.c for the PRNG and the scales).

@@ -127,6 +127,39 @@ static void report_scores(HeadsReport *r, const HeadsSpec *sp, const Acc *a, siz
     }
 }
 
+/* Hook: each step's z (one row, NH·hs) added into its layer's row of the sums. */
+typedef struct {
+    double *sum; /* (L, C) */
+    int C;
+} ZSum;
+static int on_z(const HookEvent *ev, void *user) {
+    ZSum *z = user;
+    const size_t nc = (size_t)ev->shape[1] * ev->shape[2];
+    for (int i = 0; i < ev->shape[0]; i++)
+        for (size_t c = 0; c < nc; c++) z->sum[(size_t)ev->layer * z->C + c] += ev->data[i * nc + c];
+    return 0;
+}
+
+int heads_mean_z(Model *m, const int *text, int n, float *mean) {
+    const size_t LC = (size_t)m->cfg.L * m->cfg.C;
+    ZSum z = {calloc(LC, sizeof(double)), m->cfg.C};
+    if (!z.sum) return -1;
+    Hooks hk;
+    hooks_init(&hk);
+    Generator g;
+    int rc = hooks_subscribe(&hk, HOOK_BIT(HOOK_Z), on_z, &z) ? -2 : 0;
+    if (!rc && generator_init(&g, m, GEN_CACHE)) rc = -1;
+    if (!rc) {
+        int f = generator_prefill(&g, text, 1, &hk);
+        for (int i = 1; i < n && !f; i++) f = generator_decode(&g, text[i], i, &hk);
+        generator_free(&g);
+        if (f) rc = -2;
+    }
+    for (size_t k = 0; k < LC && !rc; k++) mean[k] = (float)(z.sum[k] / n);
+    free(z.sum);
+    return rc;
+}
+
 int heads_measure(Model *m, const HeadsSpec *sp, HeadsReport *r) {
     const size_t LH = (size_t)m->cfg.L * m->cfg.NH;
     memset(r, 0, sizeof *r);

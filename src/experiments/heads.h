@@ -68,6 +68,12 @@ enum { HEADS_BYTE_LO = 32, HEADS_BYTE_HI = 126 };
 /* Tokens of one repeated sequence: 2R, and the start token in front when bos ≥ 0. */
 static inline int heads_seq_len(int R, int bos) { return 2 * R + (bos >= 0); }
 
+/* Every head's mean output z over the n tokens of text, as the model reads them one
+ * decode step at a time: into mean (L, C), row l holding layer l's heads side by side —
+ * what a mean ablation puts in a head's place (model.h: Model.head_fill). Run it on the
+ * unablated model. 0, -1 out of memory, -2 a forward pass failed. */
+int heads_mean_z(Model *m, const int *text, int n, float *mean);
+
 /* Measure every head of m as spec says. 0, -1 out of memory, -2 a forward pass failed. */
 int heads_measure(Model *m, const HeadsSpec *spec, HeadsReport *r);
 void heads_report_free(HeadsReport *r);

@@ -93,6 +93,8 @@ typedef struct {
     int gif;                /* write the decode_stair GIFs */
     int raw;                /* 1: the pixel heatmaps; 0: the figures (matrix_figs.h) */
     int svg;                /* figures: an SVG twin beside every PNG */
+    const char *head_names; /* figures: "L.H=name,..." naming heads in the titles, or NULL */
+    const char *prompt_name; /* figures: what the prompt is, in the titles, or NULL */
 } HeatmapConfig;
 
 /* The figures' GIF: the staircase figures as frames (attn_observer_figs.c). */
@@ -133,6 +135,7 @@ typedef struct {
     int *slot_pos;       /* figures: the position each cache slot holds (decode) */
     int pos_cap, t_cache;
     TokenTexts tok;      /* the bytes of the token at each position */
+    char fig_head[96];   /* figures: the name --fig-heads gives the head being drawn */
     int files;           /* files written so far */
     int failed;          /* set once; every later event is ignored */
     char err[512];       /* the first error: "<file>: <reason>" */

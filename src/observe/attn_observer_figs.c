@@ -69,8 +69,26 @@ static int w_heads(const void *f, const char *p, const char *s, char *e, size_t 
     return heatfig_heads(f, p, s, e, n);
 }
 
-static HfWhere where(const Heatmap *h, const HookEvent *ev, int hd) {
-    HfWhere w = {&h->tok, ev->layer, hd, ev->step, h->T0};
+/* The name head_names gives head hd of layer l ("1.4=induction head,..."), copied into
+ * b, or NULL. */
+static const char *head_name(const char *names, int l, int hd, char *b, size_t n) {
+    char key[32];
+    const int k = snprintf(key, sizeof key, "%d.%d=", l, hd);
+    for (const char *p = names; p && *p; p += strcspn(p, ","), p += *p == ',') {
+        if (strncmp(p, key, (size_t)k) != 0) continue;
+        const size_t len = strcspn(p + k, ",");
+        snprintf(b, n, "%.*s", (int)(len < n ? len : n - 1), p + k);
+        return b;
+    }
+    return NULL;
+}
+
+/* The figure's place; the head's name goes into h->fig_head, which lives as long as the
+ * figure being drawn (one at a time). */
+static HfWhere where(Heatmap *h, const HookEvent *ev, int hd) {
+    HfWhere w = {&h->tok, ev->layer, hd, ev->step, h->T0,
+                 head_name(h->cfg.head_names, ev->layer, hd, h->fig_head, sizeof h->fig_head),
+                 h->cfg.prompt_name};
     return w;
 }
 

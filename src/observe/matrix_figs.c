@@ -13,10 +13,13 @@ static const Rgb INK = {34, 34, 34}, SOFT = {85, 85, 85}, FRAME = {128, 128, 128
 static const Rgb WHITE = {255, 255, 255}, BLACK = {0, 0, 0};
 #define ORANGE COLOR_NEWEST
 
+/* Every text at least TEXT_PX: 18 px when the 1600 × 900 canvas fills a 1280 × 720
+ * slide (what `make check-figures` asks of every figure). */
+#define TEXT_PX 23
 #define TITLE_PX 30
-#define SUB_PX 19
-#define HEAD_PX 19
-#define CAP_PX 19
+#define SUB_PX TEXT_PX
+#define HEAD_PX TEXT_PX
+#define CAP_PX TEXT_PX
 
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
@@ -49,14 +52,13 @@ static void cell_number(Fig *f, int x, int y, int w, int h, Rgb bg, const char *
 
 /* ---- token labels ---- */
 
-/* Labels are at least LABEL_MIN_PX at the published size (readable on a slide shown
- * at a third of it). Every row or column is labelled while its cells are tall enough
+/* Labels are at least LABEL_MIN_PX at the published size (18 px on a 1280 × 720 slide). Every row or column is labelled while its cells are tall enough
  * for that; beyond, every k-th position is (axis_stride), with a tick at each label,
  * and the figure says which: stride_note. */
-#define LABEL_MIN_PX 14
+#define LABEL_MIN_PX TEXT_PX
 #define TICK_PX 4
 
-static double label_px(int cell) { return clampi(cell * 3 / 4, LABEL_MIN_PX, 20); }
+static double label_px(int cell) { return clampi(cell * 3 / 4, LABEL_MIN_PX, 26); }
 
 /* The smallest k of 1, 2, 3, 4, 5, 10, 20, 25, 50, 100, … with k cells of cell px
  * holding a label of label_px(cell) and a little air. */
@@ -165,7 +167,7 @@ static void colorbar_v(Fig *f, int x, int y, int w, int h, float R, const char *
         fmt_tick(t, sizeof t, v);
         const double yy = y + h - u * h;
         fig_line(f, x + w, yy, x + w + 6, yy, INK, 1);
-        double tw = fig_text_mid(f, x + w + 10, yy, 17, FIG_LEFT, INK, t);
+        double tw = fig_text_mid(f, x + w + 10, yy, TEXT_PX, FIG_LEFT, INK, t);
         if (tw > maxw) maxw = tw;
     }
     fig_text_turned(f, x + w + 22 + maxw + 6, y + h / 2.0, CAP_PX, 90, FIG_CENTER, INK, cap);
@@ -184,14 +186,26 @@ static void colorbar_h(Fig *f, int x, int y, int w, int h, float R, const char *
         char t[32];
         fmt_tick(t, sizeof t, v);
         fig_line(f, x + u * w, y + h, x + u * w, y + h + 5, INK, 1);
-        fig_text(f, x + u * w, y + h + 22, 16, FIG_CENTER, INK, t);
+        fig_text(f, x + u * w, y + h + 26, TEXT_PX, FIG_CENTER, INK, t);
     }
-    fig_text(f, x + w / 2.0, y - 8, 17, FIG_CENTER, INK, cap);
+    fig_text(f, x + w / 2.0, y - 8, TEXT_PX, FIG_CENTER, INK, cap);
 }
 
 static void titles(Fig *f, const char *title, const char *sub) {
     fig_text(f, HEATFIG_W / 2.0, 44, TITLE_PX, FIG_CENTER, BLACK, title);
     if (sub) fig_text(f, HEATFIG_W / 2.0, 78, SUB_PX, FIG_CENTER, SOFT, sub);
+}
+
+/* "layer 1, head 4", or with the names the run gave: "induction head (layer 1, head 4)
+ * on 100 random bytes ×2" — the title then says what is shown, not only where. */
+static const char *where_words(char *b, size_t n, const HfWhere *w) {
+    int k;
+    if (w->head_name && *w->head_name)
+        k = snprintf(b, n, "%s (layer %d, head %d)", w->head_name, w->layer, w->head);
+    else k = snprintf(b, n, "layer %d, head %d", w->layer, w->head);
+    if (w->prompt_name && *w->prompt_name && k >= 0 && (size_t)k < n)
+        snprintf(b + k, n - (size_t)k, "%s%s", " on ", w->prompt_name);
+    return b;
 }
 
 static const char *what(int scores) {
@@ -206,29 +220,28 @@ typedef struct {
     char title[256], sub[256];
 } SquareDraw;
 
-/* The matrix takes the height between the titles and the key labels, and up to twice
- * that in width (cells at most twice as wide as tall), so that it fills the canvas
- * instead of its middle third; the colour bar sits right of it. */
+/* The matrix takes the height between the titles and the key labels; its cells are
+ * square (queries and keys are the same tokens, so a diagonal runs at 45°); the colour
+ * bar sits right of it. */
 #define SQ_TOP 100
 #define SQ_BOTTOM 86 /* the key labels and the caption */
 static void square_layout(SquareDraw *d) {
     const int n = d->s->m.rows;
     const int aw = HEATFIG_W - 170 - (d->s->steps > 0 ? 380 : 240), ah = HEATFIG_H - SQ_TOP - SQ_BOTTOM;
-    d->ch = clampi(ah / n, 1, 64);
-    d->cw = clampi(aw / n, d->ch, imin(2 * d->ch, 64));
-    if (d->cw * n > aw) d->cw = d->ch = clampi(imin(aw, ah) / n, 1, 64);
+    d->cw = d->ch = clampi(imin(aw, ah) / n, 1, 64);
     d->x0 = 170 + (aw - n * d->cw) / 2;
     d->y0 = SQ_TOP + (ah - n * d->ch) / 2;
     const HfSquare *s = d->s;
+    char wh[160];
+    where_words(wh, sizeof wh, &s->at);
     if (s->at.step == 0 && s->steps > 0)
-        snprintf(d->title, sizeof d->title, "Prefill (step 0 of %d), layer %d, head %d: %s",
-                 s->steps, s->at.layer, s->at.head, what(s->scores));
+        snprintf(d->title, sizeof d->title, "Prefill (step 0 of %d), %s: %s", s->steps, wh,
+                 what(s->scores));
     else if (s->at.step == 0)
-        snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: %s", s->at.layer,
-                 s->at.head, what(s->scores));
+        snprintf(d->title, sizeof d->title, "Prefill, %s: %s", wh, what(s->scores));
     else
-        snprintf(d->title, sizeof d->title, "Decode step %d of %d, layer %d, head %d: %s, every row so far",
-                 s->at.step, s->steps, s->at.layer, s->at.head, what(s->scores));
+        snprintf(d->title, sizeof d->title, "Decode step %d of %d, %s: %s, every row so far",
+                 s->at.step, s->steps, wh, what(s->scores));
     if (s->at.step == 0 && !s->scores)
         snprintf(d->sub, sizeof d->sub, "row: one query token's softmax over the keys it may see "
                  "(the row sums to 1); grey: future keys, masked");
@@ -239,6 +252,65 @@ static void square_layout(SquareDraw *d) {
         snprintf(d->sub, sizeof d->sub, "the prefill's %d rows, then one row per decode step; "
                  "orange frame: the row of this step (1×%d)%s", s->at.T0, s->new0 + 1,
                  s->evicted ? "; hatched: evicted from the cache" : "");
+}
+
+/* ---- marks on the cells a caption talks about ---- */
+
+/* Text on a white box (legible over the grey of the masked cells). */
+static void boxed_text(Fig *f, double x, double y, FigAlign a, Rgb c, const char *t) {
+    const double w = fig_text_width(f, TEXT_PX, t);
+    const double x0 = a == FIG_LEFT ? x : a == FIG_CENTER ? x - w / 2 : x - w;
+    fig_rect(f, x0 - 6, y - TEXT_PX, w + 12, TEXT_PX * 1.45, WHITE);
+    fig_text(f, x, y, TEXT_PX, a, c, t);
+}
+
+static float sq_w(const HfMatrix *m, int r, int c) {
+    if (m->state && m->state[(size_t)r * m->cols + c] != HF_VALUE) return 0.0f;
+    return m->v[(size_t)r * m->sr + (size_t)c * m->sc];
+}
+
+/* A prefill's weights: the brightest line parallel to the diagonal — the rows a..b whose
+ * weight on key r − d is at least MARK_W, d ≥ 1, MARK_ROWS rows or more, the largest sum
+ * of weight — and the weight on key 0 (the sink), each marked with an arrow and its mean
+ * when it is there: what a caption says to look at (the previous token, the copy target,
+ * the sink) found in the numbers, not placed by hand. */
+#define MARK_W 0.3f
+#define MARK_ROWS 5
+static void square_marks(Fig *f, const SquareDraw *d) {
+    const HfSquare *s = d->s;
+    const HfMatrix *m = &s->m;
+    const int n = s->nrows, cw = d->cw, SW = m->cols * cw, S = m->rows * d->ch;
+    if (s->scores || s->at.step != 0 || n < 2 * MARK_ROWS) return;
+    double best = 0, bmean = 0;
+    int bd = 0, ba = 0, bb = 0;
+    for (int dd = 1; dd < n - MARK_ROWS; dd++)
+        for (int r = dd; r < n;) {
+            if (sq_w(m, r, r - dd) < MARK_W) { r++; continue; }
+            int e = r;
+            double sum = 0;
+            for (; e < n && sq_w(m, e, e - dd) >= MARK_W; e++) sum += sq_w(m, e, e - dd);
+            if (e - r >= MARK_ROWS && sum > best) best = sum, bd = dd, ba = r, bb = e - 1, bmean = sum / (e - r);
+            r = e;
+        }
+    char t[160];
+    if (bd) {
+        const int rm = (ba + bb) / 2;
+        const double tx = d->x0 + SW * 0.62, ty = d->y0 + S * 0.30;
+        if (bd == 1) snprintf(t, sizeof t, "key i − 1, the previous token: %.2f", bmean);
+        else snprintf(t, sizeof t, "key i − %d, rows %d–%d: %.2f", bd, ba, bb, bmean);
+        fig_arrow(f, tx, ty + 10, d->x0 + (rm - bd + 0.5) * cw + 3, d->y0 + (rm + 0.5) * d->ch - 3,
+                  BLACK, 2.5);
+        boxed_text(f, tx, ty, FIG_CENTER, BLACK, t);
+    }
+    double sink = 0;
+    for (int r = 1; r < n; r++) sink += sq_w(m, r, 0);
+    sink /= n - 1;
+    if (sink >= MARK_W) {
+        const double tx = d->x0 + SW * 0.30, ty = d->y0 + S * 0.10;
+        snprintf(t, sizeof t, "key 0, the sink: %.2f on average", sink);
+        fig_arrow(f, tx - 40, ty + 10, d->x0 + cw / 2.0 + 2, d->y0 + S * 0.25, BLACK, 2.5);
+        boxed_text(f, tx - 60, ty, FIG_LEFT, BLACK, t);
+    }
 }
 
 static int square_draw(Fig *f, void *user) {
@@ -269,12 +341,13 @@ static int square_draw(Fig *f, void *user) {
         if (s->new_n)
             fig_frame(f, d->x0 - 1, d->y0 + s->new0 * c - 1, (s->new0 + 1) * cw + 2,
                       s->new_n * c + 2, ORANGE, 3);
-        fig_text(f, d->x0 + SW + 16, d->y0 + s->at.T0 * c + 18, 16, FIG_LEFT, SOFT,
-                 "▌ rows of decode steps");
+        fig_text(f, d->x0 + SW + 16, d->y0 + s->at.T0 * c + 22, TEXT_PX, FIG_LEFT, SOFT,
+                 "▌ decode rows");
     }
+    square_marks(f, d);
     if (s->scores) snprintf(cap, sizeof cap, "score (±%g: the prefill's largest |score|)", (double)s->m.R);
     else snprintf(cap, sizeof cap, "weight (0 to 1)");
-    colorbar_v(f, d->x0 + SW + (s->steps > 0 ? 200 : 60), d->y0, 26, imax(S, 200), s->m.R, cap);
+    colorbar_v(f, d->x0 + SW + (s->steps > 0 ? 230 : 60), d->y0, 26, imax(S, 200), s->m.R, cap);
     return 0;
 }
 
@@ -318,45 +391,37 @@ typedef struct {
     char title[256];
 } QkvDraw;
 
-/* Q | Kᵀ | V in a row, each filling the height under the titles. Tokens and channels
- * have their own cell sizes (as in the step figure): the token axis takes the height
- * (Q and V run down it) and Kᵀ's width is the same tokens across; Q and V share the
- * width left for channels. Kᵀ's channels get cells of their own height, so that Kᵀ,
- * its token labels and the colour bar under them fill the middle column down to the
- * channel ticks of Q and V instead of a strip at its top. */
+/* Q | Kᵀ | V in a row, drawn to scale: one cell size u for a token and for a channel,
+ * so that Q (T×hs) and V are as wide as hs channels and as tall as T tokens and Kᵀ
+ * (hs×T) is the same rectangle turned; the channel axis is hs·u long in all three.
+ * The colour bar goes under the tallest panel's labels. */
 #define QKV_TOP 134
-#define QKV_FREE_H (HEATFIG_H - QKV_TOP - 50) /* above the channel ticks */
-#define QKV_BOTTOM (QKV_TOP + QKV_FREE_H + 22) /* the lowest text: channel ticks, bar ticks */
-#define QKV_BAR_ABOVE 30 /* from Kᵀ's labels to the bar: its caption and some air */
+#define QKV_BELOW 150 /* under the panels: token labels, channel ticks, the colour bar */
+#define QKV_BAR_ABOVE 40 /* from the lowest labels to the bar: its caption and some air */
 #define QKV_BAR_H 18
-#define QKV_BAR_BELOW 26 /* the bar's tick numbers */
 static void qkv_layout(QkvDraw *d) {
-    const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 50, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
-    d->ut = clampi(QKV_FREE_H / T, 1, 48);
-    d->uc = clampi((aw - T * d->ut) / (2 * hs), 1, 40);
-    while (2 * hs * d->uc + T * d->ut > aw && (d->uc > 1 || d->ut > 1)) { /* very long T */
-        if (d->ut > 1) d->ut--;
-        if (2 * hs * d->uc + T * d->ut > aw && d->uc > 1) d->uc--;
-    }
-    const int w = 2 * LAB + 2 * hs * d->uc + T * d->ut + 2 * G;
+    const int T = d->q->T, hs = d->q->hs, LAB = 100, G = 60, aw = HEATFIG_W - 80 - 2 * LAB - 2 * G;
+    const int ah = HEATFIG_H - QKV_TOP - QKV_BELOW;
+    const int u = clampi(imin(aw / (2 * hs + T), ah / imax(T, hs)), 1, 48);
+    d->ut = d->uc = d->uk = u;
+    const int w = 2 * LAB + (2 * hs + T) * u + 2 * G;
     d->W = HEATFIG_W;
     const int x0 = (HEATFIG_W - w) / 2, top = QKV_TOP;
     d->xq = x0 + LAB, d->yq = top;
-    d->xk = d->xq + hs * d->uc + G, d->yk = top;
-    d->xv = d->xk + T * d->ut + G + LAB, d->yv = top;
-    snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: Q, K^T and V of the %d prompt tokens",
-             d->q->at.layer, d->q->at.head, T);
+    d->xk = d->xq + hs * u + G + LAB / 2, d->yk = top;
+    d->xv = d->xk + T * u + G + LAB / 2, d->yv = top;
+    char wh[160];
+    snprintf(d->title, sizeof d->title, "Prefill, %s: Q, K^T and V of the %d prompt tokens",
+             where_words(wh, sizeof wh, &d->q->at), T);
 }
 
-/* Kᵀ's channel cells: as tall as lets Kᵀ, its token labels (klab high) and the colour
- * bar end at QKV_BOTTOM, however few channels a head has (--heads 16 of a narrow
- * model: a few tall bands), so that the middle column is never half empty. */
+/* The colour bar under the lowest text of the panels: Kᵀ's token labels (klab high) or
+ * Q's and V's channel ticks. */
 static void qkv_fit_k(QkvDraw *d) {
-    const int hs = d->q->hs;
-    const int room = QKV_BOTTOM - d->yk - d->klab - QKV_BAR_ABOVE - QKV_BAR_H - QKV_BAR_BELOW;
-    d->uk = imax(room / hs, 1);
-    d->xbar = d->xk + d->q->T * d->ut / 2;
-    d->ybar = d->yk + hs * d->uk + d->klab + QKV_BAR_ABOVE;
+    const int hs = d->q->hs, T = d->q->T, u = d->ut;
+    const int low = imax(d->yk + hs * u + d->klab, d->yq + T * u + 30);
+    d->xbar = HEATFIG_W / 2;
+    d->ybar = low + QKV_BAR_ABOVE;
 }
 
 /* Measures Kᵀ's token labels by drawing them on a scratch canvas (see qkv_fit_k). */
@@ -375,24 +440,24 @@ static int qkv_measure(Fig *f, void *user) {
 static void channel_ticks_x(Fig *f, int x0, int y, int u, int hs) {
     char b[16];
     snprintf(b, sizeof b, "%d", hs - 1);
-    const double need = fig_text_width(f, 15, "channel") + 2 * fig_text_width(f, 15, b) + 16;
+    const double need = fig_text_width(f, TEXT_PX, "channel") + 2 * fig_text_width(f, TEXT_PX, b) + 16;
     if (hs * u >= need) {
-        fig_text(f, x0 + u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "0");
-        fig_text(f, x0 + (hs - 0.5) * u, y + 18, 15, FIG_CENTER, SOFT, b);
+        fig_text(f, x0 + u / 2.0, y + 18, TEXT_PX, FIG_CENTER, SOFT, "0");
+        fig_text(f, x0 + (hs - 0.5) * u, y + 18, TEXT_PX, FIG_CENTER, SOFT, b);
     }
-    fig_text(f, x0 + hs * u / 2.0, y + 18, 15, FIG_CENTER, SOFT, "channel");
+    fig_text(f, x0 + hs * u / 2.0, y + 18, TEXT_PX, FIG_CENTER, SOFT, "channel");
 }
 
 /* The same left of Kᵀ's channel rows (x: Kᵀ's left edge), "channel" turned. */
 static void channel_ticks_y(Fig *f, int x, int y0, int u, int hs) {
     char b[16];
     snprintf(b, sizeof b, "%d", hs - 1);
-    const double word = fig_text_width(f, 15, "channel");
-    if (hs * u >= word + 2 * 15 + 16) {
-        fig_text_mid(f, x - 5, y0 + u / 2.0, 15, FIG_RIGHT, SOFT, "0");
-        if (hs > 1) fig_text_mid(f, x - 5, y0 + (hs - 0.5) * u, 15, FIG_RIGHT, SOFT, b);
+    const double word = fig_text_width(f, TEXT_PX, "channel");
+    if (hs * u >= word + 2 * TEXT_PX + 16) {
+        fig_text_mid(f, x - 5, y0 + u / 2.0, TEXT_PX, FIG_RIGHT, SOFT, "0");
+        if (hs > 1) fig_text_mid(f, x - 5, y0 + (hs - 0.5) * u, TEXT_PX, FIG_RIGHT, SOFT, b);
     }
-    fig_text_turned(f, x - 36, y0 + hs * u / 2.0, 15, -90, FIG_CENTER, SOFT, "channel");
+    fig_text_turned(f, x - 36, y0 + hs * u / 2.0, TEXT_PX, -90, FIG_CENTER, SOFT, "channel");
 }
 
 /* The panels' headings; Q's ends at Q's right edge where Q is too narrow for it (a head
@@ -441,7 +506,7 @@ static int qkv_draw(Fig *f, void *user) {
     channel_ticks_y(f, d->xk, d->yk, d->uk, hs);
     char cap[96];
     snprintf(cap, sizeof cap, "Q, K and V on one scale: ±%g (their largest |value|)", (double)q->R);
-    const int wbar = imax(imin(T * d->ut, 440), 300);
+    const int wbar = 480;
     colorbar_h(f, d->xbar - wbar / 2, d->ybar, wbar, QKV_BAR_H, q->R, cap);
     return 0;
 }
@@ -482,15 +547,15 @@ typedef struct {
 static void step_layout_decode(StepDraw *d) {
     const HfStep *s = d->s;
     d->ch = clampi(548 / (s->t_max + 2), 2, 40);
-    d->sw = imax(d->ch, d->ch >= 15 ? 68 : 58); /* room for the numbers, or for the headers */
-    d->cw = clampi((HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G - 14 - 2 * d->sw) / (2 * s->hs), 1, 16);
-    const int w = STEP_LAB + 2 * s->hs * d->cw + 2 * STEP_G + 14 + 2 * d->sw;
+    d->sw = imax(d->ch, 80); /* room for the numbers and for the headers ("q·k/√hs") */
+    d->cw = clampi((HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G - 24 - 2 * d->sw) / (2 * s->hs), 1, 16);
+    const int w = STEP_LAB + 2 * s->hs * d->cw + 2 * STEP_G + 24 + 2 * d->sw;
     d->xk = (HEATFIG_W - w) / 2 + STEP_LAB;
     d->xq = d->xk;
     d->yq = 134;
     d->yk = d->yq + d->ch + 48;
     d->xs = d->xk + s->hs * d->cw + STEP_G;
-    d->xw = d->xs + d->sw + 14;
+    d->xw = d->xs + d->sw + 24;
     d->xv = d->xw + d->sw + STEP_G;
     d->ys = d->yk;
     d->xz = d->xv;
@@ -528,14 +593,16 @@ static int step_setup(StepDraw *d) {
         toklabel_visible(s->at.tok->bytes[p], s->at.tok->len[p], tok, sizeof tok);
     if (s->n == 1) {
         step_layout_decode(d);
-        snprintf(d->title, sizeof d->title, "Decode step %d, layer %d, head %d: one query against the cache",
-                 s->at.step, s->at.layer, s->at.head);
+        char wh[160];
+        snprintf(d->title, sizeof d->title, "Decode step %d, %s: one query against the cache",
+                 s->at.step, where_words(wh, sizeof wh, &s->at));
         snprintf(d->sub, sizeof d->sub, "the new token %s (position %d) reads all %d cached keys and "
                  "values; its own k and v were appended as the last row", tok, p, s->t);
     } else {
         step_layout_prefill(d);
-        snprintf(d->title, sizeof d->title, "Prefill, layer %d, head %d: all %d prompt tokens at once",
-                 s->at.layer, s->at.head, s->n);
+        char wh[160];
+        snprintf(d->title, sizeof d->title, "Prefill, %s: all %d prompt tokens at once",
+                 where_words(wh, sizeof wh, &s->at), s->n);
         char note[64];
         snprintf(d->sub, sizeof d->sub, "every query row against every key row (T×hs against T×hs), "
                  "the causal mask, the softmax, the weighted sum of the values%s",
@@ -588,10 +655,10 @@ static int step_draw_decode(Fig *f, const StepDraw *d) {
     step_head(f, d->xk, d->yk - 12, "K cache (%d×%d): one key per token%s", t, hs, "");
     step_head(f, d->xv, d->yk - 12, "V cache (%d×%d): one value per token%s", t, hs, "");
     step_head(f, d->xz, d->yz + ch + 24, "z (%d×%d) = Σ weight × value: the head's output%s", 1, hs, "");
-    fig_text(f, d->xs + d->sw / 2.0, d->yk - 34, 16, FIG_CENTER, INK, "score");
-    fig_text(f, d->xs + d->sw / 2.0, d->yk - 12, 16, FIG_CENTER, SOFT, "q·k/√hs");
-    fig_text(f, d->xw + d->sw / 2.0, d->yk - 34, 16, FIG_CENTER, INK, "weight");
-    fig_text(f, d->xw + d->sw / 2.0, d->yk - 12, 16, FIG_CENTER, SOFT, "softmax");
+    fig_text(f, d->xs + d->sw / 2.0, d->yk - 34, TEXT_PX, FIG_CENTER, INK, "score");
+    fig_text(f, d->xs + d->sw / 2.0, d->yk - 12, TEXT_PX, FIG_CENTER, SOFT, "q·k/√hs");
+    fig_text(f, d->xw + d->sw / 2.0, d->yk - 34, TEXT_PX, FIG_CENTER, INK, "weight");
+    fig_text(f, d->xw + d->sw / 2.0, d->yk - 12, TEXT_PX, FIG_CENTER, SOFT, "softmax");
     fig_arrow(f, d->xq + hs * cw + 12, d->yq + ch / 2.0, d->xs - 6, d->yk - 40, SOFT, 2);
     fig_arrow(f, d->xv + hs * cw / 2.0, d->yk + t * ch + 6, d->xv + hs * cw / 2.0, d->yz - 4, SOFT, 2);
     const int y = d->yk + (t - 1) * ch; /* the new token's row */
@@ -690,8 +757,9 @@ static void heads_layout(HeadsDraw *d) {
     const int rows = (NH + best - 1) / best;
     d->x0 = 160 + (aw - (best * d->P + (best - 1) * d->gx)) / 2;
     d->y0 = 110 + d->gy + (ah - rows * (d->P + d->gy)) / 2;
-    snprintf(d->title, sizeof d->title, "Prefill, layer %d: the attention weights of all %d heads",
-             d->h->at.layer, NH);
+    const char *pn = d->h->at.prompt_name;
+    snprintf(d->title, sizeof d->title, "Prefill, layer %d: the attention weights of all %d heads%s%s",
+             d->h->at.layer, NH, pn && *pn ? " on " : "", pn && *pn ? pn : "");
 }
 
 static int heads_draw(Fig *f, void *user) {
@@ -710,7 +778,7 @@ static int heads_draw(Fig *f, void *user) {
         draw_matrix(f, &w, x, y, d->u, d->u);
         char b[32];
         snprintf(b, sizeof b, "head %d", i);
-        fig_text(f, x + d->P / 2.0, y - 9, 18, FIG_CENTER, INK, b);
+        fig_text(f, x + d->P / 2.0, y - 9, TEXT_PX, FIG_CENTER, INK, b);
         if (c == 0 && d->u >= 8) row_labels(f, l, m, x - 5, y, d->u, -1);
         if ((r == rows - 1 || i + d->cols >= h->NH) && d->u >= 8 && d->P >= 60)
             col_labels(f, l, m, x, d->u, y + d->P);

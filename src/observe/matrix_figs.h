@@ -1,11 +1,12 @@
 /* matrix_figs.h — the heatmap figures of `kvscope run --heatmaps`, for slides: each a
  * title (phase, step, layer, head, what the value is), the token texts on its axes
  * (toklabel.h), a colour bar with its range, ≥ 800 px on its short side; drawn once
- * by figure.h into a PNG and its SVG twin. Token labels are at least 14 px: every row
- * and column is labelled while its cells are tall (wide) enough for that, else every
- * k-th (k = 2, 3, 4, 5, 10, 20, 25, 50, …) with a tick mark, and the axis caption or the
- * subtitle says so ("every 4th token labelled"). The square's cells may be up to twice
- * as wide as tall, so that a long prompt fills the canvas' width.
+ * by figure.h into a PNG and its SVG twin. Every text is at least 23 px, 18 px when the
+ * 1600 × 900 canvas fills a 1280 × 720 slide: every row and column is labelled while its
+ * cells are tall (wide) enough for that, else every k-th (k = 2, 3, 4, 5, 10, 20, 25,
+ * 50, …) with a tick mark, and the axis caption or the subtitle says so ("every 4th
+ * token labelled"). The square's cells are square (queries and keys are the same
+ * tokens); Q, Kᵀ and V are drawn to scale (one cell size for a token and a channel).
  *
  * Colours are those of colormap.h: weights in [0, 1] viridis, signed values cool–warm
  * over [-R, R] (clipped beyond), masked (future) cells COLOR_MASKED grey, evicted
@@ -51,6 +52,8 @@ typedef struct {
     int layer, head;
     int step;   /* 0: prefill */
     int T0;     /* prompt tokens */
+    const char *head_name;   /* what the head is ("induction head"), or NULL */
+    const char *prompt_name; /* what the prompt is ("100 random bytes ×2"), or NULL */
 } HfWhere;
 
 /* The attention square. Row r is query position r, column c key position c (or

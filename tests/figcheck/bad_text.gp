@@ -1,6 +1,6 @@
 reset
 # bad_text.gp — a figure made bad on purpose, for the self-test of `make check-figures`:
-# a label of 8 (10.7 px at the published size, under 14) and two labels drawn over each
+# a label of 8 (10.7 px at the published size, under 14, let alone the 22.5 px a 1600×900 figure needs to show 18 px at 1280×720) and two labels drawn over each
 # other. Its SVG is committed as tests/figcheck/bad_text.svg; to redraw it:
 #     gnuplot -e "out='tests/figcheck/bad_text'" tests/figcheck/bad_text.gp
 load 'plots/style.gp'

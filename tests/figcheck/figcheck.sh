@@ -9,7 +9,9 @@
 #   - every heatmap (a name with _L<layer>, or _ind and _prev: a lesson's chosen head, drawn
 #     by kvscope) has a Title chunk and says
 #     kvscope drew it;
-#   - every SVG's text (figtext.c): each text at least 14 px at the published size and
+#   - every SVG's text (figtext.c): each text at least 18 px when the figure fills a
+#     1280×720 slide (18 · max(W/1280, H/720) px at its published size W×H; a figure
+#     tests/figcheck/pending.txt names, with the issue redoing it, keeps the old 14 px) and
 #     no two texts overlapping, each failure naming the figure and the texts (their
 #     boxes, glyph counts and sizes). Before that, figtext must fail on a figure made
 #     bad on purpose (tests/figcheck/bad_text.svg: one text too small, two overlapping),
@@ -27,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail=0 svgs=0 pngs=0 worst=""
 bad=tests/figcheck/bad_text.svg
 res=$("$FT" "$bad" || true)
-case $res in *"below 14 px"*) ;; *) res="" ;; esac
+case $res in *"below "*" px"*) ;; *) res="" ;; esac
 case $res in *"overlaps"*) ;; *)
     echo "check-figures: the text check misses the small or the overlapping text of $bad, made bad on purpose: the check is broken" >&2
     exit 1 ;;
@@ -53,7 +55,14 @@ for png in plots/lesson*/*.png plots/measured/*.png; do
     fi
     worst="$worst$res $svg
 "
-    if ! "$FT" "$svg" > "$tmp/text" 2>&1; then
+    # a figure another issue is redoing keeps the old bar (14 px at its published size)
+    # until then: tests/figcheck/pending.txt names it and the issue
+    bar=""
+    if grep -q "^${svg%.svg}	" tests/figcheck/pending.txt 2>/dev/null; then
+        bar="--min-px 14"
+        echo "check-figures: $svg held to 14 px until $(grep "^${svg%.svg}	" tests/figcheck/pending.txt | cut -f2-)"
+    fi
+    if ! "$FT" $bar "$svg" > "$tmp/text" 2>&1; then
         sed 's/^/check-figures: /' "$tmp/text" >&2
         fail=1
     fi
@@ -61,4 +70,4 @@ done
 echo "check-figures: $pngs PNG, $svgs SVG rendered and compared; largest differences:"
 printf '%s' "$worst" | sort -t' ' -k3,3gr | head -n 3 | sed 's/^/  /'
 [ $fail -eq 0 ] || { echo "check-figures: some figures fail (above)" >&2; exit 1; }
-echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title, no text is under 14 px or overlaps another"
+echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title, no text is under 18 px on a 1280x720 slide or overlaps another"

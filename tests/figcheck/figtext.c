@@ -1,8 +1,12 @@
 /* figtext.c — the text of a figure's SVG, for tests/figcheck/figcheck.sh: every text at
- * least MIN_PX tall at the published size, and no two texts overlapping.
+ * least SLIDE_PX tall when the figure fills a 16:9 slide projected at SLIDE_W×SLIDE_H
+ * (so SLIDE_PX · max(W/SLIDE_W, H/SLIDE_H) at its published size W×H), and no two texts
+ * overlapping.
  *
  *   figtext SVG         one line per failure on stdout, naming the figure and the texts;
  *                       exit 0 pass, 1 fail, 2 unreadable
+ *   figtext --min-px PX SVG   the same with PX as the smallest size allowed at the
+ *                       published size (a figure another issue is redoing, see figcheck.sh)
  *   figtext --list SVG  every text (box, glyphs, size), to see what the check sees
  *
  * Every SVG in plots/ is written by cairo — kvscope's figures by figure.c, the gnuplot
@@ -30,7 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_PX 14.0
+/* A figure is shown as large as fits a 1280×720 slide; its text must be 18 px there. */
+#define SLIDE_PX 18.0
+#define SLIDE_W 1280.0
+#define SLIDE_H 720.0
 #define OVERLAP_PX 1.0
 #define MAX_REPORT 12 /* failures printed per figure; the count says the rest */
 
@@ -54,6 +61,7 @@ typedef struct {
     Glyph *g;
     size_t ng, cg;
     double scale;
+    double min_px; /* SLIDE_PX at the published size */
 } Svg;
 
 static int grow(void **p, size_t *cap, size_t need, size_t size) {
@@ -239,8 +247,12 @@ static int check(const char *path, const Svg *s, Run *r, size_t nr) {
     char a[160], b[160];
     for (size_t i = 0; i < nr; i++) {
         name(a, sizeof a, &r[i]);
-        if (r[i].px < MIN_PX && ++fails <= MAX_REPORT)
-            printf("%s: %s is %s\n", path, a, r[i].px > 0 ? "below 14 px" : "in a font of unknown size");
+        if (r[i].px < s->min_px && ++fails <= MAX_REPORT) {
+            if (r[i].px > 0)
+                printf("%s: %s is below %.1f px (%.0f px on a %.0fx%.0f slide)\n", path, a,
+                       s->min_px, SLIDE_PX, SLIDE_W, SLIDE_H);
+            else printf("%s: %s is in a font of unknown size\n", path, a);
+        }
         for (size_t j = i + 1; j < nr; j++)
             if (runs_overlap(s, &r[i], &r[j]) && ++fails <= MAX_REPORT) {
                 name(b, sizeof b, &r[j]);
@@ -251,21 +263,26 @@ static int check(const char *path, const Svg *s, Run *r, size_t nr) {
     return fails;
 }
 
-static int scale_of(const char *t, double *k) {
+/* The scale from user units to published pixels, and the smallest text allowed there. */
+static int scale_of(const char *t, double *k, double *min_px) {
     const char *svg = strstr(t, "<svg");
-    double w, vw;
+    double w, h, vw;
     const char *vb = svg ? strstr(svg, "viewBox=\"") : NULL;
-    if (!svg || attr_num(svg, "width", &w) || !vb || sscanf(vb, "viewBox=\"%*f %*f %lf", &vw) != 1 ||
-        vw <= 0)
+    if (!svg || attr_num(svg, "width", &w) || attr_num(svg, "height", &h) || !vb ||
+        sscanf(vb, "viewBox=\"%*f %*f %lf", &vw) != 1 || vw <= 0 || w <= 0 || h <= 0)
         return -1;
     *k = w / vw;
+    const double fit = w / SLIDE_W > h / SLIDE_H ? w / SLIDE_W : h / SLIDE_H;
+    *min_px = SLIDE_PX * fit;
     return 0;
 }
 
 int main(int argc, char **argv) {
     const int list = argc == 3 && strcmp(argv[1], "--list") == 0;
-    if (argc != 2 && !list) {
-        fprintf(stderr, "usage: figtext [--list] SVG\n");
+    const int given = argc == 4 && strcmp(argv[1], "--min-px") == 0;
+    double min_px = 0;
+    if ((argc != 2 && !list && !given) || (given && (sscanf(argv[2], "%lf", &min_px) != 1 || min_px <= 0))) {
+        fprintf(stderr, "usage: figtext [--list | --min-px PX] SVG\n");
         return 2;
     }
     const char *path = argv[argc - 1];
@@ -274,10 +291,11 @@ int main(int argc, char **argv) {
     Run *r = NULL;
     size_t nr = 0, cr = 0;
     int rc = 2;
-    if (!t || scale_of(t, &s.scale) || parse_symbols(&s, t) || parse_uses(&s, t)) {
+    if (!t || scale_of(t, &s.scale, &s.min_px) || parse_symbols(&s, t) || parse_uses(&s, t)) {
         fprintf(stderr, "figtext: %s: %s\n", path, t ? "not an SVG with cairo's glyphs" : "cannot read");
         goto out;
     }
+    if (given) s.min_px = min_px;
     for (size_t i = 0, j; i < s.ng; i = j) {
         Box b = run_box(&s, i, &j);
         if (grow((void **)&r, &cr, nr + 1, sizeof *r)) goto out;
