@@ -528,6 +528,17 @@ static void final_logits(Model *m, const float *x, float *logits, FlopCount *f) 
     f->lm_head += 2ull * cfg->C * cfg->V;
 }
 
+/* Attention when a policy evicts per head (evict.h, cache->keep): the plain loop with
+ * each head's mask over the slots, writing the scores and weights as the others do. */
+static void attention_evicting(Model *m, const KVCache *cache, int l, const float *kc,
+                               const float *vc, int n, int p) {
+    RunState *s = &m->s;
+    const int NH = m->cfg.NH, hs = m->cfg.C / NH;
+    attention_masked_forward(s->atty, s->scores, s->pattern, s->q, kc, vc,
+                             cache->keep + (size_t)l * NH * cache->keep_stride, cache->keep_stride,
+                             n, p, NH, hs);
+}
+
 /* ---- where the KV cache lives ------------------------------------------------
  * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
  * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
@@ -560,7 +571,8 @@ static int attention_layer(const At *at, KVCache *cache, int l, int n, FlopCount
      * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1;
      * with nobody to read the score and weight matrices, the output alone (kernels.h) */
     const double t0 = clock_start(m);
-    if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
+    if (cache->keep) attention_evicting(m, cache, l, kc, vc, n, p); /* a mask per head */
+    else if (hooks_wants(at->lb->hooks, HOOK_ATTN_SCORES) || hooks_wants(at->lb->hooks, HOOK_PATTERN))
         kern_attention_forward(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     else kern_attention_out(m->kern, s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     clock_add(m, m->times ? &m->times->attention : NULL, t0);
