@@ -2,6 +2,7 @@
  * (frontier.h does the measuring), on texts of the corpus's validation split.
  * parse → check --out → load the model → check the levers against it → read the corpus →
  * the texts and the copy texts by rule → measure → the CSVs → commit → a table. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,9 @@ typedef struct {
     unsigned char *kept; /* (ncfg, L, NH, N) the copy example's masks */
     float *kept_row;  /* (L, NH, N) the example's last query's full weights */
     int example_P, example_T, ncopies, ntexts;
+    /* rotation: [layer][K, V][dtype][rotate] sums of frontier_quant_error */
+    double qerr[8][3][DT_COUNT][2], qsig[8][3][DT_COUNT][2], qpeak[8][3][DT_COUNT][2];
+    long qblocks[8][3][DT_COUNT][2];
 } Results;
 
 static void results_free(Results *r) {
@@ -192,6 +196,45 @@ static void sort_desc(double *a, int n) {
     }
 }
 
+/* An outlier channel planted in K (kv: a third tensor, K×): in each head the channel of
+ * largest mean |K| times OUTLIER, as the channels large models grow. */
+enum { OUTLIER = 16 };
+static void plant_outliers(float *x, int T, int NH, int hs) {
+    for (int h = 0; h < NH; h++) {
+        int best = 0;
+        double bs = -1.0;
+        for (int i = 0; i < hs; i++) {
+            double s = 0.0;
+            for (int t = 0; t < T; t++) s += fabs(x[(size_t)t * NH * hs + h * hs + i]);
+            if (s > bs) bs = s, best = i;
+        }
+        for (int t = 0; t < T; t++) x[(size_t)t * NH * hs + h * hs + best] *= OUTLIER;
+    }
+}
+
+/* Why the rotation helps or not: each layer's K and V of the text through each type, and
+ * K with an outlier channel planted. */
+static int quant_errors(Model *m, Results *r, const int *tok, int T) {
+    const Config *c = &m->cfg;
+    const size_t n = (size_t)c->L * T * c->C;
+    float *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v), *ko = malloc(n * sizeof *ko);
+    int rc = k && v && ko && c->L <= 8 ? frontier_kv(m, tok, T, k, v) : -1;
+    if (rc == 0) memcpy(ko, k, n * sizeof *k);
+    for (int l = 0; l < c->L && rc == 0; l++) plant_outliers(ko + (size_t)l * T * c->C, T, c->NH, c->C / c->NH);
+    const float *x[3] = {k, v, ko};
+    for (int l = 0; l < c->L && rc == 0; l++)
+        for (int kv = 0; kv < 3; kv++)
+            for (int d = DT_FP16; d < DT_COUNT && rc == 0; d++)
+                for (int rot = 0; rot < 2 && rc == 0; rot++)
+                    rc = frontier_quant_error(x[kv] + (size_t)l * T * c->C, T, c->NH, c->C / c->NH,
+                                              (Dtype)d, rot, &r->qerr[l][kv][d][rot], &r->qsig[l][kv][d][rot],
+                                              &r->qpeak[l][kv][d][rot], &r->qblocks[l][kv][d][rot]);
+    free(k);
+    free(v);
+    free(ko);
+    return rc;
+}
+
 /* Every configuration over text tok; rows and logits are the reference's buffers. */
 static int run_text(Model *m, Results *r, const int *tok, int T, int P, float *logits, float *rows,
                     int copy, int example) {
@@ -202,6 +245,7 @@ static int run_text(Model *m, Results *r, const int *tok, int T, int P, float *l
         unsigned char *keep = example ? r->kept + (size_t)k * c->L * c->NH * c->N : NULL;
         rc = frontier_run(m, &r->cfg[k], tok, T, P, logits, rows, copy ? &r->copy[k] : &r->acc[k], keep);
     }
+    if (rc == 0 && !copy) rc = quant_errors(m, r, tok, T);
     if (rc == 0 && !copy) { /* heavy hitters: this text's accumulated attention, sorted */
         double *acc = malloc((size_t)c->L * c->NH * T * sizeof *acc);
         if (!acc) return -1;
@@ -335,14 +379,25 @@ static void write_kept(FILE *f, const Results *r, const Config *cfg) {
     }
 }
 
+static void write_rotation(FILE *f, const Results *r, const Config *c) {
+    fprintf(f, "layer,tensor,dtype,rotate,rel_error,block_peak\n");
+    for (int l = 0; l < c->L; l++)
+        for (int kv = 0; kv < 3; kv++)
+            for (int d = DT_FP16; d < DT_COUNT; d++)
+                for (int rot = 0; rot < 2; rot++)
+                    fprintf(f, "%d,%s,%s,%d,%.6g,%.4f\n", l, kv == 2 ? "K_outlier" : kv ? "V" : "K", dtype_name((Dtype)d), rot,
+                            sqrt(r->qerr[l][kv][d][rot] / r->qsig[l][kv][d][rot]),
+                            r->qpeak[l][kv][d][rot] / (double)r->qblocks[l][kv][d][rot]);
+}
+
 static int write_all(const FrontierArgs *a, const Results *r, const Config *c, OutDir *od) {
     static const char *const names[] = {"frontier.csv", "mass.csv", "heavy.csv", "heavy_fit.csv",
-                                        "copy.csv", "kept.csv", "summary.csv"};
-    FILE *f[7] = {0};
+                                        "copy.csv", "kept.csv", "summary.csv", "rotation.csv"};
+    FILE *f[8] = {0};
     char err[8400];
     int rc = cli_outdir_begin(od), bad = 0;
     if (rc) return rc;
-    for (int i = 0; i < 7 && rc == 0; i++)
+    for (int i = 0; i < 8 && rc == 0; i++)
         if (!(f[i] = outdir_fopen(od, names[i], err, sizeof err))) rc = cli_error(err);
     if (rc == 0) {
         write_frontier(f[0], r);
@@ -356,7 +411,8 @@ static int write_all(const FrontierArgs *a, const Results *r, const Config *c, O
                 r->ntexts, c->N, a->prompt, c->N - 1 - a->prompt, r->ncopies, r->example_P, c->NH,
                 c->L, c->C / c->NH, a->sinks, a->obs_window, a->pool);
     }
-    for (int i = 0; i < 7; i++)
+    if (rc == 0) write_rotation(f[7], r, c);
+    for (int i = 0; i < 8; i++)
         if (f[i] && file_close(f[i]) != 0) bad = 1;
     return cli_outdir_end(od, rc, bad);
 }
@@ -405,7 +461,7 @@ static int measure(FrontierArgs *a, OutDir *od) {
 
 int cmd_frontier(int argc, char **argv) {
     FrontierArgs a = {.corpus = "build/corpus/kjv.txt", .out = "kvscope_frontier",
-                      .policies = "window,h2o,snapkv,oracle", .texts = 12, .copies = 12,
+                      .policies = "window,h2o,snapkv,oracle", .texts = 16, .copies = 16,
                       .budgets = {32, 64, 128}, .nbudgets = 3, .groups = {3, 2, 1}, .ngroups = 3,
                       .sinks = 4, .obs_window = 16, .pool = 7};
     model_args_default(&a.model);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "generate.h"
+#include "kvcache.h"
+#include "quant.h"
 
 static const char *const LEVERS[LEVER_COUNT] = {"full", "precision", "evict", "heads"};
 
@@ -207,4 +209,63 @@ void frontier_fit(const double *y, int n, double *slope, double *r2_power, doubl
     *r2_power = line_r2(lx, ly, k, slope);
     *r2_exp = line_r2(lin, ly, k, &dummy);
     free(lx);
+}
+
+typedef struct {
+    float *k, *v;
+    int T, C;
+} KvRec;
+
+static int record_kv(const HookEvent *ev, void *user) {
+    const KvRec *r = user;
+    float *dst = (ev->point == HOOK_CACHE_K ? r->k : r->v) + (size_t)ev->layer * r->T * r->C;
+    memcpy(dst, ev->data, (size_t)ev->shape[0] * r->C * sizeof(float));
+    return 0;
+}
+
+int frontier_kv(Model *m, const int *tok, int T, float *k, float *v) {
+    Generator g;
+    Hooks hooks;
+    KvRec rec = {k, v, T, m->cfg.C};
+    hooks_init(&hooks);
+    hooks_subscribe(&hooks, HOOK_BIT(HOOK_CACHE_K) | HOOK_BIT(HOOK_CACHE_V), record_kv, &rec);
+    if (generator_init(&g, m, GEN_CACHE)) return -1;
+    const int rc = generator_prefill(&g, tok, T, &hooks);
+    generator_free(&g);
+    return rc ? -1 : 0;
+}
+
+int frontier_quant_error(const float *x, int T, int NH, int hs, Dtype dt, int rotate,
+                         double *err2, double *sig2, double *peak, long *blocks) {
+    KVCache c;
+    const int C = NH * hs;
+    float *seen = malloc((size_t)C * sizeof *seen);
+    if (!seen || kvcache_init(&c, 1, NH, hs, T) || kvcache_set_dtype(&c, dt) ||
+        kvcache_set_transform(&c, NH, rotate) || kvcache_reserve(&c, T)) {
+        free(seen);
+        kvcache_free(&c);
+        return -1;
+    }
+    for (int t = 0; t < T; t++) {
+        const float *row = x + (size_t)t * C;
+        kvcache_store(&c, 0, t, row, row, t);
+        memcpy(seen, row, (size_t)C * sizeof *seen);
+        if (rotate) hadamard_rows(seen, NH, hs);
+        for (int b = 0; b + 32 <= C; b += 32) {
+            double mx = 0.0, ss = 0.0;
+            for (int i = b; i < b + 32; i++) mx = fmax(mx, fabs(seen[i])), ss += (double)seen[i] * seen[i];
+            if (ss > 0) *peak += mx / sqrt(ss / 32), ++*blocks;
+        }
+    }
+    c.len = T;
+    const float *rk, *rv;
+    kvcache_layer(&c, 0, T, &rk, &rv);
+    for (size_t i = 0; i < (size_t)T * C; i++) {
+        const double d = (double)x[i] - rk[i];
+        *err2 += d * d;
+        *sig2 += (double)x[i] * x[i];
+    }
+    free(seen);
+    kvcache_free(&c);
+    return 0;
 }

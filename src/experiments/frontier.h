@@ -66,6 +66,14 @@ int frontier_run(Model *m, const FrontierCfg *c, const int *tok, int T, int P,
                  const float *ref_logits, const float *rows, FrontierAcc *acc,
                  unsigned char *keep_out);
 
+/* The full cache's K and V after a prefill of tok (T tokens): k and v (L, T, C). 0 or -1. */
+int frontier_kv(Model *m, const int *tok, int T, float *k, float *v);
+/* Rows x (T, NH·hs) stored as dt (rotated first when rotate) and read back: Σ (x − x̃)² into
+ * *err2 and Σ x² into *sig2 (added to), and Σ over blocks of 32 of max|x| / rms of what
+ * the quantizer sees (rotated or not) into *peak, the blocks into *blocks. 0 or -1. */
+int frontier_quant_error(const float *x, int T, int NH, int hs, Dtype dt, int rotate,
+                         double *err2, double *sig2, double *peak, long *blocks);
+
 /* KL(p ‖ q) in bits of the softmaxes of logits a (p) and b (q), V each, in double. */
 double frontier_kl_bits(const float *a, const float *b, int V);
 
