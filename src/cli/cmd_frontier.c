@@ -177,6 +177,8 @@ typedef struct {
     /* rotation: [layer][K, V][dtype][rotate] sums of frontier_quant_error */
     double qerr[8][3][DT_COUNT][2], qsig[8][3][DT_COUNT][2], qpeak[8][3][DT_COUNT][2];
     long qblocks[8][3][DT_COUNT][2];
+    FrontierAcc *per_text, *per_copy; /* (texts, ncfg), (copies, ncfg): each text's own sums */
+    int example[256], example_len;    /* the copy example's line */
 } Results;
 
 static void results_free(Results *r) {
@@ -184,6 +186,8 @@ static void results_free(Results *r) {
     free(r->heavy);
     free(r->kept);
     free(r->kept_row);
+    free(r->per_text);
+    free(r->per_copy);
 }
 
 /* Sort a (n) descending (insertion: n is a context). */
@@ -263,6 +267,20 @@ static int run_text(Model *m, Results *r, const int *tok, int T, int P, float *l
     return rc;
 }
 
+/* d = acc − d (sign 1) or d = acc (sign −1): a text's own sums, by difference. */
+static void snapshot(FrontierAcc *d, const FrontierAcc *acc, int n, int sign) {
+    for (int k = 0; k < n; k++) {
+        if (sign < 0) {
+            d[k] = acc[k];
+            d[k].mass = NULL;
+            continue;
+        }
+        d[k].kl = acc[k].kl - d[k].kl, d[k].bits = acc[k].bits - d[k].bits;
+        d[k].bytes = acc[k].bytes - d[k].bytes, d[k].copied = acc[k].copied - d[k].copied;
+        d[k].agree = acc[k].agree - d[k].agree, d[k].n = acc[k].n - d[k].n;
+    }
+}
+
 static int measure_all(FrontierArgs *a, Model *m, const Corpus *cp, Results *r) {
     const Config *c = &m->cfg;
     const int T = c->N;
@@ -279,9 +297,14 @@ static int measure_all(FrontierArgs *a, Model *m, const Corpus *cp, Results *r) 
             (!(r->acc[k].mass = calloc((size_t)c->L * c->NH, sizeof(double))) ||
              !(r->copy[k].mass = calloc((size_t)c->L * c->NH, sizeof(double)))))
             rc = -1;
+    r->per_text = calloc((size_t)a->texts * r->ncfg, sizeof *r->per_text);
+    r->per_copy = calloc((size_t)(a->copies + 1) * r->ncfg, sizeof *r->per_copy);
+    if (!r->per_text || !r->per_copy) rc = -1;
     for (int i = 0; i < a->texts && rc == 0; i++) {
         plain_text(cp, i, a->texts, T, c->bos, tok, tok + T);
+        snapshot(r->per_text + (size_t)i * r->ncfg, r->acc, r->ncfg, -1);
         rc = run_text(m, r, tok, T, a->prompt, logits, rows, 0, 0);
+        snapshot(r->per_text + (size_t)i * r->ncfg, r->acc, r->ncfg, 1);
         r->ntexts++;
     }
     for (int i = 0; i < a->copies && rc == 0; i++) {
@@ -289,8 +312,14 @@ static int measure_all(FrontierArgs *a, Model *m, const Corpus *cp, Results *r) 
         copy_text(cp, i, a->copies, T, c->bos, tok, &len);
         if (len == 0) continue;
         const int first = r->ncopies == 0;
+        FrontierAcc *mine = r->per_copy + (size_t)r->ncopies * r->ncfg;
+        snapshot(mine, r->copy, r->ncfg, -1);
         rc = run_text(m, r, tok, T, T - len, logits, rows, 1, first);
-        if (first) r->example_P = T - len, r->example_T = T;
+        snapshot(mine, r->copy, r->ncfg, 1);
+        if (first) {
+            r->example_P = T - len, r->example_T = T, r->example_len = len < 256 ? len : 256;
+            memcpy(r->example, tok + T - len, (size_t)r->example_len * sizeof *tok);
+        }
         r->ncopies++;
     }
     free(tok);
@@ -309,7 +338,7 @@ static void write_frontier(FILE *f, const Results *r) {
         const FrontierAcc *a = &r->acc[k];
         char label[64];
         frontier_cfg_label(c, label, sizeof label);
-        fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%.1f,%.6f,%.6f,%.6f,%ld\n", frontier_lever_name(c->lever),
+        fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%.1f,%.6g,%.6f,%.6f,%ld\n", frontier_lever_name(c->lever),
                 label, dtype_name(c->dtype), c->rotate,
                 c->lever == LEVER_EVICT ? evict_policy_name(c->ev.policy) : "none",
                 c->lever == LEVER_EVICT ? c->ev.budget : 0, c->kv_heads, a->bytes / a->n, a->kl / a->n,
@@ -379,6 +408,21 @@ static void write_kept(FILE *f, const Results *r, const Config *cfg) {
     }
 }
 
+static void write_per_text(FILE *f, const Results *r, const FrontierAcc *per, int n, int copy) {
+    fprintf(f, copy ? "text,label,bits_per_byte,top1,copied\n" : "text,label,kl_bits,top1,bits_per_byte\n");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < r->ncfg; k++) {
+            const FrontierAcc *a = per + (size_t)i * r->ncfg + k;
+            char label[64];
+            if (a->n == 0) continue;
+            frontier_cfg_label(&r->cfg[k], label, sizeof label);
+            if (copy) fprintf(f, "%d,%s,%.6f,%.6f,%.6f\n", i, k ? label : "full", a->bits / a->n,
+                              (double)a->agree / a->n, a->copied / a->n);
+            else fprintf(f, "%d,%s,%.6g,%.6f,%.6f\n", i, label, a->kl / a->n, (double)a->agree / a->n,
+                         a->bits / a->n);
+        }
+}
+
 static void write_rotation(FILE *f, const Results *r, const Config *c) {
     fprintf(f, "layer,tensor,dtype,rotate,rel_error,block_peak\n");
     for (int l = 0; l < c->L; l++)
@@ -392,12 +436,14 @@ static void write_rotation(FILE *f, const Results *r, const Config *c) {
 
 static int write_all(const FrontierArgs *a, const Results *r, const Config *c, OutDir *od) {
     static const char *const names[] = {"frontier.csv", "mass.csv", "heavy.csv", "heavy_fit.csv",
-                                        "copy.csv", "kept.csv", "summary.csv", "rotation.csv"};
-    FILE *f[8] = {0};
+                                        "copy.csv", "kept.csv", "summary.csv", "rotation.csv",
+                                        "texts.csv", "copy_texts.csv", "copy_example.txt"};
+    enum { NF = 11 };
+    FILE *f[NF] = {0};
     char err[8400];
     int rc = cli_outdir_begin(od), bad = 0;
     if (rc) return rc;
-    for (int i = 0; i < 8 && rc == 0; i++)
+    for (int i = 0; i < NF && rc == 0; i++)
         if (!(f[i] = outdir_fopen(od, names[i], err, sizeof err))) rc = cli_error(err);
     if (rc == 0) {
         write_frontier(f[0], r);
@@ -407,12 +453,18 @@ static int write_all(const FrontierArgs *a, const Results *r, const Config *c, O
         write_kept(f[5], r, c);
         fprintf(f[6], "key,value\ntexts,%d\ntokens,%d\nprompt,%d\npredictions_per_text,%d\n"
                       "copies,%d\ncopy_example_prompt,%d\nheads,%d\nlayers,%d\nhead_size,%d\n"
-                      "sinks,%d\nobs_window,%d\npool,%d\n",
+                      "sinks,%d\nobs_window,%d\npool,%d\nstart_token,%d\n",
                 r->ntexts, c->N, a->prompt, c->N - 1 - a->prompt, r->ncopies, r->example_P, c->NH,
-                c->L, c->C / c->NH, a->sinks, a->obs_window, a->pool);
+                c->L, c->C / c->NH, a->sinks, a->obs_window, a->pool, c->bos >= 0);
     }
-    if (rc == 0) write_rotation(f[7], r, c);
-    for (int i = 0; i < 8; i++)
+    if (rc == 0) {
+        write_rotation(f[7], r, c);
+        write_per_text(f[8], r, r->per_text, r->ntexts, 0);
+        write_per_text(f[9], r, r->per_copy, r->ncopies, 1);
+        for (int i = 0; i < r->example_len; i++) fputc(r->example[i], f[10]);
+        fputc('\n', f[10]);
+    }
+    for (int i = 0; i < NF; i++)
         if (f[i] && file_close(f[i]) != 0) bad = 1;
     return cli_outdir_end(od, rc, bad);
 }
