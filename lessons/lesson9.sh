@@ -210,8 +210,8 @@ claim "a budget of K = 64 is a quarter of the context" "4 * $K == $T"
 awk -v n="$(value "$V" heavy_heads)" -v e="$(value "$V" heavy_exp_better)" -v rp="$(value "$V" heavy_r2_power)" -v re="$(value "$V" heavy_r2_exp)" \
     -v s="$(value "$V" heavy_slope_median)" -v en="$D/heavy_verdict.md" -v zh="$D/heavy_verdict.zh.md" 'BEGIN {
     if (2 * e > n) {
-        printf "Not a power law here: a straight line on the log-log axes (a power law, median slope %s) fits the rank curve of %d heads out of %d worse than an exponential does (mean R² %s against %s). The curve has a head — the start token, then a few positions far above the rest — and a tail that falls off a cliff, because the last positions of a text have had only a few queries to collect attention from.\n", s, e, n, rp, re > en
-        printf "在这里它不是幂律：在 %d 个头中有 %d 个，双对数坐标上的直线（幂律，斜率中位数 %s）对名次曲线的拟合不如指数函数（平均 R² 为 %s，指数为 %s）。曲线有一个“头”——起始词元，然后是少数远高于其余的位置——和一个断崖式下落的“尾”，因为文本末尾的位置只经历了很少几个查询，来不及积累注意力。\n", n, e, s, rp, re > zh
+        printf "Not a power law here: a straight line on the log-log axes (a power law, median slope %s) fits the rank curve of %d heads out of %d worse than an exponential does (mean R² %s against %s). The curve bends twice: at rank 1 the start token stands far above the rest, and the tail falls off a cliff, because the last positions of a text have had only a few queries to collect attention from.\n", s, e, n, rp, re > en
+        printf "在这里它不是幂律：在 %d 个头中有 %d 个，双对数坐标上的直线（幂律，斜率中位数 %s）对名次曲线的拟合不如指数函数（平均 R² 为 %s，指数为 %s）。曲线有两处弯折：名次 1 的起始词元远远高出其余位置；尾部则断崖式下落，因为文本末尾的位置只经历了很少几个查询，来不及积累注意力。\n", n, e, s, rp, re > zh
     } else {
         printf "A power law fits: a straight line on the log-log axes (median slope %s) fits the rank curve of %d heads out of %d better than an exponential (mean R² %s against %s).\n", s, n - e, n, rp, re > en
         printf "幂律成立：在 %d 个头中有 %d 个，双对数坐标上的直线（斜率中位数 %s）对名次曲线的拟合好于指数函数（平均 R² 为 %s，指数为 %s）。\n", n, n - e, s, rp, re > zh

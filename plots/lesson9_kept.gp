@@ -40,7 +40,7 @@ do for [fmt in FORMATS] {
             set label 5 "● where the full cache's last query looks (≥ 5 % of its weight)" at screen 0.44, screen 0.03 left font ',16' textcolor rgb '#000000'
             set label 2 'its repeat, decoded' at copy2 + len / 2.0, 6.5 center font ',15' textcolor rgb '#333333'
         }
-        plot sel(P[i]) using 5:4:6 with image notitle, \
+        plot sel(P[i]) using 5:4:6 with image pixels notitle, \
              '' using ($7 >= 0.05 ? $5 : NaN):4 with points pt 7 ps 0.6 lc rgb '#000000' notitle
     }
     unset multiplot
