@@ -3,6 +3,7 @@
  * parse → check --out → load the model → check the levers against it → read the corpus →
  * the texts and the copy texts by rule → measure → the CSVs → commit → a table. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,10 @@ static const Option FRONTIER_OPTIONS[] = {
                  "tokens of each text read in one prefill; the rest is decoded and scored"),
     OPT_INTS("--budgets", "K,K,...", FrontierArgs, budgets, nbudgets, 0, 1 << 20,
              "positions each head keeps under an eviction policy"),
-    OPT_INTS("--groups", "G,G,...", FrontierArgs, groups, ngroups, 0, 1 << 20,
-             "K/V head groups the heads are mean-pooled into (each must divide the heads)"),
+    {.kind = OPT_KIND_INTS, .name = "--groups", .arg = "G,G,...", .field = offsetof(FrontierArgs, groups),
+     .field2 = OPT_FIELD(FrontierArgs, ngroups, int), .cap = MAX_LIST, .lo = 0, .hi = 1 << 20,
+     .dflt = "the three largest divisors of the heads below it (6 heads: 3,2,1)",
+     .help = "K/V head groups the heads are mean-pooled into (each must divide the heads)"},
     OPT_STRING("--policies", "LIST", FrontierArgs, policies,
                "eviction policies, comma-separated: window, h2o, snapkv, oracle"),
     OPT_INT("--sinks", "S", FrontierArgs, sinks, 0, 65536, "first positions the window keeps"),
@@ -104,6 +107,9 @@ static int check_levers(FrontierArgs *a, const Config *c) {
             return cli_fail(what, v);
         }
     }
+    if (a->ngroups == 0) /* by default: the three largest divisors below NH */
+        for (int g = c->NH - 1; g >= 1 && a->ngroups < 3; g--)
+            if (c->NH % g == 0) a->groups[a->ngroups++] = g;
     for (int i = 0; i < a->ngroups; i++)
         if (a->groups[i] < 1 || c->NH % a->groups[i] != 0) {
             snprintf(v, sizeof v, "%d", a->groups[i]);
@@ -117,8 +123,9 @@ static int check_levers(FrontierArgs *a, const Config *c) {
 static int build_cfgs(const FrontierArgs *a, const Config *c, FrontierCfg *cfg) {
     int n = 0;
     cfg[n++] = (FrontierCfg){.lever = LEVER_FULL, .dtype = DT_FP32, .kv_heads = c->NH};
+    const int hs = c->C / c->NH, pow2 = hs > 0 && (hs & (hs - 1)) == 0;
     for (int d = DT_FP16; d < DT_COUNT; d++)
-        for (int r = 0; r < 2; r++)
+        for (int r = 0; r < 1 + pow2; r++) /* the rotation needs hs a power of two */
             cfg[n++] = (FrontierCfg){.lever = LEVER_PRECISION, .dtype = (Dtype)d, .rotate = r,
                                      .kv_heads = c->NH};
     for (int k = 0; k < a->npol; k++)
@@ -222,7 +229,12 @@ static int quant_errors(Model *m, Results *r, const int *tok, int T) {
     const Config *c = &m->cfg;
     const size_t n = (size_t)c->L * T * c->C;
     float *k = malloc(n * sizeof *k), *v = malloc(n * sizeof *v), *ko = malloc(n * sizeof *ko);
-    int rc = k && v && ko && c->L <= 8 ? frontier_kv(m, tok, T, k, v) : -1;
+    const int hs = c->C / c->NH;
+    if (hs < 1 || (hs & (hs - 1)) != 0 || c->L > 8) { /* no rotation to measure, or too deep */
+        free(k), free(v), free(ko);
+        return 0;
+    }
+    int rc = k && v && ko ? frontier_kv(m, tok, T, k, v) : -1;
     if (rc == 0) memcpy(ko, k, n * sizeof *k);
     for (int l = 0; l < c->L && rc == 0; l++) plant_outliers(ko + (size_t)l * T * c->C, T, c->NH, c->C / c->NH);
     const float *x[3] = {k, v, ko};
@@ -514,7 +526,7 @@ static int measure(FrontierArgs *a, OutDir *od) {
 int cmd_frontier(int argc, char **argv) {
     FrontierArgs a = {.corpus = "build/corpus/kjv.txt", .out = "kvscope_frontier",
                       .policies = "window,h2o,snapkv,oracle", .texts = 16, .copies = 16,
-                      .budgets = {32, 64, 128}, .nbudgets = 3, .groups = {3, 2, 1}, .ngroups = 3,
+                      .budgets = {32, 64, 128}, .nbudgets = 3,
                       .sinks = 4, .obs_window = 16, .pool = 7};
     model_args_default(&a.model);
     int rc = opts_parse(&FRONTIER, argc, argv, &a);
