@@ -46,7 +46,8 @@ static const Option FRONTIER_OPTIONS[] = {
     OPT_INT("--sinks", "S", FrontierArgs, sinks, 0, 65536, "first positions the window keeps"),
     OPT_INT("--obs-window", "W", FrontierArgs, obs_window, 0, 65536,
             "SnapKV's observation window: the last W prompt queries vote"),
-    OPT_INT("--pool", "K", FrontierArgs, pool, 1, 255, "SnapKV's max-pool kernel (odd)"),
+    OPT_INT("--pool", "K", FrontierArgs, pool, 1, 255,
+            "SnapKV's pooling kernel (odd; a max over it, as SnapKV's maxpool option)"),
     OPT_STRING("--out", "DIR", FrontierArgs, out, "output folder, replaced as a whole"),
     OPT_QUIET(FrontierArgs, quiet),
     OPT_FORCE(FrontierArgs, force),
@@ -527,7 +528,7 @@ int cmd_frontier(int argc, char **argv) {
     FrontierArgs a = {.corpus = "build/corpus/kjv.txt", .out = "kvscope_frontier",
                       .policies = "window,h2o,snapkv,oracle", .texts = 16, .copies = 16,
                       .budgets = {32, 64, 128}, .nbudgets = 3,
-                      .sinks = 4, .obs_window = 16, .pool = 7};
+                      .sinks = 4, .obs_window = 16, .pool = 5};
     model_args_default(&a.model);
     int rc = opts_parse(&FRONTIER, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;

@@ -19,7 +19,7 @@ int evict_policy_parse(const char *s, EvictPolicy *p) {
 
 EvictParams evict_params_default(EvictPolicy policy, int budget) {
     EvictParams p = {.policy = policy, .budget = budget, .sinks = 4, .recent = 0,
-                     .obs_window = 16, .pool = 7};
+                     .obs_window = 16, .pool = 5};
     return p;
 }
 

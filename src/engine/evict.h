@@ -56,7 +56,8 @@ typedef struct {
                            * position: [((l·NH + h)·N + query)·N + key]; not owned */
 } Evictor;
 
-/* Defaults: window S = 4, h2o R = K/2, snapkv w = 16 and pool 7 (SnapKV's kernel). */
+/* Defaults: window S = 4, h2o R = K/2, snapkv w = 16 and pool 5 (the kernel size of
+ * SnapKV's code, whose pooling is an average by default or a max: here the max). */
 EvictParams evict_params_default(EvictPolicy policy, int budget);
 /* "window", "h2o", "snapkv", "oracle"; parse gives -1 for an unknown name. */
 const char *evict_policy_name(EvictPolicy p);
