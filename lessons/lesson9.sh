@@ -205,13 +205,18 @@ claim "fp16 and bf16 cost almost nothing (KL below 1e-5 bits)" \
 claim "H2O's older kept cells lie mostly in the first half of the text" "2 * $(value "$V" h2o_old_first) > $(value "$V" h2o_old)"
 claim "this model's K has no outlier: block peak below 3, the planted one above 4" "$(value "$V" peak_K) < 3 && $(value "$V" peak_V) < 3 && $(value "$V" peak_K_outlier) > 4"
 claim "a budget of K = 64 is a quarter of the context" "4 * $K == $T"
+# "rank 1 stands above the line the next ranks follow": in every layer the step from rank 1
+# to 2 is steeper than the one from 2 to 3
+claim "in every layer rank 1 stands above the line of the next ranks" \
+    "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("rank") <= 3 { a[col("layer"), col("rank")] = col("accumulated"); L[col("layer")] = 1 }
+        END { ok = 1; for (l in L) if (!(a[l, 1] / a[l, 2] > a[l, 2] / a[l, 3])) ok = 0; print ok }' "$F/heavy.csv") == 1"
 
 # The verdicts, chosen by the numbers.
 awk -v n="$(value "$V" heavy_heads)" -v e="$(value "$V" heavy_exp_better)" -v rp="$(value "$V" heavy_r2_power)" -v re="$(value "$V" heavy_r2_exp)" \
     -v s="$(value "$V" heavy_slope_median)" -v en="$D/heavy_verdict.md" -v zh="$D/heavy_verdict.zh.md" 'BEGIN {
     if (2 * e > n) {
-        printf "Not a power law here: a straight line on the log-log axes (a power law, median slope %s) fits the rank curve of %d heads out of %d worse than an exponential does (mean R² %s against %s). The curve bends twice: at rank 1 the start token stands far above the rest, and the tail falls off a cliff, because the last positions of a text have had only a few queries to collect attention from.\n", s, e, n, rp, re > en
-        printf "在这里它不是幂律：在 %d 个头中有 %d 个，双对数坐标上的直线（幂律，斜率中位数 %s）对名次曲线的拟合不如指数函数（平均 R² 为 %s，指数为 %s）。曲线有两处弯折：名次 1 的起始词元远远高出其余位置；尾部则断崖式下落，因为文本末尾的位置只经历了很少几个查询，来不及积累注意力。\n", n, e, s, rp, re > zh
+        printf "Not a power law here: a straight line on the log-log axes (a power law, median slope %s) fits the rank curve of %d heads out of %d worse than an exponential does (mean R² %s against %s). The curve bends twice: rank 1 stands above the line the next ranks follow, and the tail falls off a cliff, because the last positions of a text have had only a few queries to collect attention from.\n", s, e, n, rp, re > en
+        printf "在这里它不是幂律：在 %d 个头中有 %d 个，双对数坐标上的直线（幂律，斜率中位数 %s）对名次曲线的拟合不如指数函数（平均 R² 为 %s，指数为 %s）。曲线有两处弯折：名次 1 高出后面各名次连成的直线；尾部则断崖式下落，因为文本末尾的位置只经历了很少几个查询，来不及积累注意力。\n", n, e, s, rp, re > zh
     } else {
         printf "A power law fits: a straight line on the log-log axes (median slope %s) fits the rank curve of %d heads out of %d better than an exponential (mean R² %s against %s).\n", s, n - e, n, rp, re > en
         printf "幂律成立：在 %d 个头中有 %d 个，双对数坐标上的直线（斜率中位数 %s）对名次曲线的拟合好于指数函数（平均 R² 为 %s，指数为 %s）。\n", n, n - e, s, rp, re > zh
