@@ -197,6 +197,7 @@ START_TEST(test_bytes_per_token) {
         2 * L * 2 * (size_t)C,            /* bf16 */
         2 * L * ((size_t)C + 4 * NH),     /* int8: values + a float32 scale per head */
         2 * L * 3 * (size_t)34,           /* q8_0: ⌈72/32⌉ = 3 blocks of 34 bytes */
+        2 * L * 3 * (size_t)18,           /* q4_0: 3 blocks of 18 bytes */
     };
     Config cfg = tiny_config(L, NH, C, 64, 30);
     Model m;

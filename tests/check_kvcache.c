@@ -178,7 +178,8 @@ END_TEST
 
 /* Every storage type: bytes by its formula, and a type changes only while empty. */
 START_TEST(test_types) {
-    const size_t row[DT_COUNT] = {4 * C, 2 * C, 2 * C, C + 4 * NH, (C + 31) / 32 * 34};
+    const size_t row[DT_COUNT] = {4 * C, 2 * C, 2 * C, C + 4 * NH, (C + 31) / 32 * 34,
+                                  (C + 31) / 32 * 18};
     for (int dt = 0; dt < DT_COUNT; dt++) {
         Dtype back;
         ck_assert_int_eq(dtype_parse(dtype_name((Dtype)dt), &back), 0);

@@ -91,7 +91,8 @@ END_TEST
 START_TEST(dtypes_and_batch) {
     const KvShape *s = kvmem_preset("gpt2-xl");
     const uint64_t row[DT_COUNT] = {[DT_FP32] = 1600 * 4, [DT_FP16] = 1600 * 2, [DT_BF16] = 1600 * 2,
-                                    [DT_INT8] = 1600 + 25 * 4, [DT_Q8_0] = 50 * 34};
+                                    [DT_INT8] = 1600 + 25 * 4, [DT_Q8_0] = 50 * 34,
+                                    [DT_Q4_0] = 50 * 18};
     for (int d = 0; d < DT_COUNT; d++) {
         Dtype dt;
         uint64_t b;
@@ -109,8 +110,8 @@ START_TEST(dtypes_and_batch) {
 }
 END_TEST
 
-/* The bytes one row of the cache really takes, measured, not computed: for the 8-bit
- * types the extent the quantizer writes (into two buffers poisoned differently, a
+/* The bytes one row of the cache really takes, measured, not computed: for the 8- and
+ * 4-bit types the extent the quantizer writes (into two buffers poisoned differently, a
  * written byte is the same in both), for the others the C-type size of a value. */
 static size_t measured_row(Dtype dt, const float *x, int NH, int hs) {
     enum { BIG = 4096 };
@@ -123,6 +124,9 @@ static size_t measured_row(Dtype dt, const float *x, int NH, int hs) {
     if (dt == DT_INT8) {
         int8_quantize_row(a, x, NH, hs);
         int8_quantize_row(b, x, NH, hs);
+    } else if (dt == DT_Q4_0) {
+        q4_0_quantize_row(a, x, (int)C);
+        q4_0_quantize_row(b, x, (int)C);
     } else {
         q8_0_quantize_row(a, x, (int)C);
         q8_0_quantize_row(b, x, (int)C);

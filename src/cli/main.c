@@ -26,6 +26,7 @@ static const struct {
     {"heads", cmd_heads, "what each attention head does: previous token, induction, sink"},
     {"loss", cmd_loss, "loss at every position: full cache vs a window with and without sinks"},
     {"kvvalues", cmd_kvvalues, "K and V channel by channel; int8 per token vs per channel"},
+    {"frontier", cmd_frontier, "quality per KV byte: precision, eviction policies, head groups"},
 };
 
 static void usage(FILE *f) {

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const char *const NAMES[DT_COUNT] = {"fp32", "fp16", "bf16", "int8", "q8_0"};
+static const char *const NAMES[DT_COUNT] = {"fp32", "fp16", "bf16", "int8", "q8_0", "q4_0"};
 
 const char *dtype_name(Dtype dt) { return (unsigned)dt < DT_COUNT ? NAMES[dt] : "?"; }
 
@@ -23,6 +23,7 @@ size_t dtype_row_bytes(Dtype dt, size_t C, size_t NH) {
     case DT_BF16: return 2 * C;
     case DT_INT8: return C + 4 * NH;           /* int8 values, then a float32 scale a head */
     case DT_Q8_0: return (C + 31) / 32 * 34;   /* 32 int8 + an fp16 scale a block */
+    case DT_Q4_0: return (C + 31) / 32 * 18;   /* 16 bytes of nibbles + an fp16 scale */
     default: return 0;
     }
 }

@@ -44,8 +44,31 @@ static void forget_history(Generator *g, int n) {
     if (g->cache.len > n) evict(g, 0, g->cache.len - n);
 }
 
+int generator_set_evict(Generator *g, Evictor *e) {
+    if (e && (g->mode != GEN_CACHE || g->window || e->N != g->m->cfg.N || e->L != g->m->cfg.L ||
+              e->NH != g->m->cfg.NH))
+        return -1;
+    g->evict = e;
+    return 0;
+}
+
+/* The policy sees every layer's attention weights (HOOK_PATTERN). */
+static int evict_hook(const HookEvent *ev, void *user) {
+    evict_observe(user, ev->layer, ev->data, ev->shape[1], ev->shape[2], ev->pos0);
+    return 0;
+}
+
 /* One model_forward of step `step`, reporting the evictions since the last one. */
 static int step_forward(Generator *g, const int *tokens, int n, Phase ph, int step, Hooks *hooks) {
+    Hooks with; /* the caller's hooks and the policy's */
+    if (g->evict && (g->evict->p.policy == EVICT_H2O || g->evict->p.policy == EVICT_SNAPKV)) {
+        if (hooks) with = *hooks;
+        else hooks_init(&with);
+        if (hooks_subscribe(&with, HOOK_BIT(HOOK_PATTERN), evict_hook, g->evict)) return -1;
+        hooks = &with;
+    }
+    g->cache.keep = g->evict ? evict_mask(g->evict) : NULL;
+    g->cache.keep_stride = g->m->cfg.N;
     StepLabel lb = {.phase = ph, .step = step, .hooks = hooks, .evicted_pos0 = g->evicted_pos0,
                     .evicted_n = g->evicted_n};
     int rc = model_forward(g->m, &g->cache, tokens, n, g->logits, &lb, &g->total);
@@ -59,14 +82,16 @@ int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks) {
     g->len = n;
     kvcache_reset(&g->cache);
     g->evicted_n = 0;
+    if (g->evict) evict_reset(g->evict);
     int rc = step_forward(g, g->tokens, n, PHASE_PREFILL, 0, hooks);
     if (rc == 0 && g->mode == GEN_ARTICLE_BUG) forget_history(g, n);
+    if (rc == 0 && g->evict) evict_prefill_done(g->evict, n);
     if (rc == 0 && logits_first_nonfinite(g->logits, g->m->cfg.V) >= 0) rc = GEN_NONFINITE;
     return rc;
 }
 
 int generator_rewind(Generator *g) {
-    if (g->mode != GEN_CACHE || g->window || g->len < 1 || g->cache.len < 1) return -1;
+    if (g->mode != GEN_CACHE || g->window || g->evict || g->len < 1 || g->cache.len < 1) return -1;
     if (kvcache_truncate(&g->cache, g->cache.len - 1)) return -1;
     g->len--;
     return 0;
@@ -147,6 +172,7 @@ int generator_decode(Generator *g, int token, int step, Hooks *hooks) {
     } else {
         int first, n = g->window > 0 ? generator_next_eviction(g, &first) : 0;
         rc = n > 0 ? evict(g, first, n) : 0; /* the window makes room */
+        if (rc == 0 && g->evict) rc = evict_before_step(g->evict, g->len - 1); /* the policy's */
         if (rc == 0) rc = step_forward(g, &g->tokens[g->len - 1], 1, PHASE_DECODE, step, hooks);
         if (rc == 0 && g->mode == GEN_ARTICLE_BUG) forget_history(g, 1);
     }

@@ -9,6 +9,7 @@
 #ifndef KVSCOPE_GENERATE_H
 #define KVSCOPE_GENERATE_H
 
+#include "evict.h"
 #include "hooks.h"
 #include "kvcache.h"
 #include "model.h"
@@ -28,6 +29,8 @@ typedef struct {
                         * window − sink. Set them before the prefill (0 ≤ sink < window). */
     int evicted_pos0, evicted_n; /* positions evicted since the last step (the window, the
                         * articles' bug), reported with the next one (StepLabel) */
+    Evictor *evict;    /* NULL, or a policy (evict.h) choosing per head which positions
+                        * attention reads; not owned (generator_set_evict) */
 } Generator;
 
 /* A step whose logits are not all finite (NaN or ±inf: weights that overflow float32)
@@ -37,6 +40,8 @@ enum { GEN_NONFINITE = -100 };
 /* 0, or -1 when out of memory. */
 int generator_init(Generator *g, Model *m, GenMode mode);
 void generator_free(Generator *g);
+/* Evict by policy e (GEN_CACHE without a window, before the prefill). 0, or -1. */
+int generator_set_evict(Generator *g, Evictor *e);
 /* Step 0: run the prompt (n ≥ 1 tokens) in one batched pass. 0, GEN_NONFINITE, or an
  * error of model_forward (-1, KVCACHE_OVER_BUDGET, a hook's code). */
 int generator_prefill(Generator *g, const int *prompt, int n, Hooks *hooks);

@@ -30,7 +30,8 @@ int kvcache_init(KVCache *c, int L, int NH, int hs, int max_len) {
     c->hs = hs;
     c->max_len = max_len;
     c->dtype = DT_FP32;
-    c->row_bytes = dtype_row_bytes(DT_FP32, (size_t)NH * hs, (size_t)NH);
+    c->kv_heads = NH;
+    c->row_bytes = c->stored_row_bytes = dtype_row_bytes(DT_FP32, (size_t)NH * hs, (size_t)NH);
     c->k = calloc((size_t)L, sizeof *c->k);
     c->v = calloc((size_t)L, sizeof *c->v);
     c->kq = calloc((size_t)L, sizeof *c->kq);
@@ -54,6 +55,8 @@ static void release_storage(KVCache *c) {
     c->store = NULL;
     free(c->scratch_k);
     free(c->scratch_v);
+    free(c->tbuf);
+    c->tbuf = NULL;
     free(c->pos);
     c->scratch_k = c->scratch_v = NULL;
     c->pos = NULL;
@@ -73,8 +76,19 @@ int kvcache_set_dtype(KVCache *c, Dtype dt) {
     if (c->len != 0 || (unsigned)dt >= DT_COUNT) return -1;
     release_storage(c);
     c->dtype = dt;
-    c->row_bytes = dtype_row_bytes(dt, (size_t)c->NH * c->hs, (size_t)c->NH);
+    c->stored_row_bytes = dtype_row_bytes(dt, (size_t)c->NH * c->hs, (size_t)c->NH);
+    c->row_bytes = dtype_row_bytes(dt, (size_t)c->kv_heads * c->hs, (size_t)c->kv_heads);
     c->sim_k = c->sim_v = KVQ_NONE;
+    return 0;
+}
+
+int kvcache_set_transform(KVCache *c, int kv_heads, int rotate) {
+    if (c->len != 0 || kv_heads < 1 || kv_heads > c->NH || c->NH % kv_heads != 0) return -1;
+    if (rotate && (c->hs < 1 || (c->hs & (c->hs - 1)) != 0)) return -1;
+    release_storage(c);
+    c->kv_heads = kv_heads;
+    c->rotate = rotate != 0;
+    c->row_bytes = dtype_row_bytes(c->dtype, (size_t)kv_heads * c->hs, (size_t)kv_heads);
     return 0;
 }
 
@@ -89,7 +103,7 @@ int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v) {
 
 /* Does kvcache_layer read through the scratch buffers? */
 static int reads_scratch(const KVCache *c) {
-    return c->dtype != DT_FP32 || c->sim_k != KVQ_NONE || c->sim_v != KVQ_NONE;
+    return c->dtype != DT_FP32 || c->sim_k != KVQ_NONE || c->sim_v != KVQ_NONE || c->rotate;
 }
 
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes) { c->max_bytes = max_bytes; }
@@ -106,7 +120,7 @@ int kvcache_truncate(KVCache *c, int len) {
 int kvcache_drop(KVCache *c, int first, int count) {
     if (first < 0 || count < 0 || first > c->len || count > c->len - first) return -1;
     if (count == 0) return 0;
-    size_t row = c->row_bytes, tail = (size_t)(c->len - first - count);
+    size_t row = c->stored_row_bytes, tail = (size_t)(c->len - first - count);
     for (int l = 0; l < c->L; l++) {
         unsigned char *k = c->dtype == DT_FP32 ? (unsigned char *)c->k[l] : c->kq[l];
         unsigned char *v = c->dtype == DT_FP32 ? (unsigned char *)c->v[l] : c->vq[l];
@@ -135,7 +149,7 @@ static int grow(void **p, size_t bytes) {
  * measures (on 2 MiB pages a small model's cache would count its whole reservation).
  * The slots in use move over; the old block goes. */
 static int grow_store(KVCache *c, size_t rows) {
-    const size_t layer = rows * c->row_bytes, used = (size_t)c->len * c->row_bytes;
+    const size_t layer = rows * c->stored_row_bytes, used = (size_t)c->len * c->stored_row_bytes;
     if (c->L > 0 && layer > SIZE_MAX / 2 / (size_t)c->L) return -1;
     void *p = NULL;
     if (posix_memalign(&p, 64, 2 * (size_t)c->L * layer)) return -1;
@@ -175,6 +189,8 @@ int kvcache_reserve(KVCache *c, int n) {
                                 grow((void **)&c->scratch_v, rows * C * sizeof(float))))
         return -1;
     if (grow((void **)&c->pos, rows * sizeof *c->pos)) return -1;
+    if ((c->kv_heads != c->NH || c->rotate) && !c->tbuf && !(c->tbuf = malloc(2 * C * sizeof(float))))
+        return -1;
     c->capacity = cap;
     return 0;
 }
@@ -191,6 +207,7 @@ static void encode_row(const KVCache *c, unsigned char *dst, const float *x) {
         break;
     case DT_INT8: int8_quantize_row(dst, x, c->NH, c->hs); break;
     case DT_Q8_0: q8_0_quantize_row(dst, x, C); break;
+    case DT_Q4_0: q4_0_quantize_row(dst, x, C); break;
     default: memcpy(dst, x, (size_t)C * sizeof(float)); break;
     }
 }
@@ -208,27 +225,46 @@ static void decode_row(const KVCache *c, float *y, const unsigned char *src) {
         break;
     case DT_INT8: int8_dequantize_row(y, src, c->NH, c->hs); break;
     case DT_Q8_0: q8_0_dequantize_row(y, src, C); break;
+    case DT_Q4_0: q4_0_dequantize_row(y, src, C); break;
     default: memcpy(y, src, (size_t)C * sizeof(float)); break;
     }
+    if (c->rotate) hadamard_rows(y, c->NH, c->hs); /* H/√hs is its own inverse */
+}
+
+/* Row x as the cache keeps it, into y (C): its group's mean in every head, then turned. */
+static const float *transform_row(const KVCache *c, const float *x, float *y) {
+    if (c->kv_heads == c->NH && !c->rotate) return x;
+    const int hs = c->hs, per = c->NH / c->kv_heads;
+    for (int g = 0; g < c->kv_heads; g++)
+        for (int i = 0; i < hs; i++) {
+            float sum = 0.0f;
+            for (int j = 0; j < per; j++) sum += x[(size_t)(g * per + j) * hs + i];
+            for (int j = 0; j < per; j++) y[(size_t)(g * per + j) * hs + i] = per == 1 ? sum : sum / (float)per;
+        }
+    if (c->rotate) hadamard_rows(y, c->NH, hs);
+    return y;
 }
 
 void kvcache_store(KVCache *c, int l, int slot, const float *k, const float *v, int pos) {
     size_t C = (size_t)c->NH * c->hs;
+    if (c->tbuf) {
+        k = transform_row(c, k, c->tbuf);
+        v = transform_row(c, v, c->tbuf + C);
+    }
     if (c->dtype == DT_FP32) {
         memcpy(c->k[l] + (size_t)slot * C, k, C * sizeof(float));
         memcpy(c->v[l] + (size_t)slot * C, v, C * sizeof(float));
     } else {
-        encode_row(c, c->kq[l] + (size_t)slot * c->row_bytes, k);
-        encode_row(c, c->vq[l] + (size_t)slot * c->row_bytes, v);
+        encode_row(c, c->kq[l] + (size_t)slot * c->stored_row_bytes, k);
+        encode_row(c, c->vq[l] + (size_t)slot * c->stored_row_bytes, v);
     }
     c->pos[slot] = pos;
 }
 
 int kvcache_rows(KVCache *c, int l, int slot, int n, int pos0, float **k, float **v) {
-    if (c->dtype != DT_FP32) return -1;
-    const size_t C = (size_t)c->NH * c->hs;
-    *k = c->k[l] + (size_t)slot * C;
-    *v = c->v[l] + (size_t)slot * C;
+    if (c->dtype != DT_FP32 || c->kv_heads != c->NH || c->rotate) return -1; /* kvcache_store */
+    *k = c->k[l] + (size_t)slot * c->NH * c->hs;
+    *v = c->v[l] + (size_t)slot * c->NH * c->hs;
     for (int i = 0; i < n; i++) c->pos[slot + i] = pos0 + i;
     return 0;
 }
@@ -241,20 +277,22 @@ static const float *simulate(const KVCache *c, KVQuantGroup g, const float *x, f
 }
 
 void kvcache_layer(KVCache *c, int l, int T, const float **k, const float **v) {
-    if (c->dtype == DT_FP32 && c->sim_k == KVQ_NONE && c->sim_v == KVQ_NONE) {
+    if (c->dtype == DT_FP32 && !c->rotate && c->sim_k == KVQ_NONE && c->sim_v == KVQ_NONE) {
         *k = c->k[l]; /* zero-copy: attention reads the storage */
         *v = c->v[l];
         return;
     }
-    if (c->dtype == DT_FP32) { /* read back through int8 (kvcache_set_int8_sim) */
+    if (c->dtype == DT_FP32 && !c->rotate) { /* read back through int8 (kvcache_set_int8_sim) */
         *k = simulate(c, c->sim_k, c->k[l], c->scratch_k, T);
         *v = simulate(c, c->sim_v, c->v[l], c->scratch_v, T);
         return;
     }
     size_t C = (size_t)c->NH * c->hs;
+    const unsigned char *ks = c->dtype == DT_FP32 ? (const unsigned char *)c->k[l] : c->kq[l];
+    const unsigned char *vs = c->dtype == DT_FP32 ? (const unsigned char *)c->v[l] : c->vq[l];
     for (int t = 0; t < T; t++) {
-        decode_row(c, c->scratch_k + (size_t)t * C, c->kq[l] + (size_t)t * c->row_bytes);
-        decode_row(c, c->scratch_v + (size_t)t * C, c->vq[l] + (size_t)t * c->row_bytes);
+        decode_row(c, c->scratch_k + (size_t)t * C, ks + (size_t)t * c->stored_row_bytes);
+        decode_row(c, c->scratch_v + (size_t)t * C, vs + (size_t)t * c->stored_row_bytes);
     }
     *k = c->scratch_k;
     *v = c->scratch_v;

@@ -29,6 +29,21 @@
  * A real per-channel cache cannot know a channel's scale before the positions it covers
  * have arrived (KIVI quantizes blocks of tokens and keeps the newest in fp16); this
  * measures the rounding alone, with the whole cache re-quantized at every step.
+ *
+ * Two transforms before the storage type (kvcache_set_transform), measured by the
+ * frontier (frontier.h):
+ *   kv_heads G  K and V of the NH heads mean-pooled into G groups of NH/G heads (GQA made
+ *               from a multi-head checkpoint, as Ainslie et al. 2023 convert one): every
+ *               head of a group reads its group's mean. The rows still hold NH heads (the
+ *               kernels read them so), but the bytes counted are those of G heads:
+ *               row_bytes = dtype_row_bytes(dtype, G·hs, G).
+ *   rotate      each head's hs values turned by the orthonormal Hadamard transform
+ *               (quant.h) before they are stored and turned back when read: the same
+ *               numbers up to float rounding, but a block quantizer sees no outlier channel.
+ *
+ * Eviction without moving rows (evict.h): keep, when not NULL, marks for every layer l,
+ * head h and slot s whether head h of layer l still reads slot s,
+ * keep[(l·NH + h)·keep_stride + s]; attention gives a slot it does not keep no weight.
  */
 #ifndef KVSCOPE_KVCACHE_H
 #define KVSCOPE_KVCACHE_H
@@ -58,6 +73,12 @@ typedef struct {
     float *scratch_k, *scratch_v; /* (capacity, NH*hs) one layer read back; other types
                                    * and the simulated int8 read-back */
     int *pos;        /* (capacity) absolute position held by each slot */
+    int kv_heads;    /* G: K/V heads stored (NH unless mean-pooled into groups) */
+    int rotate;      /* 1: Hadamard-rotated per head before the storage type */
+    size_t stored_row_bytes; /* bytes of a row as laid out here (NH heads) */
+    float *tbuf;     /* (2, C) a K and a V row being transformed, when kv_heads or rotate */
+    const unsigned char *keep; /* NULL, or (L, NH, keep_stride): slots each head reads */
+    int keep_stride;
 } KVCache;
 
 /* Set up an empty fp32 cache (nothing reserved yet). Returns 0, or -1 when out of memory. */
@@ -71,6 +92,10 @@ int kvcache_set_dtype(KVCache *c, Dtype dt);
  * (KVQ_NONE leaves that side exact). Releases the reservation. 0, or -1 if the cache
  * holds tokens, is not fp32, or a group is not one. kvcache_set_dtype turns it off. */
 int kvcache_set_int8_sim(KVCache *c, KVQuantGroup k, KVQuantGroup v);
+/* Mean-pool K/V into kv_heads groups and/or rotate each head (see above) on an empty cache;
+ * releases the reservation. 0, or -1 if the cache holds tokens, kv_heads does not divide
+ * NH, or rotate is asked with hs not a power of two. */
+int kvcache_set_transform(KVCache *c, int kv_heads, int rotate);
 /* Cap the reserved bytes (0 = no cap). Reservations never exceed it. */
 void kvcache_set_max_bytes(KVCache *c, size_t max_bytes);
 /* Forget every token but keep the reservation. */

@@ -523,6 +523,17 @@ static float *ablated_z(Model *m, int l, int n) {
     return atty;
 }
 
+/* Attention when a policy evicts per head (evict.h, cache->keep): the plain loop with
+ * each head's mask over the slots, writing the scores and weights as the others do. */
+static void attention_evicting(Model *m, const KVCache *cache, int l, const float *kc,
+                               const float *vc, int n, int p) {
+    RunState *s = &m->s;
+    const int NH = m->cfg.NH, hs = m->cfg.C / NH;
+    attention_masked_forward(s->atty, s->scores, s->pattern, s->q, kc, vc,
+                             cache->keep + (size_t)l * NH * cache->keep_stride, cache->keep_stride,
+                             n, p, NH, hs);
+}
+
 /* ---- where the KV cache lives ------------------------------------------------
  * Layer l of n new tokens after p cached ones: c_attn writes the new K and V into slots
  * p..p+n-1 (an fp32 cache takes them in place; other types convert them from s->qkv),
@@ -555,7 +566,8 @@ static int attention_layer(const ForwardCall *call, KVCache *cache, int l, int n
     /* the heart of it: n new queries against all T cached keys and values. Plain:
      * attention_forward (ops.c); fast: attention_avx2 (kernels.c), attention_decode when n = 1;
      * with nobody to read the score and weight matrices, the output alone (kernels.h) */
-    if (m->kern == KERN_PLAIN)
+    if (cache->keep) attention_evicting(m, cache, l, kc, vc, n, p); /* a mask per head */
+    else if (m->kern == KERN_PLAIN)
         attention_forward(s->atty, s->scores, s->pattern, s->q, kc, vc, n, p, NH, hs);
     else if (hooks_wants(call->lb->hooks, HOOK_ATTN_SCORES) ||
              hooks_wants(call->lb->hooks, HOOK_PATTERN))

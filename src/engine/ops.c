@@ -189,6 +189,36 @@ void attention_forward(float *out, float *scores, float *pattern,
     }
 }
 
+void attention_masked_forward(float *out, float *scores, float *pattern, const float *q,
+                              const float *kc, const float *vc, const unsigned char *keep,
+                              int stride, int n, int p, int NH, int hs) {
+    const int C = NH * hs, Tt = p + n;
+    const float div = (float)sqrt((double)hs); /* as attention_forward */
+    for (int i = 0; i < n; i++) {
+        const int pos = p + i;
+        for (int h = 0; h < NH; h++) {
+            const float *qi = q + (size_t)i * C + (size_t)h * hs;
+            const unsigned char *kp = keep + (size_t)h * stride;
+            float *sc = scores + ((size_t)h * n + i) * Tt;
+            float *pa = pattern + ((size_t)h * n + i) * Tt;
+            for (int t = 0; t <= pos; t++) {
+                const float *kt = kc + (size_t)t * C + (size_t)h * hs;
+                float dot = 0.0f;
+                for (int d = 0; d < hs && kp[t]; d++) dot = fmaf(qi[d], kt[d], dot);
+                sc[t] = kp[t] ? dot / div : -INFINITY; /* evicted: as if in the future */
+            }
+            softmax_causal_row(sc, pa, pos, Tt);
+            float *oi = out + (size_t)i * C + (size_t)h * hs;
+            for (int d = 0; d < hs; d++) oi[d] = 0.0f;
+            for (int t = 0; t <= pos; t++) {
+                if (!kp[t]) continue;
+                const float *vt = vc + (size_t)t * C + (size_t)h * hs;
+                for (int d = 0; d < hs; d++) oi[d] = fmaf(pa[t], vt[d], oi[d]);
+            }
+        }
+    }
+}
+
 int attention_row_forward(float *out, float *scores, const float *q,
                           const float *const *kr, const float *const *vr,
                           const unsigned char *keep, int T, int NH, int hs) {

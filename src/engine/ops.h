@@ -123,4 +123,12 @@ int attention_row_forward(float *out, float *scores, const float *q,
                           const float *const *kr, const float *const *vr,
                           const unsigned char *keep, int T, int NH, int hs);
 
+/* attention_forward with eviction per head (evict.h): head h reads slot t only when
+ * keep[h·stride + t] is non-zero; a slot it does not keep has score -INFINITY and weight
+ * 0, as a future one. The query's own slot must be kept. Same arithmetic in the same
+ * order as attention_forward for the kept slots. Pure. */
+void attention_masked_forward(float *out, float *scores, float *pattern, const float *q,
+                              const float *kc, const float *vc, const unsigned char *keep,
+                              int stride, int n, int p, int NH, int hs);
+
 #endif

@@ -1,4 +1,5 @@
-/* quant.c — int8 (per token and head) and q8_0 (blocks of 32) quantization. */
+/* quant.c — int8 (per token and head), q8_0 and q4_0 (blocks of 32) quantization, and
+ * the Hadamard rotation that may come before them. */
 #include "quant.h"
 
 #include <math.h>
@@ -102,5 +103,55 @@ void q8_0_dequantize_row(float *y, const unsigned char *src, int C) {
         float d = q8_0_block_scale(src, b);
         const signed char *q = (const signed char *)(src + (size_t)b * Q8_0_BLOCK_BYTES + 2);
         for (int i = 0; i < n; i++) y[(size_t)b * Q8_0_BLOCK + i] = (float)q[i] * d;
+    }
+}
+
+void q4_0_quantize_row(unsigned char *dst, const float *x, int C) {
+    for (int b = 0; b * Q4_0_BLOCK < C; b++) {
+        float xb[Q4_0_BLOCK] = {0};
+        int n = C - b * Q4_0_BLOCK < Q4_0_BLOCK ? C - b * Q4_0_BLOCK : Q4_0_BLOCK;
+        memcpy(xb, x + (size_t)b * Q4_0_BLOCK, (size_t)n * sizeof(float));
+        float amax = 0.0f, m = 0.0f; /* the value of largest magnitude, with its sign */
+        for (int i = 0; i < Q4_0_BLOCK; i++)
+            if (amax < fabsf(xb[i])) amax = fabsf(xb[i]), m = xb[i];
+        const float d = m / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        const uint16_t dh = fp32_to_fp16(d);
+        unsigned char *blk = dst + (size_t)b * Q4_0_BLOCK_BYTES;
+        blk[0] = (unsigned char)(dh & 0xFFu);
+        blk[1] = (unsigned char)(dh >> 8);
+        for (int j = 0; j < Q4_0_BLOCK / 2; j++) {
+            /* llama.cpp truncates x/d + 8.5 toward zero through an int8: q in 0..15 */
+            int q0 = (signed char)(xb[j] * id + 8.5f), q1 = (signed char)(xb[j + 16] * id + 8.5f);
+            q0 = q0 > 15 ? 15 : q0;
+            q1 = q1 > 15 ? 15 : q1;
+            blk[2 + j] = (unsigned char)(q0 | (q1 << 4));
+        }
+    }
+}
+
+void q4_0_dequantize_row(float *y, const unsigned char *src, int C) {
+    for (int b = 0; b * Q4_0_BLOCK < C; b++) {
+        const unsigned char *blk = src + (size_t)b * Q4_0_BLOCK_BYTES;
+        const float d = fp16_to_fp32((uint16_t)(blk[0] | (blk[1] << 8)));
+        for (int j = 0; j < Q4_0_BLOCK / 2; j++) {
+            const int i0 = b * Q4_0_BLOCK + j, i1 = i0 + Q4_0_BLOCK / 2;
+            if (i0 < C) y[i0] = (float)((blk[2 + j] & 0x0F) - 8) * d;
+            if (i1 < C) y[i1] = (float)((blk[2 + j] >> 4) - 8) * d;
+        }
+    }
+}
+
+void hadamard_rows(float *x, int NH, int hs) {
+    const float s = 1.0f / sqrtf((float)hs);
+    for (int h = 0; h < NH; h++) {
+        float *v = x + (size_t)h * hs;
+        for (int len = 1; len < hs; len *= 2) /* butterflies: (a, b) -> (a + b, a - b) */
+            for (int i = 0; i < hs; i += 2 * len)
+                for (int j = i; j < i + len; j++) {
+                    const float a = v[j], b = v[j + len];
+                    v[j] = a + b;
+                    v[j + len] = a - b;
+                }
+        for (int i = 0; i < hs; i++) v[i] *= s;
     }
 }

@@ -11,6 +11,11 @@
  *         partial block is padded with zeros). The scale is the smallest fp16 ≥ max|x|/127,
  *         and q is computed with that stored scale, so the half-step bound holds for
  *         what is actually read back.
+ *   q4_0  blocks of 32 values, each { fp16 d; uint8 qs[16] } = 18 bytes, the layout and
+ *         rounding of llama.cpp's quantize_row_q4_0_ref: m is the value of largest |x|,
+ *         d = m / −8, q = min(15, (int)(x/d + 8.5)) in 0..15, read back (q − 8)·d; byte j
+ *         holds value j in its low nibble and value j + 16 in its high one. Not
+ *         symmetric: −8·d = m is exact, the other end reaches 7·|d| only.
  *   per channel (simulated, below) one scale per channel over a matrix's rows: what
  *         KIVI (2024) uses for keys, measured here without storing it.
  * Non-finite inputs are not supported (K and V of a finite model are finite).
@@ -43,5 +48,19 @@ void int8_roundtrip_channels(float *y, const float *x, int T, int C);
 void q8_0_quantize_row(unsigned char *dst, const float *x, int C);
 void q8_0_dequantize_row(float *y, const unsigned char *src, int C);
 float q8_0_block_scale(const unsigned char *src, int block);
+
+#define Q4_0_BLOCK 32                          /* values per q4_0 block */
+#define Q4_0_BLOCK_BYTES (2 + Q4_0_BLOCK / 2)  /* fp16 scale + 16 bytes of nibbles */
+/* Quantize C floats x into dst (dtype_row_bytes: ⌈C/32⌉·18); a partial last block is
+ * padded with zeros. */
+void q4_0_quantize_row(unsigned char *dst, const float *x, int C);
+void q4_0_dequantize_row(float *y, const unsigned char *src, int C);
+
+/* The orthonormal Walsh–Hadamard transform of each of the NH groups of hs values of x, in
+ * place (hs a power of two): x ← H x / √hs. H is symmetric and H·H = hs·I, so applying it
+ * twice gives x back, and it keeps every dot product (q·k = (Hq)·(Hk)/hs). Spreading one
+ * large channel over all hs of them is why it helps a block quantizer (llama.cpp rotates
+ * its quantized KV cache this way). */
+void hadamard_rows(float *x, int NH, int hs);
 
 #endif
