@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "infile.h"
+#include "outfolder.h"
 #include "rmtree.h"
 
 #if defined(__linux__) && !defined(RENAME_EXCHANGE)
@@ -155,12 +156,19 @@ static int copy_target(char *dst, size_t size, const char *src) {
 
 /* ---- which folders may be replaced ----------------------------------------- */
 
+static int folder_empty(const char *dir);
+
 /* 1 if dir holds kvscope's marker (a regular file, not a link), or nothing at all. */
 static int replaceable(const char *dir) {
     char m[4300];
     struct stat st;
     if (path_join(m, sizeof m, dir, OUTDIR_MARKER) == 0 && lstat(m, &st) == 0 && S_ISREG(st.st_mode))
         return 1;
+    return folder_empty(dir);
+}
+
+/* 1 if dir can be read and holds nothing. */
+static int folder_empty(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     struct dirent *e;
@@ -243,6 +251,66 @@ static int check_mounts(const OutDir *o, char *err, size_t errsize) {
     return 0;
 }
 
+/* 1 if command writes models (config.json + weights). */
+static int writes_models(const char *command) {
+    return strcmp(command, "train") == 0 || strcmp(command, "export") == 0;
+}
+
+/* What --force may not replace, whoever runs kvscope: a folder that is not the user's
+ * (outfolder_not_users) or that holds files git tracks. 0, or -1 with err. */
+static int force_allowed(const OutDir *o, char *err, size_t errsize) {
+    char top[PATH_MAX];
+    const char *why = outfolder_not_users(o->real);
+    if (why) {
+        snprintf(err, errsize, "%s %s; kvscope never replaces it, even with --force (choose a new "
+                 "folder): %s", o->option, why, o->target);
+        return -1;
+    }
+    if (outfolder_git_tracked(o->real, top, sizeof top)) {
+        snprintf(err, errsize, "%s holds files that git tracks in the work tree %s; kvscope never "
+                 "replaces it, even with --force (choose a new folder): %s", o->option, top, o->target);
+        return -1;
+    }
+    return 0;
+}
+
+/* May o replace its existing folder (not a mount, checked before)? A model only by train
+ * or export with --force (and one kvscope did not write only when it is the user's); an
+ * empty folder always; a folder this command wrote (its
+ * marker names the command) always; any other folder with --force, when it is the
+ * user's (force_allowed). 0, or -1 with err. */
+static int may_replace(const OutDir *o, char *err, size_t errsize) {
+    char cmd[32], opt[32];
+    const int force = (o->flags & OUTDIR_FORCE) != 0;
+    const int ours = outfolder_marker(o->real, cmd, sizeof cmd, opt, sizeof opt);
+    if (outfolder_is_model(o->real)) {
+        if (!writes_models(o->command)) {
+            snprintf(err, errsize, "%s holds a model (config.json and its weights), which only "
+                     "train or export replace, and only with --force; choose another folder: %s",
+                     o->option, o->target);
+            return -1;
+        }
+        if (!force) {
+            snprintf(err, errsize, "%s holds a model (config.json and its weights); add --force to "
+                     "replace it with this one, or choose another folder: %s", o->option, o->target);
+            return -1;
+        }
+        /* a model kvscope wrote (make model retrains data/model, which git tracks) */
+        return ours && writes_models(cmd) ? 0 : force_allowed(o, err, errsize);
+    }
+    if ((ours && strcmp(cmd, o->command) == 0) || folder_empty(o->real)) return 0;
+    if (force) return force_allowed(o, err, errsize);
+    if (ours)
+        snprintf(err, errsize, "%s is the %s folder of `kvscope %s`, not of `kvscope %s`; choose "
+                 "another folder, or add --force to replace it: %s", o->option, opt, cmd, o->command,
+                 o->target);
+    else
+        snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
+                 "choose another folder, or add --force to replace it: %s",
+                 o->option, OUTDIR_MARKER, o->target);
+    return -1;
+}
+
 static int check_dir(OutDir *o, char *err, size_t errsize) {
     const char *why = forbidden(o->real);
     if (why) {
@@ -261,13 +329,7 @@ static int check_dir(OutDir *o, char *err, size_t errsize) {
                      o->target);
             return -1;
         }
-        if (check_mounts(o, err, errsize) != 0) return -1;
-        if (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)) {
-            snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
-                     "choose another folder, or add --force to replace it: %s",
-                     o->option, OUTDIR_MARKER, o->target);
-            return -1;
-        }
+        if (check_mounts(o, err, errsize) != 0 || may_replace(o, err, errsize) != 0) return -1;
     } else if (errno != ENOENT) {
         snprintf(err, errsize, "%s: %s: %s", o->option, strerror(errno), o->target);
         return -1;
@@ -468,8 +530,8 @@ static int swap_in(OutDir *o, int exists, char *discard, size_t size) {
 /* 1 if the target, as it is now, may be swapped out: a folder kvscope wrote (or any
  * folder with --force) that is no mount point and holds none. */
 static int still_replaceable(const OutDir *o, const struct stat *st) {
-    char mnt[16];
-    return S_ISDIR(st->st_mode) && ((o->flags & OUTDIR_FORCE) || replaceable(o->real)) &&
+    char mnt[16], err[8400];
+    return S_ISDIR(st->st_mode) && may_replace(o, err, sizeof err) == 0 &&
            !rmtree_is_mount(o->real) && rmtree_find_mount(o->real, mnt, sizeof mnt) == 0;
 }
 

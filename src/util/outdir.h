@@ -7,9 +7,14 @@
  *           current folder and its ancestors, the home folder ($HOME, and the
  *           password database's, which holds when $HOME is unset or empty) and its
  *           ancestors, a mount point or a folder that holds one (always, even with
- *           --force), anything that is not a folder, and a folder that holds files
- *           but no marker (kvscope did not write it) unless --force is given. An
- *           empty folder has nothing to lose and may be replaced.
+ *           --force), anything that is not a folder, and a folder of another kind
+ *           (outfolder.h): a model (config.json + weights) unless the command is train
+ *           or export and --force is given; a folder whose marker names another
+ *           command, or that holds files but no marker (kvscope did not write it),
+ *           unless --force is given. --force itself never reaches a folder that is not
+ *           the user's (outside their home, the current folder and /tmp, or owned by
+ *           another user) nor one that holds files git tracks, whoever runs kvscope.
+ *           An empty folder has nothing to lose and may be replaced.
  *   begin   remove what killed runs left beside the target (below), then create the
  *           temporary folder TARGET.tmp.<pid>.XXXXXX beside it (same file system)
  *           with the marker .kvscope-output inside. The files go there.

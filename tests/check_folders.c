@@ -1,0 +1,219 @@
+/* check_folders.c — whose folder an output folder is (issue 42), through bin/kvscope as
+ * a user meets it: a command replaces only a folder its own command wrote; a model folder
+ * only train or export replace, with --force; --force never reaches a system folder,
+ * another user's or one git tracks; a user's file inside a kvscope folder survives the
+ * next run. */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "outdir.h"
+#include "testutil.h"
+
+static char dir[1024]; /* a fresh folder per test, resolved (short: /tmp/...) */
+static char se[PATH_MAX], so[PATH_MAX], home[PATH_MAX];
+
+static void setup(void) {
+    char t[64], r[PATH_MAX];
+    ck_assert_ptr_nonnull(make_temp_dir(t, sizeof t));
+    ck_assert_ptr_nonnull(realpath(t, r));
+    ck_assert_uint_lt(strlen(r), sizeof dir);
+    memcpy(dir, r, strlen(r) + 1);
+    snprintf(se, sizeof se, "%s/stderr", dir);
+    snprintf(so, sizeof so, "%s/stdout", dir);
+    snprintf(home, sizeof home, "%s/home", dir);
+    ck_assert_int_eq(mkdir(home, 0755), 0);
+}
+
+static void teardown(void) { remove_tree(dir); }
+
+#define TINY "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256"
+
+static const char *at(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/%s", dir, name);
+    return buf;
+}
+
+/* kvscope run in dir with HOME=dir/home; stdout to so, stderr to se. */
+static int kv(const char *const *args) { return run_kvscope_at(dir, home, args, so, se); }
+
+/* stderr is one line "kvscope: ..." holding every needle (NULL-terminated). */
+static void one_line(const char *const *needles) {
+    char *e = read_file(se, NULL);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(strncmp(e, "kvscope: ", 9) == 0 && strchr(e, '\n') == e + strlen(e) - 1,
+                  "not one kvscope: line: %s", e);
+    for (int i = 0; needles[i]; i++) ck_assert_msg(strstr(e, needles[i]), "lacks \"%s\": %s", needles[i], e);
+    free(e);
+}
+
+/* path's bytes equal the text. */
+static void holds(const char *path, const char *text) {
+    char *t = read_file(path, NULL);
+    ck_assert_msg(t && strcmp(t, text) == 0, "%s: %s", path, t ? t : "(missing)");
+    free(t);
+}
+
+/* ---- item 1: a folder belongs to the command that wrote it ---------------------------- */
+
+/* The issue's cases: a copy of a trained model given to kvmem or run, with or without
+ * --force; export over it without --force. Each exits 2 with one line, the weights byte
+ * for byte as they were; export --force replaces it. A Hugging Face folder (no marker)
+ * the same. */
+START_TEST(test_model_folder_kept) {
+    char m[PATH_MAX], w[PATH_MAX + 32], copy[PATH_MAX];
+    at(m, sizeof m, "m");
+    at(copy, sizeof copy, "weights.copy");
+    const char *ex[] = {"export", TINY, "--quiet", "--out", "m", NULL};
+    ck_assert_int_eq(kv(ex), 0);
+    snprintf(w, sizeof w, "%s/model.safetensors", m);
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", w, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int hf = 0; hf < 2; hf++) {
+        if (hf) { /* a Hugging Face download: no marker */
+            char mk[PATH_MAX + 32];
+            snprintf(mk, sizeof mk, "%s/" OUTDIR_MARKER, m);
+            ck_assert_int_eq(unlink(mk), 0);
+        }
+        const struct { const char *args[20]; const char *why; } cases[] = {
+            {{"kvmem", "--preset", "gpt2", "--out", "m"}, "which only train or export replace"},
+            {{"kvmem", "--preset", "gpt2", "--out", "m", "--force"}, "which only train or export replace"},
+            {{"run", TINY, "--steps", "1", "--quiet", "--out", "m"}, "which only train or export replace"},
+            {{"run", TINY, "--steps", "1", "--quiet", "--out", "m", "--force"}, "only with --force"},
+            {{"budget", TINY, "--steps", "1", "--quiet", "--out", "m", "--force"}, "holds a model"},
+            {{"export", TINY, "--quiet", "--out", "m"}, "add --force to replace it"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            ck_assert_msg(kv(cases[i].args) == 2, "case %zu (hf %d) not refused", i, hf);
+            const char *n[] = {"--out holds a model", cases[i].why, ": m\n", NULL};
+            one_line(n);
+            ck_assert_msg(files_equal(w, copy), "case %zu changed the weights", i);
+            char *out = read_file(so, NULL);
+            ck_assert_msg(out && out[0] == '\0', "case %zu printed before refusing: %s", i, out);
+            free(out);
+        }
+    }
+    const char *forced[] = {"export", TINY, "--seed", "2", "--quiet", "--out", "m", "--force", NULL};
+    ck_assert_int_eq(kv(forced), 0);
+    ck_assert_msg(!files_equal(w, copy), "export --force did not replace the model");
+}
+END_TEST
+
+/* A folder of another command is refused without --force, naming the command that wrote
+ * it; with --force it is replaced; its own command replaces it without. */
+START_TEST(test_other_commands_folder) {
+    char k[PATH_MAX], f[PATH_MAX + 32];
+    at(k, sizeof k, "k");
+    const char *km[] = {"kvmem", "--out", "k", NULL};
+    ck_assert_int_eq(kv(km), 0);
+    snprintf(f, sizeof f, "%s/kvmem.csv", k);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "k", NULL};
+    ck_assert_int_eq(kv(run), 2);
+    const char *n[] = {"--out is the --out folder of `kvscope kvmem`, not of `kvscope run`", "--force", NULL};
+    one_line(n);
+    ck_assert_int_eq(access(f, F_OK), 0);
+    ck_assert_int_eq(kv(km), 0); /* its own command: no --force */
+    const char *forced[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "k", "--force", NULL};
+    ck_assert_int_eq(kv(forced), 0);
+    ck_assert_int_eq(access(f, F_OK), -1);
+    snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, k);
+    char *mk = read_file(f, NULL);
+    ck_assert_msg(mk && strncmp(mk, "kvscope run --out\n", 18) == 0, "%s", mk);
+    free(mk);
+}
+END_TEST
+
+/* ---- item 5: what --force never replaces ------------------------------------------------- */
+
+/* A folder outside home, the current folder and /tmp (here one in /var/tmp, which is
+ * none of them: the test's own, so a failure loses nothing else), also from "/" as the
+ * current folder; as root, a folder of another user under /tmp. Refused with --force,
+ * the file inside kept. */
+START_TEST(test_force_not_system) {
+    char base[64] = "/var/tmp/kvscope-sys.XXXXXX", victim[PATH_MAX], f[PATH_MAX + 32];
+    if (!mkdtemp(base)) {
+        TEST_SKIPPED("cannot create a folder in /var/tmp");
+        return;
+    }
+    snprintf(victim, sizeof victim, "%s/etc", base);
+    snprintf(f, sizeof f, "%s/passwd", victim);
+    ck_assert_int_eq(mkdir(victim, 0755), 0);
+    ck_assert_int_eq(write_text_file(f, "root:x:0:0"), 0);
+    const char *cwds[] = {dir, "/"};
+    for (int c = 0; c < 2; c++) {
+        const char *km[] = {"kvmem", "--out", victim, "--force", NULL};
+        int rc = run_kvscope_at(cwds[c], home, km, so, se);
+        ck_assert_msg(rc == 2, "cwd %s: exit %d", cwds[c], rc);
+        const char *n[] = {"is a system folder", "even with --force", victim, NULL};
+        one_line(n);
+        holds(f, "root:x:0:0");
+    }
+    remove_tree(base);
+    if (geteuid() != 0) {
+        TEST_SKIPPED("not root: a folder of another user");
+        return;
+    }
+    at(victim, sizeof victim, "theirs");
+    snprintf(f, sizeof f, "%s/thesis.tex", victim);
+    ck_assert_int_eq(mkdir(victim, 0755), 0);
+    ck_assert_int_eq(write_text_file(f, "chapter 1"), 0);
+    ck_assert_int_eq(chown(victim, 1234, 1234), 0);
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "theirs", "--force", NULL};
+    ck_assert_int_eq(kv(run), 2);
+    const char *n[] = {"--out belongs to another user", "even with --force", NULL};
+    one_line(n);
+    holds(f, "chapter 1");
+}
+END_TEST
+
+/* In a git clone, `run --out src --force` is refused (it deleted 143 tracked files), a
+ * folder git does not track is replaced with --force. */
+START_TEST(test_force_not_git_tracked) {
+    if (system("command -v git >/dev/null") != 0) {
+        TEST_SKIPPED("no git here");
+        return;
+    }
+    char clone[PATH_MAX], cmd[4 * PATH_MAX], f[2 * PATH_MAX];
+    at(clone, sizeof clone, "clone");
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/src/cli' '%s/scratch' && cd '%s' && git init -q . && "
+             "echo 'int main;' > src/cli/main.c && echo x > scratch/old.txt && git add src",
+             clone, clone, clone);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int deep = 0; deep < 2; deep++) {
+        const char *out = deep ? "src/cli" : "src";
+        const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", out, "--force", NULL};
+        ck_assert_int_eq(run_kvscope_at(clone, home, run, so, se), 2);
+        const char *n[] = {"holds files that git tracks", clone, "even with --force", NULL};
+        one_line(n);
+        snprintf(f, sizeof f, "%s/src/cli/main.c", clone);
+        holds(f, "int main;\n");
+    }
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "scratch", "--force", NULL};
+    ck_assert_int_eq(run_kvscope_at(clone, home, run, so, se), 0);
+    snprintf(f, sizeof f, "%s/scratch/old.txt", clone);
+    ck_assert_int_eq(access(f, F_OK), -1);
+}
+END_TEST
+
+Suite *make_folders_suite(void) {
+    Suite *s = suite_create("folders");
+    TCase *tc = tcase_create("folders");
+    tcase_set_tags(tc, "bin"); /* runs bin/kvscope: not in make test */
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_model_folder_kept);
+    tcase_add_test(tc, test_other_commands_folder);
+    tcase_add_test(tc, test_force_not_system);
+    tcase_add_test(tc, test_force_not_git_tracked);
+    suite_add_tcase(s, tc);
+    return s;
+}
