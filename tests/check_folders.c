@@ -204,6 +204,142 @@ START_TEST(test_force_not_git_tracked) {
 }
 END_TEST
 
+
+/* ---- item 4: a user's file inside a kvscope folder survives the next run --------------- */
+
+/* The issue's case, `run --out r; echo mine > r/NOTES.md; run --out r`, and a folder of
+ * the user's, a file of theirs inside kvscope's heatmaps/, the same for kvmem and for
+ * run --force over kvmem's folder: each is carried into the new folder, named in one
+ * note on stderr; kvscope's own files are the new run's. */
+START_TEST(test_user_files_survive) {
+    char f[PATH_MAX + 64];
+    const char *run[] = {"run", TINY, "--steps", "2", "--quiet", "--heatmaps", "--out", "r", NULL};
+    ck_assert_int_eq(kv(run), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/NOTES.md"), "mine"), 0);
+    ck_assert_int_eq(mkdir(at(f, sizeof f, "r/drafts"), 0755), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/drafts/a.txt"), "draft"), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/heatmaps/look.txt"), "see L0"), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv"), "edited"), 0); /* kvscope's */
+    const char *again[] = {"run", TINY, "--steps", "3", "--quiet", "--heatmaps", "--out", "r", NULL};
+    ck_assert_int_eq(kv(again), 0);
+    holds(at(f, sizeof f, "r/NOTES.md"), "mine");
+    holds(at(f, sizeof f, "r/drafts/a.txt"), "draft");
+    holds(at(f, sizeof f, "r/heatmaps/look.txt"), "see L0");
+    char *t = read_file(at(f, sizeof f, "r/tokens.csv"), NULL);
+    ck_assert_msg(t && strncmp(t, "step,", 5) == 0, "tokens.csv is not the new run's: %s", t);
+    free(t);
+    ck_assert_int_eq(access(at(f, sizeof f, "r/heatmaps/decode_s003_step_L0_H00.png"), F_OK), 0);
+    const char *n[] = {"note: --out: kept", "NOTES.md", "drafts", "heatmaps/look.txt", ": r\n", NULL};
+    one_line(n);
+    /* a run without heatmaps keeps the user's file in a heatmaps/ of its own; the next run
+     * with heatmaps looks into it rather than taking it for the user's */
+    const char *plain[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "r", NULL};
+    ck_assert_int_eq(kv(plain), 0);
+    ck_assert_int_eq(access(at(f, sizeof f, "r/heatmaps/decode_s003_step_L0_H00.png"), F_OK), -1);
+    ck_assert_int_eq(kv(again), 0);
+    holds(at(f, sizeof f, "r/heatmaps/look.txt"), "see L0");
+    ck_assert_int_eq(count_entries(dir), 4); /* home, r, stdout, stderr: nothing beside r */
+    /* kvmem, and run --force over kvmem's folder */
+    const char *km[] = {"kvmem", "--out", "k", NULL};
+    ck_assert_int_eq(kv(km), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "k/NOTES.md"), "kv notes"), 0);
+    ck_assert_int_eq(kv(km), 0);
+    holds(at(f, sizeof f, "k/NOTES.md"), "kv notes");
+    const char *forced[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "k", "--force", NULL};
+    ck_assert_int_eq(kv(forced), 0);
+    holds(at(f, sizeof f, "k/NOTES.md"), "kv notes");
+    ck_assert_int_eq(access(at(f, sizeof f, "k/kvmem.csv"), F_OK), -1);
+}
+END_TEST
+
+/* A user's file with the name of a file this run writes (logits.csv, which the last run
+ * did not write): refused with one line naming it, after the run, nothing replaced. */
+START_TEST(test_user_file_in_the_way) {
+    char f[PATH_MAX + 64], kvm[PATH_MAX + 64];
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "r", NULL};
+    ck_assert_int_eq(kv(run), 0);
+    char *was = read_file(at(kvm, sizeof kvm, "r/kv_memory.csv"), NULL);
+    ck_assert_ptr_nonnull(was);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/logits.csv"), "my logits"), 0);
+    const char *logits[] = {"run", TINY, "--steps", "4", "--quiet", "--logits", "--out", "r", NULL};
+    ck_assert_int_eq(kv(logits), 2);
+    const char *n[] = {"--out holds logits.csv, which kvscope did not write", "nothing replaced", ": r\n", NULL};
+    one_line(n);
+    holds(f, "my logits");
+    holds(kvm, was);
+    free(was);
+    ck_assert_int_eq(count_entries(dir), 4);
+}
+END_TEST
+
+/* A pid that no longer runs: a child that has exited and been reaped. */
+static long dead_pid(void) {
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) _exit(0);
+    ck_assert_int_eq(waitpid(p, NULL, 0), p);
+    return (long)p;
+}
+
+/* kill -9 between carrying the user's files into the new folder and the swap leaves them
+ * in r.tmp.<pid>.*: the next run moves them back (and on into its folder) rather than
+ * removing that folder; one it cannot move back (r has a file of that name) stays, and
+ * the leftover is named on stderr. */
+START_TEST(test_killed_carry_rescued) {
+    char f[2 * PATH_MAX], stale[PATH_MAX + 64], name[64];
+    const char *run[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "r", NULL};
+    ck_assert_int_eq(kv(run), 0);
+    for (int clash = 0; clash < 2; clash++) {
+        snprintf(name, sizeof name, "r.tmp.%ld.Ab%dxyz", dead_pid(), clash);
+        at(stale, sizeof stale, name);
+        ck_assert_int_eq(mkdir(stale, 0755), 0);
+        snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, stale);
+        ck_assert_int_eq(write_text_file(f, "kvscope run --out\n\nwritten:\nkv_memory.csv\n"), 0);
+        snprintf(f, sizeof f, "%s/kv_memory.csv", stale);
+        ck_assert_int_eq(write_text_file(f, "step,bytes\n"), 0);
+        snprintf(f, sizeof f, "%s/NOTES.md", stale);
+        ck_assert_int_eq(write_text_file(f, "carried"), 0);
+        if (clash) ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/NOTES.md"), "newer"), 0);
+        ck_assert_int_eq(kv(run), 0);
+        char *e = read_file(se, NULL);
+        ck_assert_ptr_nonnull(e);
+        holds(at(f, sizeof f, "r/NOTES.md"), clash ? "newer" : "carried");
+        if (!clash) {
+            ck_assert_int_eq(access(stale, F_OK), -1);
+        } else {
+            snprintf(f, sizeof f, "%s/NOTES.md", stale);
+            holds(f, "carried");
+            ck_assert_msg(strstr(e, "kvscope: note: cannot remove what a killed run left") &&
+                          strstr(e, name) && strstr(e, "holds files kvscope did not write"), "%s", e);
+        }
+        free(e);
+    }
+}
+END_TEST
+
+/* ---- item 6: temporaries of every command ------------------------------------------------ */
+
+/* A killed `format FILE` leaves FILE.tmp.<pid>.*: the next format of FILE removes those of
+ * dead runs, not one of a live run, nor a file of another name. */
+START_TEST(test_format_temporaries) {
+    char f[PATH_MAX], dead[PATH_MAX + 64], live[PATH_MAX + 64], other[PATH_MAX + 64];
+    at(f, sizeof f, "t.md");
+    ck_assert_int_eq(write_text_file(f, "{{digits 1234}}\n"), 0);
+    snprintf(dead, sizeof dead, "%s.tmp.%ld.Qw3rty", f, dead_pid());
+    snprintf(live, sizeof live, "%s.tmp.%ld.Qw3rty", f, (long)getpid());
+    snprintf(other, sizeof other, "%s/u.md.tmp.%ld.Qw3rty", dir, dead_pid());
+    ck_assert_int_eq(write_text_file(dead, "half"), 0);
+    ck_assert_int_eq(write_text_file(live, "busy"), 0);
+    ck_assert_int_eq(write_text_file(other, "theirs"), 0);
+    const char *fmt[] = {"format", f, NULL};
+    ck_assert_int_eq(kv(fmt), 0);
+    holds(f, "1,234\n");
+    ck_assert_int_eq(access(dead, F_OK), -1);
+    holds(live, "busy");
+    holds(other, "theirs");
+}
+END_TEST
+
 Suite *make_folders_suite(void) {
     Suite *s = suite_create("folders");
     TCase *tc = tcase_create("folders");
@@ -214,6 +350,10 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_other_commands_folder);
     tcase_add_test(tc, test_force_not_system);
     tcase_add_test(tc, test_force_not_git_tracked);
+    tcase_add_test(tc, test_user_files_survive);
+    tcase_add_test(tc, test_user_file_in_the_way);
+    tcase_add_test(tc, test_killed_carry_rescued);
+    tcase_add_test(tc, test_format_temporaries);
     suite_add_tcase(s, tc);
     return s;
 }

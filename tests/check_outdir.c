@@ -173,7 +173,8 @@ START_TEST(test_marker_rules) {
 END_TEST
 
 /* A commit, with one swap or with two renames: the new files and the marker, nothing
- * of the old folder, no sibling left; the marker's text is the same every time. */
+ * of the old folder, no sibling left; the marker's text is the same every time, then
+ * the list of the entries the run wrote. */
 static void commit_twice(unsigned flags) {
     OutDir o;
     char d[PATH_MAX + 16], f[4300], first[512];
@@ -193,6 +194,12 @@ static void commit_twice(unsigned flags) {
         char *m = read_file(f, NULL);
         ck_assert_ptr_nonnull(m);
         ck_assert_msg(strncmp(m, "kvscope budget --out\n", 21) == 0 && !strstr(m, dir), "%s", m);
+        /* then the list of what the run wrote: this round's file alone */
+        char *list = strstr(m, "\nwritten:\n"), want[64];
+        ck_assert_ptr_nonnull(list);
+        snprintf(want, sizeof want, "\nwritten:\nround%d.csv\n", round);
+        ck_assert_str_eq(list, want);
+        *list = '\0';
         if (round == 0) snprintf(first, sizeof first, "%s", m);
         else ck_assert_str_eq(m, first);
         free(m);

@@ -271,9 +271,17 @@ int cli_outdir_spares(const OutDir *od, const char *option, const char *path) {
     return 2;
 }
 
+void cli_note_left(const char *left, int n) {
+    if (n > 0)
+        fprintf(stderr, "kvscope: note: cannot remove what a killed run left%s: %s\n",
+                n > 1 ? " (the first of several)" : "", left);
+}
+
 int cli_outdir_begin(OutDir *od) {
     char err[8400];
-    if (outdir_begin(od, err, sizeof err) == 0) return 0;
+    int rc = outdir_begin(od, err, sizeof err);
+    cli_note_left(od->left, od->nleft);
+    if (rc == 0) return 0;
     fprintf(stderr, "kvscope: %s\n", err);
     return 2;
 }
@@ -296,6 +304,9 @@ int cli_outdir_end(OutDir *od, int status, int close_failed) {
         status = 2;
     }
     if (status != 0) outdir_abort(od);
+    if (status == 0 && od->nkept)
+        fprintf(stderr, "kvscope: note: %s: kept %s, which kvscope did not write, in the new "
+                        "folder: %s\n", od->option, od->kept, od->target);
     return status;
 }
 

@@ -79,7 +79,11 @@ int cli_outdirs_apart(const OutDir *a, const OutDir *b);
 /* 2 after an error line when od would replace the input path given with option (a
  * --model folder, a --prompts file), else 0. path NULL: 0. */
 int cli_outdir_spares(const OutDir *od, const char *option, const char *path);
-/* Create od's temporary folder (outdir_begin). 0, or 2 after the error line. */
+/* "kvscope: note: cannot remove what a killed run left: <left>" when n > 0 (OutDir.left,
+ * OutFile.left: a leftover beside an output that stays). */
+void cli_note_left(const char *left, int n);
+/* Create od's temporary folder (outdir_begin), with the note of cli_note_left. 0, or 2
+ * after the error line. */
 int cli_outdir_begin(OutDir *od);
 /* The end of a command that writes its files into od: when status is 0 and they closed
  * cleanly (close_failed 0), swap the folder in; otherwise, or when the swap fails, remove

@@ -123,6 +123,7 @@ int cmd_verify(int argc, char **argv) {
     }
     FILE *csv = NULL;
     if (a.csv && !(csv = outfile_begin(&of, err, sizeof err))) rc = cli_error(err);
+    if (a.csv) cli_note_left(of.left, of.nleft);
     if (csv) fputs(VERIFY_CSV_HEADER, csv);
 
     double worst = 0.0;

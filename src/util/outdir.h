@@ -15,7 +15,8 @@
  *           the user's (outside their home, the current folder and /tmp, or owned by
  *           another user) nor one that holds files git tracks, whoever runs kvscope.
  *           An empty folder has nothing to lose and may be replaced.
- *   begin   remove what killed runs left beside the target (below), then create the
+ *   begin   remove what killed runs left beside the target (below; what cannot be
+ *           removed stays, named in OutDir.left for the caller's note), then create the
  *           temporary folder TARGET.tmp.<pid>.XXXXXX beside it (same file system)
  *           with the marker .kvscope-output inside. The files go there.
  *   commit  swap it in with one atomic renameat2(RENAME_EXCHANGE) where the system
@@ -65,6 +66,10 @@ typedef struct {
     char real[4096];     /* absolute, symlinks resolved: the folder that is replaced */
     char tmp[4200];      /* where the files go between begin and commit; "" otherwise */
     int slot;            /* in the signal cleanup list, -1 if none */
+    int nkept;           /* after commit: the user's entries carried into the new folder */
+    char kept[512];      /* their names, "NOTES.md, mine/" ("…" when they do not fit) */
+    int nleft;           /* after begin: what killed runs left beside it that stays */
+    char left[4400];     /* the first of those, "<path> (<why>)" */
 } OutDir;
 
 /* Check target as the output folder `option` of `command` (see above); no side
@@ -116,6 +121,10 @@ int atomic_rename(AtomicFile *a);
 int atomic_commit(AtomicFile *a, FILE *fp);
 /* Close fp (may be NULL) and remove the temporary file. Safe when nothing is open. */
 void atomic_abort(AtomicFile *a, FILE *fp);
+/* Remove the temporary files that dead runs left beside path (path.tmp.<pid>.XXXXXX
+ * whose pid runs no more; format's, whatever they hold). What cannot be removed stays:
+ * the first named in left, *nleft counting them. */
+void atomic_clean_stale(const char *path, char *left, size_t size, int *nleft);
 
 /* One output file the user names (verify --csv, run --html), replaced whole through an
  * AtomicFile beside it, and only when kvscope wrote the file there: a file kvscope may
@@ -127,6 +136,8 @@ typedef struct {
     char target[4096];   /* as the user named it (for messages) */
     char real[4096];     /* absolute, symlinks resolved: the file that is replaced */
     AtomicFile file;
+    int nleft;           /* after begin or clean_stale: leftovers that could not be removed */
+    char left[4400];     /* the first of those, "<path> (<why>)" */
 } OutFile;
 
 /* Check target: not a folder, not a FIFO or device, its folder exists and is writable,
@@ -156,7 +167,7 @@ enum { OUTFILE_OURS_ONLY = 1 << 8 };
 
 /* Remove the temporary files (f's name + ".tmp.<pid>.XXXXXX") that dead runs left
  * beside f's target, when they are empty or start with f's header. */
-void outfile_clean_stale(const OutFile *f);
+void outfile_clean_stale(OutFile *f);
 /* Remove f's target if it is a regular file named directly that starts with f's header
  * (not empty): 0 (also when it is missing), or -1 with the file left alone. */
 int outfile_remove(const OutFile *f);

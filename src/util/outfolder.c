@@ -1,6 +1,7 @@
 /* outfolder.c — what an existing folder is (see outfolder.h). */
 #include "outfolder.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "infile.h"
 #include "outdir.h"
 
 int outfolder_marker(const char *dir, char *command, size_t csize, char *option, size_t osize) {
@@ -121,4 +123,150 @@ int outfolder_git_tracked(const char *real, char *top, size_t size) {
     /* git said a name: tracked; git could not answer (absent, a refusal): assume so */
     if (pid < 0 || n > 0) return 1;
     return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* ---- the entries a run wrote, and the user's --------------------------------------- */
+
+#define LIST_HEAD "written:" /* the marker's line before the list of the run's entries */
+#define LIST_LIMIT (64u << 20)
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Append rel to the list (grown as needed). 0 or -1. */
+static int names_push(OutNames *l, const char *rel) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v, l->cap = cap;
+    }
+    return (l->v[l->n] = strdup(rel)) ? (l->n++, 0) : -1;
+}
+
+void outfolder_names_free(OutNames *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Every entry below dir/rel ("" for dir itself), folders as "name/" then their
+ * entries, the marker at the top left out. 0 or -1. */
+static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
+    char path[PATH_MAX], sub[PATH_MAX];
+    if (depth > 32) return -1;
+    if (snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path) return -1;
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strchr(e->d_name, '\n') ||
+            (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
+            continue;
+        struct stat st;
+        if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path || lstat(path, &st) != 0) {
+            rc = -1;
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            char slash[PATH_MAX + 1];
+            snprintf(slash, sizeof slash, "%s/", sub);
+            rc = names_push(l, slash) || walk(dir, sub, l, depth + 1);
+        } else {
+            rc = names_push(l, sub);
+        }
+    }
+    closedir(d);
+    return rc ? -1 : 0;
+}
+
+int outfolder_note_written(const char *dir) {
+    OutNames l = {0};
+    char path[4300];
+    if (walk(dir, "", &l, 0) != 0 || path_join(path, sizeof path, dir, OUTDIR_MARKER) != 0) {
+        outfolder_names_free(&l);
+        return -1;
+    }
+    qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_names);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "\n" LIST_HEAD "\n");
+        for (int i = 0; i < l.n; i++) fprintf(f, "%s\n", l.v[i]);
+    }
+    outfolder_names_free(&l);
+    return f ? file_close(f) : -1;
+}
+
+/* The list of dir's marker, sorted, into l: 1 when the marker has one, 0 when it has
+ * none (a folder of an earlier kvscope) or there is no marker, -1 on error. */
+static int read_list(const char *dir, OutNames *l) {
+    char path[4300], err[64], *text;
+    size_t n;
+    memset(l, 0, sizeof *l);
+    struct stat st;
+    if (path_join(path, sizeof path, dir, OUTDIR_MARKER) != 0) return -1;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* not kvscope's: no list */
+    if (infile_read(path, LIST_LIMIT, &text, &n, err, sizeof err) != 0) return -1;
+    char *s = strstr(text, "\n" LIST_HEAD "\n");
+    int rc = s ? 1 : 0;
+    for (char *p = s ? s + sizeof LIST_HEAD + 1 : NULL; p && *p && rc == 1;) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = '\0';
+        if (*p && names_push(l, p) != 0) rc = -1;
+        p = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    if (rc == 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_names);
+    if (rc < 0) outfolder_names_free(l);
+    return rc;
+}
+
+static int listed(const OutNames *l, const char *name) {
+    return bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
+}
+
+/* The entries below dir/rel that the list does not hold, into user; a listed folder is
+ * looked into, an unlisted one is the user's whole. 0 or -1. */
+static int unlisted(const char *dir, const char *rel, const OutNames *list, OutNames *user, int depth) {
+    OutNames here = {0};
+    char path[PATH_MAX];
+    if (depth > 32 || snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path)
+        return -1;
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
+            continue;
+        char sub[PATH_MAX], slash[PATH_MAX + 1];
+        struct stat st;
+        if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path || lstat(path, &st) != 0) {
+            rc = -1;
+            break;
+        }
+        snprintf(slash, sizeof slash, "%s/", sub);
+        if (S_ISDIR(st.st_mode) && listed(list, slash)) rc = names_push(&here, sub);
+        else if (!listed(list, sub)) rc = names_push(user, sub);
+    }
+    closedir(d);
+    for (int i = 0; rc == 0 && i < here.n; i++) rc = unlisted(dir, here.v[i], list, user, depth + 1);
+    outfolder_names_free(&here);
+    return rc ? -1 : 0;
+}
+
+int outfolder_user_files(const char *dir, OutNames *user) {
+    OutNames list;
+    memset(user, 0, sizeof *user);
+    int rc = read_list(dir, &list);
+    if (rc == 1) {
+        rc = unlisted(dir, "", &list, user, 0);
+        if (rc == 0) qsort(user->v, (size_t)user->n, sizeof *user->v, cmp_names);
+        else outfolder_names_free(user);
+    }
+    outfolder_names_free(&list);
+    return rc < 0 ? -1 : 0;
 }

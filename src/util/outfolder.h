@@ -7,7 +7,8 @@
  *               sibling): an hour of training, or a download.
  *   the user's  not under their home folder, the current folder (unless that is "/")
  *               or /tmp; or owned by another user; or holding files git tracks.
- * Nothing here prints; every function only looks (git ls-files runs to ask git).
+ * Nothing here prints; only outfolder_note_written writes (to a marker); git ls-files runs
+ * to ask git.
  */
 #ifndef KVSCOPE_OUTFOLDER_H
 #define KVSCOPE_OUTFOLDER_H
@@ -33,5 +34,22 @@ const char *outfolder_not_users(const char *real);
  * tracks, with the work tree's top in top; also 1 when git cannot tell (not
  * installed, refuses the repository): a tracked file is never risked. 0 otherwise. */
 int outfolder_git_tracked(const char *real, char *top, size_t size);
+
+/* ---- the entries a run wrote, and the user's ----
+ * At its commit a run appends to its marker the line "written:" and then every entry it
+ * wrote, one a line, sorted, paths below the folder, a folder as "name/" followed by its
+ * entries. At the next commit, every entry of the old folder the list does not hold is
+ * the user's (a folder not listed is the user's whole). A marker without the list (an
+ * earlier kvscope's) says every entry is kvscope's. */
+typedef struct {
+    char **v; /* malloc'ed strings */
+    int n, cap;
+} OutNames;
+void outfolder_names_free(OutNames *l);
+/* Append dir's list of entries to its marker. 0, or -1 with errno. */
+int outfolder_note_written(const char *dir);
+/* The user's entries of dir (sorted) into user (empty when the marker has no list).
+ * 0, or -1 when the folder or its marker cannot be read. */
+int outfolder_user_files(const char *dir, OutNames *user);
 
 #endif
