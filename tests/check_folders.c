@@ -340,6 +340,181 @@ START_TEST(test_format_temporaries) {
 }
 END_TEST
 
+/* `run --out prev > /dev/full` (and kvmem's table): exit 2 with one line about stdout,
+ * the previous folder as it was, nothing beside it. prev was replaced before. */
+START_TEST(test_stdout_full_keeps_prev) {
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) {
+        TEST_SKIPPED("no /dev/full here");
+        return;
+    }
+    char f[PATH_MAX + 32];
+    const char *first[] = {"run", TINY, "--steps", "1", "--out", "prev", NULL};
+    ck_assert_int_eq(kv(first), 0);
+    char *was = read_file(at(f, sizeof f, "prev/tokens.csv"), NULL);
+    ck_assert_ptr_nonnull(was);
+    const char *again[] = {"run", TINY, "--steps", "4", "--out", "prev", NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, home, again, "/dev/full", se), 2);
+    const char *n[] = {"kvscope: cannot write (No space left on device): stdout", NULL};
+    one_line(n);
+    holds(f, was);
+    free(was);
+    const char *km[] = {"kvmem", "--out", "k", NULL};
+    ck_assert_int_eq(run_kvscope_at(dir, home, km, "/dev/full", se), 2);
+    one_line(n);
+    ck_assert_int_eq(access(at(f, sizeof f, "k"), F_OK), -1);
+    ck_assert_int_eq(count_entries(dir), 4); /* home, prev, stdout, stderr */
+}
+END_TEST
+
+/* A closed stdout (`kvscope info >&-`) is said to be closed, not a full disk. */
+START_TEST(test_closed_stdout) {
+    const char *argv[] = {"info", NULL};
+    char bin[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(KVSCOPE_BIN, bin));
+    fflush(NULL);
+    pid_t p = fork();
+    ck_assert_int_ge(p, 0);
+    if (p == 0) {
+        int e = open(se, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(e, 2);
+        close(1);
+        execl(bin, bin, argv[0], (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(p, &st, 0), p);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+    char *e = read_file(se, NULL);
+    ck_assert_msg(e && strcmp(e, "kvscope: cannot write (it is closed, or not open for writing): stdout\n") == 0,
+                  "%s", e);
+    free(e);
+}
+END_TEST
+
+/* 1 if a tmpfs of size (e.g. "3m") could be mounted at path (root only). */
+static int small_disk(const char *path, const char *size) {
+    char cmd[PATH_MAX + 96];
+    if (mkdir(path, 0755) != 0) return 0;
+    snprintf(cmd, sizeof cmd, "mount -t tmpfs -o size=%s tmpfs '%s' 2>/dev/null", size, path);
+    return system(cmd) == 0;
+}
+
+static void unmount(const char *path) {
+    char cmd[PATH_MAX + 32];
+    snprintf(cmd, sizeof cmd, "umount '%s'", path);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* On a 3 MiB disk: a run whose attention.csv cannot fit is refused before it starts,
+ * naming the size; one the estimate cannot bound (a window) stops at the first failed
+ * write — far fewer decode lines than --steps — not after computing every step. */
+START_TEST(test_full_disk_at_once) {
+    char small[PATH_MAX], out[PATH_MAX + 8];
+    at(small, sizeof small, "small");
+    if (!small_disk(small, "3m")) {
+        TEST_SKIPPED("cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    snprintf(out, sizeof out, "%s/o", small);
+    const char *big[] = {"run", TINY, "--ctx", "1024", "--steps", "1000", "--record", "all", "--out", out, NULL};
+    int rc1 = kv(big);
+    char *o1 = read_file(so, NULL), *e1 = read_file(se, NULL);
+    const char *win[] = {"run", TINY, "--ctx", "1024", "--steps", "1000", "--record", "all", "--window", "256",
+                         "--out", out, NULL};
+    int rc2 = kv(win);
+    char *o2 = read_file(so, NULL), *e2 = read_file(se, NULL);
+    int left = count_entries(small);
+    unmount(small);
+    ck_assert_int_eq(rc1, 2);
+    ck_assert_msg(e1 && strstr(e1, "--out: the run's files need at least") && strstr(e1, "rows of at least 24 bytes") &&
+                  strstr(e1, "free on its disk"), "%s", e1);
+    ck_assert_msg(o1 && o1[0] == '\0', "the refused run printed: %s", o1);
+    ck_assert_int_eq(rc2, 2);
+    ck_assert_msg(e2 && strstr(e2, "kvscope: --out: cannot write (No space left on device): ") &&
+                  !strstr(e2, "memory"), "%s", e2);
+    int decodes = 0;
+    for (const char *p = o2; p && (p = strstr(p, "\ndecode ")); p++) decodes++;
+    ck_assert_msg(decodes < 500, "%d of 1000 steps computed after the disk was full", decodes);
+    ck_assert_int_eq(left, 0);
+    free(o1), free(e1), free(o2), free(e2);
+}
+END_TEST
+
+/* ---- item 7 --------------------------------------------------------------------------- */
+
+/* verify --csv newf/ names a folder: refused, no file newf; verify --quiet prints
+ * nothing (its exit status is the result). */
+START_TEST(test_verify_csv_and_quiet) {
+    char f[PATH_MAX + 16];
+    const char *slash[] = {"verify", TINY, "--steps", "1", "--csv", "newf/", NULL};
+    ck_assert_int_eq(kv(slash), 2);
+    const char *n[] = {"--csv names a file, but ends with / as a folder does", "newf/", NULL};
+    one_line(n);
+    ck_assert_int_eq(access(at(f, sizeof f, "newf"), F_OK), -1);
+    const char *quiet[] = {"verify", TINY, "--steps", "2", "--quiet", NULL};
+    ck_assert_int_eq(kv(quiet), 0);
+    holds(so, "");
+    const char *loud[] = {"verify", TINY, "--steps", "2", NULL};
+    ck_assert_int_eq(kv(loud), 0);
+    char *o = read_file(so, NULL);
+    ck_assert_msg(o && strstr(o, "cache vs recompute: max |dlogit| over 2 steps"), "%s", o);
+    free(o);
+}
+END_TEST
+
+/* Chart scripts come from kvscope's install, not the current folder: a ./plots/heads.gp
+ * that runs a command is not run (heads draws with the install's), a copy of the binary
+ * with no plots/ beside it asks for --scripts; a script folder without the style.gp its
+ * script loads is refused before any work; a script that loops is stopped at the time
+ * limit. */
+START_TEST(test_chart_scripts_found) {
+    char plots[PATH_MAX], f[2 * PATH_MAX], bin[PATH_MAX], cmd[4 * PATH_MAX];
+    if (!realpath("plots", plots) || system("command -v gnuplot >/dev/null && "
+                                            "command -v pdftocairo >/dev/null") != 0) {
+        TEST_SKIPPED("gnuplot or pdftocairo missing, or not run from the repository root");
+        return;
+    }
+    ck_assert_int_eq(mkdir(at(f, sizeof f, "plots"), 0755), 0);
+    snprintf(cmd, sizeof cmd, "cp '%s/style.gp' '%s/publish.sh' '%s/plots/' && "
+             "printf 'system(\"touch %s/pwned\")\\n' > '%s/plots/heads.gp'", plots, plots, dir, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *heads[] = {"heads", TINY, "--quiet", "--out", "h", NULL};
+    ck_assert_int_eq(kv(heads), 0);
+    ck_assert_int_eq(access(at(f, sizeof f, "pwned"), F_OK), -1);
+    ck_assert_int_eq(access(at(f, sizeof f, "h/heads.png"), F_OK), 0);
+    /* a copy of the binary with nothing beside it */
+    ck_assert_ptr_nonnull(realpath(KVSCOPE_BIN, bin));
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/b/c/d' && cp '%s' '%s/b/c/d/kvscope' && cd '%s' && "
+             "b/c/d/kvscope heads --layers 1 --heads 2 "
+             "--dim 16 --vocab 256 --quiet --out h2 2> '%s'; test $? = 2", dir, bin, dir, dir, se);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *n1[] = {"chart scripts are not beside its binary", "--scripts DIR", "/b/c/d/../plots", NULL};
+    one_line(n1);
+    /* style.gp missing: refused up front, nothing printed, no folder */
+    ck_assert_int_eq(mkdir(at(f, sizeof f, "sc"), 0755), 0);
+    snprintf(cmd, sizeof cmd, "cp '%s/heads.gp' '%s/sc/'", plots, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *nostyle[] = {"heads", TINY, "--out", "h3", "--scripts", "sc", NULL};
+    ck_assert_int_eq(kv(nostyle), 2);
+    const char *n2[] = {"--scripts: sc/style.gp: missing (sc/heads.gp needs it)", NULL};
+    one_line(n2);
+    holds(so, "");
+    /* a loop: stopped at the time limit (1 s here) with a line saying so */
+    snprintf(cmd, sizeof cmd, "cp '%s/style.gp' '%s/publish.sh' '%s/sc/' && "
+             "printf 'while (1) { a = 1 }\\n' > '%s/sc/heads.gp'", plots, plots, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(setenv("KVSCOPE_GNUPLOT_SECONDS", "1", 1), 0);
+    const char *loop[] = {"heads", TINY, "--quiet", "--out", "h4", "--scripts", "sc", NULL};
+    int rc = kv(loop);
+    unsetenv("KVSCOPE_GNUPLOT_SECONDS");
+    ck_assert_int_eq(rc, 2);
+    const char *n3[] = {"gnuplot on sc/heads.gp was still running after 1 s, its time limit", ": h4\n", NULL};
+    one_line(n3);
+    ck_assert_int_eq(access(at(f, sizeof f, "h4"), F_OK), -1);
+}
+END_TEST
+
 Suite *make_folders_suite(void) {
     Suite *s = suite_create("folders");
     TCase *tc = tcase_create("folders");
@@ -354,6 +529,11 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_user_file_in_the_way);
     tcase_add_test(tc, test_killed_carry_rescued);
     tcase_add_test(tc, test_format_temporaries);
+    tcase_add_test(tc, test_stdout_full_keeps_prev);
+    tcase_add_test(tc, test_closed_stdout);
+    tcase_add_test(tc, test_full_disk_at_once);
+    tcase_add_test(tc, test_verify_csv_and_quiet);
+    tcase_add_test(tc, test_chart_scripts_found);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -40,7 +40,8 @@ static const Command VERIFY = {
     "Decode --steps tokens greedily with the KV cache, run the same tokens again without\n"
     "it (recomputing the whole sequence each step), and print max |dlogit| per step.\n"
     "Exits 0 only if every step agrees within 1e-5, 1 if one does not, 2 when the logits\n"
-    "are not finite (nothing to compare).\n",
+    "are not finite (nothing to compare). With --quiet nothing is printed: the exit\n"
+    "status is the result.\n",
     VERIFY_OPTIONS, NULL,
 };
 
@@ -132,9 +133,10 @@ int cmd_verify(int argc, char **argv) {
     else if (csv && outfile_commit(&of, csv, err, sizeof err)) rc = cli_error(err);
     if (rc == 0) {
         const int ok = worst <= VERIFY_TOL;
-        printf("%s: max |dlogit| over %d steps = %.3g (tolerance %.0e): %s\n",
+        if (!a.quiet) /* --quiet: the exit status says it */
+            printf("%s: max |dlogit| over %d steps = %.3g (tolerance %.0e): %s\n",
                a.mode == GEN_ARTICLE_BUG ? "article-bug cache vs recompute" : "cache vs recompute",
-               a.steps, worst, VERIFY_TOL, ok ? "OK" : "MISMATCH");
+                   a.steps, worst, VERIFY_TOL, ok ? "OK" : "MISMATCH");
         rc = ok ? 0 : 1;
     }
     runs_free(&runs);

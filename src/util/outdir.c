@@ -41,8 +41,10 @@ int file_close(FILE *f) {
 const char *write_error_text(int err) {
     switch (err) {
     case ENOSPC: case EDQUOT: case EFBIG: case EIO: case EROFS: case EACCES: case EPERM:
-    case ENAMETOOLONG: case ENOENT: case ENOTDIR:
+    case ENAMETOOLONG: case ENOENT: case ENOTDIR: case EPIPE:
         return strerror(err);
+    case EBADF:
+        return "it is closed, or not open for writing";
     default:
         return "write error (disk full?)";
     }
@@ -830,6 +832,11 @@ int outfile_check(OutFile *f, const char *target, const char *option, const char
     }
     memcpy(f->target, target, n + 1);
     memcpy(f->header, header, strlen(header) + 1);
+    if (target[n - 1] == '/') { /* "newf/" means a folder: never write a file named newf */
+        snprintf(err, errsize, "%s names a file, but ends with / as a folder does (give a file "
+                 "name): %s", option, f->target);
+        return -1;
+    }
     if (path_resolve(f->target, f->real, sizeof f->real - 64) != 0) {
         snprintf(err, errsize, "%s: cannot resolve the path: %s", option, f->target);
         return -1;

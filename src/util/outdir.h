@@ -181,8 +181,9 @@ int path_inside(const char *dir, const char *path);
  * 0, or -1 with errno of the failure where known. A NULL file is 0. */
 int file_close(FILE *f);
 /* What a failed write's errno says for a message: "No space left on device" for a
- * full disk and the like; for an errno that a write does not cause (a stale value),
- * "write error (disk full?)". */
+ * full disk and the like, "it is closed, or not open for writing" for EBADF (a closed
+ * stdout); for an errno that a write does not cause (a stale value), "write error
+ * (disk full?)". */
 const char *write_error_text(int err);
 /* path = dir + "/" + name; -1 when it does not fit. */
 int path_join(char *out, size_t size, const char *dir, const char *name);
