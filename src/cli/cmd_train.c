@@ -559,6 +559,7 @@ int cmd_train(int argc, char **argv) {
         return rc;
     set_threads(&a);
     if (a.out) outfile_clean_stale(&a.ckpt); /* what killed saves left, saving or not */
+    if (a.out) cli_note_left(a.ckpt.left, a.ckpt.nleft);
     Corpus c;
     Trainer tr;
     TrainLog log = {0};

@@ -1,6 +1,7 @@
 /* cmd_verify.c — `kvscope verify`: the cache changes nothing.
  * parse → check --csv → load → run the same tokens with the KV cache and by recomputing
  * the whole sequence at every step, comparing the logits of every step → report. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +99,10 @@ static int run_steps(const VerifyArgs *a, const Loaded *ld, Runs *r, FILE *csv, 
         if (!a->quiet)
             printf("%s %3d  T=%-4d max |dlogit| = %.3g%s\n", s == 0 ? "prefill" : "decode ", s,
                    r->cached.len, d, same ? "" : "  (greedy token differs)");
-        if (csv) fprintf(csv, "%d,%.9g,%d\n", s, d, same);
+        if (csv && (fprintf(csv, "%d,%.9g,%d\n", s, d, same) < 0 || ferror(csv))) {
+            fprintf(stderr, "kvscope: --csv: cannot write (%s): %s\n", write_error_text(errno), a->csv);
+            return 2; /* at the first failed write, not after every step */
+        }
     }
     return 0;
 }
