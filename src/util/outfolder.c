@@ -134,6 +134,11 @@ static int cmp_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Sort l's names (qsort must not see the NULL of an empty list). */
+static void names_sort(OutNames *l) {
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_names);
+}
+
 /* Append rel to the list (grown as needed). 0 or -1. */
 static int names_push(OutNames *l, const char *rel) {
     if (l->n == l->cap) {
@@ -189,7 +194,7 @@ int outfolder_note_written(const char *dir) {
         outfolder_names_free(&l);
         return -1;
     }
-    qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_names);
+    names_sort(&l);
     FILE *f = fopen(path, "a");
     if (f) {
         fprintf(f, "\n" LIST_HEAD "\n");
@@ -218,14 +223,15 @@ static int read_list(const char *dir, OutNames *l) {
         p = nl ? nl + 1 : NULL;
     }
     free(text);
-    if (rc == 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_names);
+    if (rc == 1) names_sort(l);
     if (rc < 0) outfolder_names_free(l);
     return rc;
 }
 
 static int listed(const OutNames *l, const char *name) {
-    return bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
+    return l->n > 0 && bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
 }
+
 
 /* The entries below dir/rel that the list does not hold, into user; a listed folder is
  * looked into, an unlisted one is the user's whole. 0 or -1. */
@@ -264,7 +270,7 @@ int outfolder_user_files(const char *dir, OutNames *user) {
     int rc = read_list(dir, &list);
     if (rc == 1) {
         rc = unlisted(dir, "", &list, user, 0);
-        if (rc == 0) qsort(user->v, (size_t)user->n, sizeof *user->v, cmp_names);
+        if (rc == 0) names_sort(user);
         else outfolder_names_free(user);
     }
     outfolder_names_free(&list);
