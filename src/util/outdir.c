@@ -278,9 +278,9 @@ static int force_allowed(const OutDir *o, char *err, size_t errsize) {
 
 /* May o replace its existing folder (not a mount, checked before)? A model only by train
  * or export with --force (and one kvscope did not write only when it is the user's); an
- * empty folder always; a folder this command wrote (its
- * marker names the command) always; any other folder with --force, when it is the
- * user's (force_allowed). 0, or -1 with err. */
+ * empty folder always; a folder this command wrote (its marker names the command)
+ * always; any other folder with --force, when it is the user's (force_allowed). 0, or
+ * -1 with err. */
 static int may_replace(const OutDir *o, char *err, size_t errsize) {
     char cmd[32], opt[32];
     const int force = (o->flags & OUTDIR_FORCE) != 0;
@@ -416,12 +416,17 @@ static int file_is_ours(const char *path, const char *header) {
 }
 
 /* Move the user's entries of a folder a dead run left (carried there just before it
- * died) back into real, where they came from. 0 when none is left in stale. */
+ * died) back into real, where they came from (when real is gone, they stay). 0 when
+ * none is left in stale. */
 static int rescue(const char *stale, const char *real) {
     OutNames u;
     char from[2 * PATH_MAX], to[2 * PATH_MAX], up[2 * PATH_MAX];
     struct stat st;
     if (outfolder_user_files(stale, &u) != 0) return -1;
+    if (u.n && (lstat(real, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        outfolder_names_free(&u);
+        return -1;
+    }
     int left = 0;
     for (int i = 0; i < u.n; i++) {
         snprintf(from, sizeof from, "%s/%s", stale, u.v[i]);
@@ -564,8 +569,8 @@ static int swap_in(OutDir *o, int exists, char *discard, size_t size) {
     return 0;
 }
 
-/* 1 if the target, as it is now, may be swapped out: a folder kvscope wrote (or any
- * folder with --force) that is no mount point and holds none. */
+/* 1 if the target, as it is now, may be swapped out: a folder o may replace
+ * (may_replace) that is no mount point and holds none. */
 static int still_replaceable(const OutDir *o, const struct stat *st) {
     char mnt[16], err[8400];
     return S_ISDIR(st->st_mode) && may_replace(o, err, sizeof err) == 0 &&
