@@ -318,6 +318,7 @@ int cli_outdir_end(OutDir *od, int status, int close_failed) {
         status = 2;
     }
     if (status != 0) outdir_abort(od);
+    if (status == 0) cli_note_left(od->left, od->nleft); /* the old folder, if it stayed */
     if (status == 0 && od->nkept)
         fprintf(stderr, "kvscope: note: %s: kept %s, which kvscope did not write, in the new "
                         "folder: %s\n", od->option, od->kept, od->target);

@@ -678,6 +678,7 @@ static int swap_in_checked(OutDir *o, char *discard, size_t size, char *err, siz
 
 int outdir_commit(OutDir *o, char *err, size_t errsize) {
     char discard[4300];
+    o->nleft = 0; /* begin's were named then */
     if (outfolder_note_written(o->tmp) != 0) {
         snprintf(err, errsize, "%s: cannot write in it (%s): %s", o->option, write_error_text(errno),
                  o->target);
@@ -698,7 +699,8 @@ int outdir_commit(OutDir *o, char *err, size_t errsize) {
         return -1;
     }
     o->tmp[0] = '\0';
-    if (discard[0]) remove_output(discard);
+    if (discard[0] && remove_output(discard) != 0) /* the old folder, swapped out: named */
+        note_left(o->left, sizeof o->left, &o->nleft, discard, strerror(errno));
     cleanup_drop(o->slot);
     o->slot = -1;
     return 0;

@@ -68,7 +68,8 @@ typedef struct {
     int slot;            /* in the signal cleanup list, -1 if none */
     int nkept;           /* after commit: the user's entries carried into the new folder */
     char kept[512];      /* their names, "NOTES.md, mine/" ("…" when they do not fit) */
-    int nleft;           /* after begin: what killed runs left beside it that stays */
+    int nleft;           /* after begin: what killed runs left beside it that stays;
+                          * after commit, also the old folder if it could not be removed */
     char left[4400];     /* the first of those, "<path> (<why>)" */
 } OutDir;
 
