@@ -1,5 +1,6 @@
 # The trained model the lessons can run on (kvscope train, issue 16).
-#   make model        train it from scratch into data/model/ with 2 OpenMP threads: the King
+#   make model        train it from scratch into data/model/ (--force: a model folder is
+#                     replaced only when told to) with 2 OpenMP threads: the King
 #                     James Bible from Debian's bible-kjv (public domain), byte tokens, the
 #                     shape and schedule below; then `make heads`. Deterministic: the same
 #                     bytes of model.safetensors on every run, with 1 or 2 threads. The
@@ -38,7 +39,7 @@ model:
 
 model-run: $(BIN) $(CORPUS)
 	$(BIN) train --corpus $(CORPUS) --out $(TRAINED) $(MODEL_SHAPE) $(MODEL_TRAIN) \
-	    --threads $(MODEL_THREADS) --checkpoint build/model.ckpt $(if $(RESUME),--resume,)
+	    --threads $(MODEL_THREADS) --checkpoint build/model.ckpt --force $(if $(RESUME),--resume,)
 	@$(MAKE) --no-print-directory heads
 
 heads: $(BIN)

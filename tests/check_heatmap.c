@@ -461,7 +461,8 @@ START_TEST(test_cli_deterministic) {
 }
 END_TEST
 
-/* --plots DIR: a folder of its own, replaced as a whole; heads from --heads-shown. */
+/* --plots DIR: a folder of its own, replaced as a whole but for the user's files (issue
+ * 42); heads from --heads-shown. */
 START_TEST(test_cli_plots_folder) {
     char dir[64], out[128], plots[160], keep[200];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
@@ -480,7 +481,9 @@ START_TEST(test_cli_plots_folder) {
                           "--prompt-ids", "1,2,3", "--steps", "2", "--out", out, "--plots", plots,
                           "--heads-shown", "all", "--no-gif", "--raw", "--quiet", NULL};
     ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2) + 1); /* old.txt is gone */
+    /* the new figures and the marker, and old.txt: a file kvscope did not write stays */
+    ck_assert_int_eq(count_entries(plots), 2 * (3 + 3 * 2) + 2);
+    ck_assert_int_eq(stat(keep, &sb), 0);
     remove_tree(dir);
 }
 END_TEST

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "infile.h"
 #include "outdir.h"
+#include "outfolder.h"
 #include "rmtree.h"
 #include "testutil.h"
 
@@ -173,7 +174,8 @@ START_TEST(test_marker_rules) {
 END_TEST
 
 /* A commit, with one swap or with two renames: the new files and the marker, nothing
- * of the old folder, no sibling left; the marker's text is the same every time. */
+ * of the old folder, no sibling left; the marker's text is the same every time, then
+ * the list of the entries the run wrote. */
 static void commit_twice(unsigned flags) {
     OutDir o;
     char d[PATH_MAX + 16], f[4300], first[512];
@@ -193,6 +195,12 @@ static void commit_twice(unsigned flags) {
         char *m = read_file(f, NULL);
         ck_assert_ptr_nonnull(m);
         ck_assert_msg(strncmp(m, "kvscope budget --out\n", 21) == 0 && !strstr(m, dir), "%s", m);
+        /* then the list of what the run wrote: this round's file alone */
+        char *list = strstr(m, "\nwritten:\n"), want[64];
+        ck_assert_ptr_nonnull(list);
+        snprintf(want, sizeof want, "\nwritten:\nround%d.csv\n", round);
+        ck_assert_str_eq(list, want);
+        *list = '\0';
         if (round == 0) snprintf(first, sizeof first, "%s", m);
         else ck_assert_str_eq(m, first);
         free(m);
@@ -841,6 +849,62 @@ START_TEST(test_signal_stays_on_mount) {
 }
 END_TEST
 
+/* What an existing folder is (outfolder.h): the marker's command, a model, the list of
+ * what a run wrote and the user's entries beside it, a folder that is not the user's. */
+START_TEST(test_outfolder) {
+    char d[PATH_MAX + 16], f[PATH_MAX + 64], cmd[32], opt[32];
+    at(d, sizeof d, "w");
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    ck_assert_int_eq(outfolder_marker(d, cmd, sizeof cmd, opt, sizeof opt), 0);
+    snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, d);
+    ck_assert_int_eq(write_text_file(f, "not kvscope\n"), 0);
+    ck_assert_int_eq(outfolder_marker(d, cmd, sizeof cmd, opt, sizeof opt), 0);
+    ck_assert_int_eq(write_text_file(f, "kvscope heads --plots\n\ntext\n"), 0);
+    ck_assert_int_eq(outfolder_marker(d, cmd, sizeof cmd, opt, sizeof opt), 1);
+    ck_assert_str_eq(cmd, "heads");
+    ck_assert_str_eq(opt, "--plots");
+    /* the list: every entry, folders as "sub/", sorted; then the user's beside it */
+    snprintf(f, sizeof f, "%s/b.csv", d);
+    ck_assert_int_eq(write_text_file(f, "x"), 0);
+    snprintf(f, sizeof f, "%s/sub", d);
+    ck_assert_int_eq(mkdir(f, 0755), 0);
+    snprintf(f, sizeof f, "%s/sub/a.png", d);
+    ck_assert_int_eq(write_text_file(f, "x"), 0);
+    OutNames u;
+    ck_assert_int_eq(outfolder_user_files(d, &u), 0);
+    ck_assert_int_eq(u.n, 0); /* no list: an earlier kvscope's folder is all kvscope's */
+    outfolder_names_free(&u);
+    ck_assert_int_eq(outfolder_note_written(d), 0);
+    snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, d);
+    char *m = read_file(f, NULL);
+    ck_assert_msg(m && strstr(m, "\nwritten:\nb.csv\nsub/\nsub/a.png\n"), "%s", m);
+    free(m);
+    const char *mine[] = {"NOTES.md", "sub/mine.txt", "zz"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s/%s", d, mine[i]);
+        ck_assert_int_eq(i == 2 ? mkdir(f, 0755) : write_text_file(f, "mine"), 0);
+    }
+    snprintf(f, sizeof f, "%s/zz/deep.txt", d);
+    ck_assert_int_eq(write_text_file(f, "mine"), 0);
+    ck_assert_int_eq(outfolder_user_files(d, &u), 0);
+    ck_assert_int_eq(u.n, 3); /* zz/ whole, not zz/deep.txt */
+    for (int i = 0; i < 3; i++) ck_assert_str_eq(u.v[i], mine[i]);
+    outfolder_names_free(&u);
+    /* a model: config.json and weights */
+    ck_assert_int_eq(outfolder_is_model(d), 0);
+    snprintf(f, sizeof f, "%s/config.json", d);
+    ck_assert_int_eq(write_text_file(f, "{}"), 0);
+    ck_assert_int_eq(outfolder_is_model(d), 0);
+    snprintf(f, sizeof f, "%s/pytorch_model.bin", d);
+    ck_assert_int_eq(write_text_file(f, "w"), 0);
+    ck_assert_int_eq(outfolder_is_model(d), 1);
+    /* the user's: under /tmp (this folder); a system folder is not */
+    ck_assert_ptr_null(outfolder_not_users(d));
+    ck_assert_ptr_nonnull(outfolder_not_users("/usr/share"));
+    ck_assert_ptr_nonnull(outfolder_not_users("/etc"));
+}
+END_TEST
+
 Suite *make_outdir_suite(void) {
     Suite *s = suite_create("outdir");
     TCase *t = tcase_create("outdir");
@@ -850,6 +914,7 @@ Suite *make_outdir_suite(void) {
     tcase_add_test(t, test_forbidden_folders);
     tcase_add_test(t, test_overlap_and_holds);
     tcase_add_test(t, test_marker_rules);
+    tcase_add_test(t, test_outfolder);
     tcase_add_test(t, test_commit_exchange);
     tcase_add_test(t, test_commit_two_renames);
     tcase_add_test(t, test_abort_and_symlink);

@@ -224,8 +224,9 @@ END_TEST
 /* ---- a full disk ------------------------------------------------------------------ */
 
 /* Every command that writes, on a tmpfs of 8 KiB (the marker takes one page, the
- * first file the other): exit 2, one line naming the user's path and the reason,
- * nothing left. Needs root's mount(8); where it cannot mount, says so and runs none. */
+ * first file the other): exit 2, one line naming the user's path and the reason (for
+ * run, the size it needs, before it starts), nothing left. Needs root's mount(8);
+ * where it cannot mount, says so and runs none. */
 START_TEST(test_disk_full) {
     char small[PATH_MAX], cmd[PATH_MAX + 64], out[PATH_MAX + 8], csv[PATH_MAX + 8], se[PATH_MAX];
     at(small, sizeof small, "small");
@@ -260,7 +261,9 @@ START_TEST(test_disk_full) {
         ck_assert_int_eq(system(cmd), 0);
         ck_assert_msg(rc == 2, "%s: exit %d", cases[i].args[0], rc);
         ck_assert_msg(left == 0, "%s left %d entries", cases[i].args[0], left);
-        const char *needles[] = {"No space left on device", i == 6 ? csv : out, NULL};
+        /* run's attention.csv is known not to fit before it starts (issue 42) */
+        const char *needles[] = {i == 0 ? "the run's files need at least" : "No space left on device",
+                                 i == 6 ? csv : out, NULL};
         free(one_line(se, needles));
     }
 }
@@ -777,7 +780,7 @@ START_TEST(test_exit_rule) {
         free(h);
     }
     /* 1: the check failed; 2: bad input; both with stderr lines of their own */
-    const char *bug[] = {"verify", TINY, "--steps", "3", "--quiet", "--article-bug", NULL};
+    const char *bug[] = {"verify", TINY, "--steps", "3", "--article-bug", NULL};
     ck_assert_int_eq(run_kvscope(bug, so, NULL), 1);
     h = read_file(so, NULL);
     ck_assert_msg(h && strstr(h, "MISMATCH"), "%s", h);

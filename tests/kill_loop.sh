@@ -6,7 +6,8 @@
 #   - a temporary sibling (out.tmp.<pid>.*, out.old.<pid>.*) that a killed run left does
 #     not survive the next run that gets as far as creating its own;
 #   - after a last run that is not killed, out is complete and nothing is beside it.
-# Then the same for `kvscope train` and its checkpoint, written at every step:
+# Then the same for `kvscope train` and its checkpoint, written at every step (with
+# --force: a round after one that finished trains over its model folder):
 #   - after any kill, the checkpoint is absent or a whole one (the next round resumes
 #     from it with --resume, which refuses anything else; absent: it starts afresh);
 #   - a temporary checkpoint (t.ckpt.tmp.<pid>.*) a kill left does not survive the next
@@ -71,7 +72,7 @@ awk 'BEGIN { srand(7); split("the lord said unto moses and god saw light that it
              for (n = 0; n < 200000; n += length(s)) { s = w[int(rand() * 13) + 1] " "; printf "%s", s } }' \
     > "$W/corpus.txt"
 TRAIN="train --corpus $W/corpus.txt --layers 1 --heads 2 --dim 16 --ctx 32 --batch 2 --steps 400
-       --warmup 1 --checkpoint-every 1 --eval-every 0 --samples 8 --quiet"
+       --warmup 1 --checkpoint-every 1 --eval-every 0 --samples 8 --quiet --force"
 ckstrays() { (cd "$W" && ls -A | grep -E '^t\.ckpt\.tmp\.[0-9]+\.' || true); }
 same_model() { cmp -s "$W/tref/model.safetensors" "$1/model.safetensors" &&
                cmp -s "$W/tref/train_log.csv" "$1/train_log.csv"; }

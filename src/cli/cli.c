@@ -3,11 +3,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bpe.h"
 #include "generate.h"
@@ -298,9 +302,17 @@ int cli_outdir_spares(const OutDir *od, const char *option, const char *path) {
     return 2;
 }
 
+void cli_note_left(const char *left, int n) {
+    if (n > 0)
+        fprintf(stderr, "kvscope: note: cannot remove what a killed run left%s: %s\n",
+                n > 1 ? " (the first of several)" : "", left);
+}
+
 int cli_outdir_begin(OutDir *od) {
     char err[8400];
-    if (outdir_begin(od, err, sizeof err) == 0) return 0;
+    int rc = outdir_begin(od, err, sizeof err);
+    cli_note_left(od->left, od->nleft);
+    if (rc == 0) return 0;
     fprintf(stderr, "kvscope: %s\n", err);
     return 2;
 }
@@ -311,6 +323,15 @@ void cli_outdir_error(const OutDir *od, const char *msg) {
     fprintf(stderr, "kvscope: %s\n", shown);
 }
 
+/* What the command printed so far reached stdout: 0, or 2 after the error line. */
+static int stdout_written(void) {
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    int e = fcntl(STDOUT_FILENO, F_GETFL) < 0 ? EBADF : errno;
+    fprintf(stderr, "kvscope: cannot write (%s): stdout\n", write_error_text(e));
+    return 2;
+}
+
 int cli_outdir_end(OutDir *od, int status, int close_failed) {
     char err[8400];
     if (close_failed && status == 0) {
@@ -318,11 +339,16 @@ int cli_outdir_end(OutDir *od, int status, int close_failed) {
                 od->target);
         status = 2;
     }
+    if (status == 0) status = stdout_written(); /* the old folder stays until it has */
     if (status == 0 && outdir_commit(od, err, sizeof err) != 0) {
         fprintf(stderr, "kvscope: %s\n", err);
         status = 2;
     }
     if (status != 0) outdir_abort(od);
+    if (status == 0) cli_note_left(od->left, od->nleft); /* the old folder, if it stayed */
+    if (status == 0 && od->nkept)
+        fprintf(stderr, "kvscope: note: %s: kept %s, which kvscope did not write, in the new "
+                        "folder: %s\n", od->option, od->kept, od->target);
     return status;
 }
 
@@ -368,6 +394,33 @@ const char *model_args_words(const ModelArgs *a, const Loaded *ld) {
     return tokenizer_is_bytes(ld->tok) ? "the byte-level model" : "the GPT-2 model (BPE tokens)";
 }
 
+int cli_find_scripts(char *buf, size_t size) {
+    static const char *const up[] = {"../plots", "../../plots"};
+    char exe[PATH_MAX], at[PATH_MAX + 32], style[PATH_MAX + 48];
+    struct stat st;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || size < 2) return snprintf(buf, size, "plots"), -1;
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0';
+    for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
+        snprintf(at, sizeof at, "%s/%s", exe, up[i]);
+        snprintf(style, sizeof style, "%s/style.gp", at);
+        if (stat(style, &st) == 0 && S_ISREG(st.st_mode) && realpath(at, buf) && strlen(buf) < size)
+            return 0;
+    }
+    snprintf(buf, size, "%s/../plots", exe);
+    return -1;
+}
+
+int cli_scripts(const char **scripts, char *buf, size_t size) {
+    if (*scripts) return 0;
+    int rc = cli_find_scripts(buf, size);
+    *scripts = buf;
+    if (rc == 0) return 0;
+    return cli_fail("kvscope's chart scripts are not beside its binary (no style.gp in ../plots "
+                    "or ../../plots); give --scripts DIR. Looked in", buf);
+}
+
 int cli_chart(const OutDir *dir, const char *script, const char *vars, const char *name) {
     char msg[512], line[9200], out[4400], missing[4500];
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
@@ -376,6 +429,9 @@ int cli_chart(const OutDir *dir, const char *script, const char *vars, const cha
     if (rc == 0)
         snprintf(line, sizeof line, "%s: gnuplot wrote no %s (does the script draw a chart?): %s",
                  dir->option, missing, script);
+    else if (rc == GNUPLOT_LATE)
+        snprintf(line, sizeof line, "%s: gnuplot on %s was %s: %s", dir->option, script, msg,
+                 dir->target);
     else
         snprintf(line, sizeof line, "%s: gnuplot failed on %s (status %d): %s", dir->option, script,
                  rc, msg[0] ? msg : "no message");

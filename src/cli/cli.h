@@ -90,10 +90,15 @@ int cli_outdirs_apart(const OutDir *a, const OutDir *b);
 /* 2 after an error line when od would replace the input path given with option (a
  * --model folder, a --prompts file), else 0. path NULL: 0. */
 int cli_outdir_spares(const OutDir *od, const char *option, const char *path);
-/* Create od's temporary folder (outdir_begin). 0, or 2 after the error line. */
+/* "kvscope: note: cannot remove what a killed run left: <left>" when n > 0 (OutDir.left,
+ * OutFile.left: a leftover beside an output that stays). */
+void cli_note_left(const char *left, int n);
+/* Create od's temporary folder (outdir_begin), with the note of cli_note_left. 0, or 2
+ * after the error line. */
 int cli_outdir_begin(OutDir *od);
-/* The end of a command that writes its files into od: when status is 0 and they closed
- * cleanly (close_failed 0), swap the folder in; otherwise, or when the swap fails, remove
+/* The end of a command that writes its files into od: when status is 0, they closed
+ * cleanly (close_failed 0) and everything printed so far reached stdout (flushed here:
+ * `run --out prev > /dev/full` keeps prev), swap the folder in; otherwise, or when the swap fails, remove
  * it, with the reason in one line on stderr. Returns the command's status: status, or 2
  * when the write or the swap failed. Call with errno as the failed close left it. */
 int cli_outdir_end(OutDir *od, int status, int close_failed);
@@ -103,6 +108,16 @@ void cli_outdir_error(const OutDir *od, const char *msg);
  * begun folder dir. 0 when both were written; else the error line (the script failed, or
  * ran and drew nothing: an empty script does) and 2. */
 int cli_chart(const OutDir *dir, const char *script, const char *vars, const char *name);
+
+/* The chart scripts' folder: *scripts as given (--scripts), or when NULL the plots/
+ * folder of kvscope's install: BIN/../plots, else BIN/../../plots (build/<variant>/kvscope),
+ * BIN the folder of the running binary (/proc/self/exe), the first that holds style.gp,
+ * resolved into buf. Never the current folder's: scripts run whatever they say. 0 with
+ * *scripts set, or 2 after the error line. */
+int cli_scripts(const char **scripts, char *buf, size_t size);
+/* The same search without a message: 0 with the folder in buf, or -1 with the first
+ * place looked in (BIN/../plots) in buf, for a command whose charts are optional. */
+int cli_find_scripts(char *buf, size_t size);
 
 /* ---- steps of the engine ------------------------------------------------------ */
 

@@ -191,6 +191,7 @@ static int write_page(HtmlOpts *o, const OutDir *out, const Generator *g, const 
     char err[8400];
     FILE *f = o->in_out ? outdir_fopen(out, o->name, err, sizeof err)
                         : outfile_begin(&o->file, err, sizeof err);
+    if (!o->in_out) cli_note_left(o->file.left, o->file.nleft);
     if (!f) return cli_error(err);
     if (html_out_write(&o->ho, f, g->tokens, g->len, tok, bytes)) {
         fprintf(stderr, "kvscope: --html: %s: %s\n", o->ho.err, o->path);

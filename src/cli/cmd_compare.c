@@ -37,6 +37,7 @@ typedef struct {
     int repeat;
     const char *out, *charts, *scripts;
     int quiet, force;
+    char scripts_found[4096]; /* --scripts' default, found from the binary */
 } CompareArgs;
 
 static const Option COMPARE_OPTIONS[] = {
@@ -56,7 +57,7 @@ static const Option COMPARE_OPTIONS[] = {
     OPT_STRING("--charts", "DIR", CompareArgs, charts,
                "also draw the charts into DIR with gnuplot (scripts from --scripts); DIR is "
                "replaced as a whole, like --out, and only when every chart was drawn"),
-    OPT_STRING("--scripts", "DIR", CompareArgs, scripts, "where the .gp chart scripts are"),
+    OPT_SCRIPTS(CompareArgs, scripts, "where the .gp chart scripts are"),
     OPT_QUIET(CompareArgs, quiet),
     OPT_FORCE(CompareArgs, force),
     OPT_INCLUDE(CompareArgs, model, MODEL_OPTIONS),
@@ -102,12 +103,13 @@ static int parse_compare(int argc, char **argv, CompareArgs *a) {
     a->decode_at = 100;
     a->repeat = 3;
     a->out = "kvscope_compare";
-    a->scripts = "plots";
     int rc = opts_parse(&COMPARE, argc, argv, a);
     if (rc) return rc;
+    if (a->charts && (rc = cli_scripts(&a->scripts, a->scripts_found, sizeof a->scripts_found)))
+        return rc;
     if (a->charts && !gnuplot_quotable(a->charts))
         return cli_fail("--charts cannot hold a quote", a->charts);
-    if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
+    if (a->scripts && !gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
     if (a->charts && !gnuplot_quotable(a->out)) return cli_fail("--out cannot hold a quote", a->out);
     return 0;
 }

@@ -123,6 +123,10 @@ static int format_file(const char *path) {
         return 2;
     }
     AtomicFile af;
+    char left[4400];
+    int nleft;
+    atomic_clean_stale(real, left, sizeof left, &nleft); /* what killed runs left beside it */
+    cli_note_left(left, nleft);
     FILE *out = atomic_open(&af, real, 1);
     if (!out) {
         free(text);

@@ -35,6 +35,7 @@ typedef struct {
     const char *out, *plots, *scripts, *ablate;
     int lens[HEADS_MAX_LENS], nlens, split, S, quiet, force, ablate_zero;
     uint64_t seed;
+    char scripts_found[4096]; /* --scripts' default, found from the binary */
 } HeadsArgs;
 
 static const Option HEADS_OPTIONS[] = {
@@ -54,7 +55,7 @@ static const Option HEADS_OPTIONS[] = {
                  "previous-token score before and after this position of the text"),
     OPT_INT("--samples", "S", HeadsArgs, S, 1, 32768, "random sequences averaged"),
     OPT_U64("--repeat-seed", "S", HeadsArgs, seed, "seed of the random bytes"),
-    OPT_STRING("--scripts", "DIR", HeadsArgs, scripts, "where the chart script heads.gp is"),
+    OPT_SCRIPTS(HeadsArgs, scripts, "where the chart script heads.gp is"),
     OPT_STRING("--ablate", "L.H,...", HeadsArgs, ablate,
                "measure with these heads ablated (layer.head): each one's output z replaced, "
                "before attn.c_proj, by its mean over the text (--prompt)"),
@@ -269,11 +270,12 @@ static int measure(HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
 }
 
 int cmd_heads(int argc, char **argv) {
-    HeadsArgs a = {.out = "kvscope_heads", .scripts = "plots", .S = 8, .seed = 1};
+    HeadsArgs a = {.out = "kvscope_heads", .S = 8, .seed = 1};
     model_args_default(&a.model);
     a.model.prompt = HEADS_TEXT;
     int rc = opts_parse(&HEADS, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
+    if ((rc = cli_scripts(&a.scripts, a.scripts_found, sizeof a.scripts_found))) return rc;
     a.model.fit_prompt = a.model.prompt_option == NULL; /* the default text, cut to the context */
     const int sep = a.plots && strcmp(a.plots, a.out) != 0;
     OutDir od, op;

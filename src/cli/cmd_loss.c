@@ -18,6 +18,7 @@ typedef struct {
     ModelArgs model;
     const char *text, *out, *plots, *scripts;
     int window, sinks, quiet, force;
+    char scripts_found[4096]; /* --scripts' default, found from the binary */
 } LossArgs;
 
 static const Option LOSS_OPTIONS[] = {
@@ -36,7 +37,7 @@ static const Option LOSS_OPTIONS[] = {
     {.kind = OPT_KIND_STRING, .name = "--plots", .arg = "DIR",
      .field = OPT_FIELD(LossArgs, plots, char *), .dflt = "the --out folder",
      .help = "folder of the chart loss.png and loss.svg, replaced as a whole"},
-    OPT_STRING("--scripts", "DIR", LossArgs, scripts, "where the chart script loss.gp is"),
+    OPT_SCRIPTS(LossArgs, scripts, "where the chart script loss.gp is"),
     OPT_QUIET(LossArgs, quiet),
     OPT_FORCE(LossArgs, force),
     OPT_INCLUDE(LossArgs, model, MODEL_ONLY_OPTIONS),
@@ -173,10 +174,11 @@ static int measure(LossArgs *a, OutDir *od, OutDir *op, int sep) {
 }
 
 int cmd_loss(int argc, char **argv) {
-    LossArgs a = {.out = "kvscope_loss", .scripts = "plots"};
+    LossArgs a = {.out = "kvscope_loss"};
     model_args_default(&a.model);
     int rc = opts_parse(&LOSS, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
+    if ((rc = cli_scripts(&a.scripts, a.scripts_found, sizeof a.scripts_found))) return rc;
     const int sep = a.plots && strcmp(a.plots, a.out) != 0;
     OutDir od, op;
     char *text = NULL;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "cli_budget.h"
 #include "cli.h"
@@ -147,6 +148,57 @@ static int choose_shown(const RunArgs *a, const Config *cfg, Run *r) {
     return 0;
 }
 
+/* The free bytes of the file system that holds path or its nearest existing folder
+ * above; -1 when it cannot be told. */
+static double free_bytes(const char *path) {
+    char p[4096];
+    struct statvfs fs;
+    snprintf(p, sizeof p, "%s", path);
+    for (;;) {
+        if (statvfs(p, &fs) == 0) return (double)fs.f_bavail * (double)fs.f_frsize;
+        char *s = strrchr(p, '/');
+        if (!s || s == p) return -1;
+        *s = '\0';
+    }
+}
+
+static int count_selected(const Selection *s, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += select_has(s, i);
+    return k;
+}
+
+/* 3a. attention.csv and logits.csv have a size known before the run: at least
+ * ATTN_ROW_MIN bytes a row of attention ("decode,1,0,0,5,3,0,0,0\n": every number one
+ * character) and LOGIT_ROW_MIN of logits, the rows counted from the prompt, the steps
+ * and the layers and heads shown. A run whose files cannot fit the free space of
+ * --out's disk is refused before it starts (a window, a cap or the article's cache
+ * keep fewer rows: then nothing is refused). 0, or 2 after the error line. */
+enum { ATTN_ROW_MIN = 24, LOGIT_ROW_MIN = 12 };
+static int check_disk(const RunArgs *a, const Loaded *ld, const Run *r) {
+    const Config *cfg = &ld->model.cfg;
+    const BudgetOpts *b = &a->budget;
+    if (b->window || b->max_kv_mb > 0 || b->max_tokens) return 0;
+    const double T = ld->T, S = a->mode == GEN_ARTICLE_BUG ? 0 : a->steps;
+    double rows = 0, need = 0;
+    if (a->record & REC_ATTENTION) {
+        rows = (T * (T + 1) / 2 + S * T + S * (S + 1) / 2) * count_selected(&r->layers, cfg->L) *
+               count_selected(&r->heads, cfg->NH);
+        need += rows * ATTN_ROW_MIN;
+    }
+    if (a->record & REC_LOGITS) need += (double)cfg->V * (a->steps + 1) * LOGIT_ROW_MIN;
+    const double room = free_bytes(r->od.real);
+    if (room < 0 || need <= room) return 0;
+    char n[32], f[32], d[48];
+    fprintf(stderr, "kvscope: --out: the run's files need at least %s (attention.csv: %s rows of "
+                    "at least %d bytes), more than the %s free on its disk; show fewer layers or "
+                    "heads (--layers-shown, --heads-shown), record less (--record), or choose "
+                    "another disk: %s\n", human_bytes(need, n, sizeof n),
+            group_digits((uint64_t)rows, d, sizeof d), ATTN_ROW_MIN, human_bytes(room, f, sizeof f),
+            a->out);
+    return 2;
+}
+
 /* 3. The folder, the engine and every observer subscribed. 0, or 2. */
 static int begin(RunArgs *a, Loaded *ld, Run *r) {
     int rc;
@@ -176,16 +228,27 @@ static void note_token(RunArgs *a, const Loaded *ld, Run *r, int step, int pos, 
     heatmap_opts_token(&a->heat, ld->tok, pos, id);
 }
 
+/* A step that failed (rc != 0) or whose rows could not be written: 0, or 2 after the
+ * error line — a full disk first, as a write that failed stops the step. */
+static int step_status(const RunArgs *a, Run *r, int rc, const char *what) {
+    const int e = csv_recorder_error(&r->rec);
+    if (e) {
+        fprintf(stderr, "kvscope: --out: cannot write (%s): %s\n", write_error_text(e), a->out);
+        return 2;
+    }
+    if (!rc) return 0;
+    return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, what, r->g.logits, r->g.m->cfg.V);
+}
+
 /* 4. The prefill, then the decode steps, a line each; a memory cap ends the run early
- * and cleanly. 0, or 2 after the error line. */
+ * and cleanly; a failed write ends it at once. 0, or 2 after the error line. */
 static int run_steps(RunArgs *a, Loaded *ld, Run *r) {
     Generator *g = &r->g;
-    const int V = ld->model.cfg.V;
     for (int i = 0; i < ld->T; i++) note_token(a, ld, r, 0, i, ld->prompt[i]);
     if (budget_cap_reached(g, 0, ld->T)) return 0; /* keep what we have */
     double t0 = now_seconds();
     int rc = generator_prefill(g, ld->prompt, ld->T, &r->hooks);
-    if (rc) return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, "the prefill", g->logits, V);
+    if ((rc = step_status(a, r, rc, "the prefill"))) return rc;
     csv_recorder_timing(&r->rec, PHASE_PREFILL, 0, now_seconds() - t0, rss_bytes());
     if (!a->quiet) print_step(g, PHASE_PREFILL, 0, ld->T);
     for (int s = 1; s <= a->steps; s++) {
@@ -193,11 +256,9 @@ static int run_steps(RunArgs *a, Loaded *ld, Run *r) {
         int tok = generator_argmax(g), rows = generator_next_rows(g);
         note_token(a, ld, r, s, g->len, tok);
         t0 = now_seconds();
-        if ((rc = generator_decode(g, tok, s, &r->hooks))) {
-            char what[32];
-            snprintf(what, sizeof what, "decode step %d", s);
-            return heatmap_opts_failed(&a->heat) ? 2 : cli_step_failed(rc, what, g->logits, V);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "decode step %d", s);
+        if ((rc = step_status(a, r, generator_decode(g, tok, s, &r->hooks), what))) return rc;
         csv_recorder_timing(&r->rec, PHASE_DECODE, s, now_seconds() - t0, rss_bytes());
         if (!a->quiet) print_step(g, PHASE_DECODE, s, rows);
     }
@@ -261,9 +322,11 @@ int cmd_run(int argc, char **argv) {
     if ((rc = check_outputs(&a, &r)) || (rc = model_args_load(&a.model, a.steps, &ld))) return rc;
     if ((rc = budget_opts_check(&a.budget, a.mode)) == 0 &&
         (rc = choose_shown(&a, &ld.model.cfg, &r)) == 0) {
-        if ((rc = begin(&a, &ld, &r)) == 0) rc = run_steps(&a, &ld, &r);
-        rc = finish(&a, &ld, &r, rc);
+        if ((rc = check_disk(&a, &ld, &r)) == 0 && (rc = begin(&a, &ld, &r)) == 0)
+            rc = run_steps(&a, &ld, &r);
+        /* the text before the swap: a stdout that fails keeps the old folder */
         if (rc == 0 && !a.quiet) rc = print_written(&ld, &r.g);
+        rc = finish(&a, &ld, &r, rc);
     }
     generator_free(&r.g);
     loaded_free(&ld);

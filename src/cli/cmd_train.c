@@ -35,6 +35,7 @@ typedef struct {
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
     OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
     int saved;            /* checkpoints this run wrote */
+    char scripts_found[4096]; /* --scripts' default, found from the binary */
 } TrainArgs;
 
 /* --bos: a byte 0..255, or none (-1). */
@@ -75,7 +76,7 @@ static const Option TRAIN_OPTIONS[] = {
                "token ids, its loss and the gradient of every parameter (grads.safetensors), "
                "with the weights it was taken at"),
     TRAIN_INT("--samples", "N", sample_bytes, 0, 4096, "bytes of each greedy sample"),
-    OPT_STRING("--scripts", "DIR", TrainArgs, scripts, "where the chart script train_loss.gp is"),
+    OPT_SCRIPTS(TrainArgs, scripts, "where the chart script train_loss.gp is"),
     OPT_INT_AUTO("--threads", "T", TrainArgs, threads, 1, 256, "OMP_NUM_THREADS",
                  "OpenMP threads (the model's bytes do not depend on them)"),
     OPT_CHOICE("--kernels", "LEVEL", TrainArgs, kernels, cli_parse_kernels, cli_show_kernels,
@@ -165,7 +166,6 @@ static void train_args_default(TrainArgs *a) {
     a->short_repeat_share = a->o.short_repeat_share, a->short_span_share = a->o.short_span_share;
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
-    a->scripts = "plots";
     a->kernels = -1;
 }
 
@@ -213,6 +213,10 @@ static int check_args(TrainArgs *a) {
     if (a->o.warmup >= a->o.steps && a->o.steps > 1) {
         snprintf(v, sizeof v, "%d", a->o.warmup);
         return cli_fail("--warmup must be below --steps", v);
+    }
+    if (!a->scripts) { /* the install's; where there is none, the chart's note says so */
+        cli_find_scripts(a->scripts_found, sizeof a->scripts_found);
+        a->scripts = a->scripts_found;
     }
     if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
     a->o.lr = (float)a->lr, a->o.lr_final = (float)a->lr_final;
@@ -564,6 +568,7 @@ int cmd_train(int argc, char **argv) {
         return rc;
     set_threads(&a);
     if (a.out) outfile_clean_stale(&a.ckpt); /* what killed saves left, saving or not */
+    if (a.out) cli_note_left(a.ckpt.left, a.ckpt.nleft);
     Corpus c;
     Trainer tr;
     TrainLog log = {0};

@@ -1,6 +1,7 @@
 /* cmd_verify.c — `kvscope verify`: the cache changes nothing.
  * parse → check --csv → load → run the same tokens with the KV cache and by recomputing
  * the whole sequence at every step, comparing the logits of every step → report. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ static const Command VERIFY = {
     "Decode --steps tokens greedily with the KV cache, run the same tokens again without\n"
     "it (recomputing the whole sequence each step), and print max |dlogit| per step.\n"
     "Exits 0 only if every step agrees within 1e-5, 1 if one does not, 2 when the logits\n"
-    "are not finite (nothing to compare).\n",
+    "are not finite (nothing to compare). With --quiet nothing is printed: the exit\n"
+    "status is the result.\n",
     VERIFY_OPTIONS, NULL,
 };
 
@@ -97,7 +99,10 @@ static int run_steps(const VerifyArgs *a, const Loaded *ld, Runs *r, FILE *csv, 
         if (!a->quiet)
             printf("%s %3d  T=%-4d max |dlogit| = %.3g%s\n", s == 0 ? "prefill" : "decode ", s,
                    r->cached.len, d, same ? "" : "  (greedy token differs)");
-        if (csv) fprintf(csv, "%d,%.9g,%d\n", s, d, same);
+        if (csv && (fprintf(csv, "%d,%.9g,%d\n", s, d, same) < 0 || ferror(csv))) {
+            fprintf(stderr, "kvscope: --csv: cannot write (%s): %s\n", write_error_text(errno), a->csv);
+            return 2; /* at the first failed write, not after every step */
+        }
     }
     return 0;
 }
@@ -123,6 +128,7 @@ int cmd_verify(int argc, char **argv) {
     }
     FILE *csv = NULL;
     if (a.csv && !(csv = outfile_begin(&of, err, sizeof err))) rc = cli_error(err);
+    if (a.csv) cli_note_left(of.left, of.nleft);
     if (csv) fputs(VERIFY_CSV_HEADER, csv);
 
     double worst = 0.0;
@@ -131,9 +137,10 @@ int cmd_verify(int argc, char **argv) {
     else if (csv && outfile_commit(&of, csv, err, sizeof err)) rc = cli_error(err);
     if (rc == 0) {
         const int ok = worst <= VERIFY_TOL;
-        printf("%s: max |dlogit| over %d steps = %.3g (tolerance %.0e): %s\n",
+        if (!a.quiet) /* --quiet: the exit status says it */
+            printf("%s: max |dlogit| over %d steps = %.3g (tolerance %.0e): %s\n",
                a.mode == GEN_ARTICLE_BUG ? "article-bug cache vs recompute" : "cache vs recompute",
-               a.steps, worst, VERIFY_TOL, ok ? "OK" : "MISMATCH");
+                   a.steps, worst, VERIFY_TOL, ok ? "OK" : "MISMATCH");
         rc = ok ? 0 : 1;
     }
     runs_free(&runs);

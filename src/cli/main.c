@@ -1,7 +1,9 @@
 /* main.c — bin/kvscope: dispatch to a subcommand. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -62,6 +64,7 @@ static int stdout_status(int rc) {
     errno = 0;
     int bad = fflush(stdout) != 0, e = errno;
     if (!bad && !ferror(stdout)) return rc;
+    if (fcntl(STDOUT_FILENO, F_GETFL) < 0) e = EBADF; /* closed (>&-): not a full disk */
     if (rc != 2) /* a command that failed has said why already */
         fprintf(stderr, "kvscope: cannot write (%s): stdout\n", write_error_text(e));
     return 2;

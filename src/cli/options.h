@@ -124,9 +124,17 @@ struct Option {
 /* The same entries for every command that has them: one text each. */
 #define OPT_FORCE(S, m)                                                                      \
     OPT_FLAG("--force", S, m,                                                                \
-             "replace the outputs even if kvscope did not write them (never /, your home "   \
-             "folder, the current folder or one above)")
+             "replace an output another command or no kvscope wrote (never /, your home "   \
+             "folder, the current folder or one above, a folder outside your home, the "      \
+             "current folder and /tmp, another user's, one git tracks, nor a model but by "   \
+             "train or export)")
 #define OPT_QUIET(S, m) OPT_FLAG("--quiet", S, m, "print nothing but errors")
+/* --scripts DIR: NULL until cli_scripts finds the chart scripts of kvscope's install. */
+#define OPT_SCRIPTS(S, m, h)                                                                 \
+    {.kind = OPT_KIND_STRING, .name = "--scripts", .arg = "DIR", .field = OPT_FIELD(S, m, char *), \
+     .dflt = "the plots/ folder of kvscope's install, found from the binary: BIN/../plots or "  \
+             "BIN/../../plots, BIN the binary's folder (never the current folder's)",          \
+     .help = (h)}
 
 /* What `kvscope <name> --help` prints: the usage line, what the command does (printed
  * as written), its options, notes after them, then the exit-status rule. */

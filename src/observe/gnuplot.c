@@ -2,12 +2,14 @@
 #include "gnuplot.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "infile.h"
@@ -40,6 +42,16 @@ static void folder_of(const char *path, char *out, size_t size) {
     else snprintf(out, size, "%.*s", (int)(slash - path), path);
 }
 
+/* 1 if the file at path mentions word (read whole, up to 1 MiB); 0 otherwise. */
+static int mentions(const char *path, const char *word) {
+    char *text, err[64];
+    size_t n;
+    if (infile_read(path, 1u << 20, &text, &n, err, sizeof err) != 0) return 0;
+    int found = strstr(text, word) != NULL;
+    free(text);
+    return found;
+}
+
 int gnuplot_check_script(const char *script, char *err, size_t errsize) {
     char dir[4096], path[4200];
     folder_of(script, dir, sizeof dir);
@@ -48,7 +60,15 @@ int gnuplot_check_script(const char *script, char *err, size_t errsize) {
         struct stat st;
         if (i == 0) snprintf(path, sizeof path, "%s", script);
         else snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        if (i > 0 && stat(path, &st) != 0 && errno == ENOENT) continue; /* gnuplot will say */
+        /* the one before loads or runs it: missing, it would fail only after the work */
+        char before[4200];
+        if (i == 1) snprintf(before, sizeof before, "%s", script);
+        else if (i == 2) snprintf(before, sizeof before, "%s/style.gp", dir);
+        if (i > 0 && stat(path, &st) != 0 && errno == ENOENT) {
+            if (!mentions(before, files[i])) continue;
+            snprintf(err, errsize, "%s: missing (%s needs it)", path, before);
+            return -1;
+        }
         int fd = infile_open(path, NULL, err, errsize);
         if (fd < 0) return -1;
         close(fd);
@@ -67,13 +87,45 @@ int gnuplot_wrote(const char *out, char *missing, size_t size) {
     return 1;
 }
 
-/* Read fd to its end, keeping the last non-empty line in msg. */
-static void last_line(int fd, char *msg, size_t size) {
+/* The time limit in seconds: $KVSCOPE_GNUPLOT_SECONDS when it is a number > 0, else
+ * GNUPLOT_SECONDS. */
+static double time_limit(void) {
+    const char *e = getenv("KVSCOPE_GNUPLOT_SECONDS");
+    char *end;
+    double s = e ? strtod(e, &end) : 0.0;
+    return e && end != e && *end == '\0' && s > 0.0 && s < 1e6 ? s : GNUPLOT_SECONDS;
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Wait until fd has something to read or the deadline passes: 1 readable (or closed),
+ * 0 past the deadline. */
+static int wait_readable(int fd, double deadline) {
+    for (;;) {
+        double left = deadline - now();
+        if (left <= 0) return 0;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = poll(&p, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
+        if (r > 0) return 1;
+        if (r < 0 && errno != EINTR) return 1; /* let read() say what is wrong */
+    }
+}
+
+/* Read fd to its end or the deadline, keeping the last non-empty line in msg. 0, or -1
+ * when the deadline passed first. */
+static int last_line_by(int fd, double deadline, char *msg, size_t size) {
     char buf[1024], line[512];
     size_t n = 0;
     ssize_t r;
     msg[0] = '\0';
-    while ((r = read(fd, buf, sizeof buf)) != 0) {
+    for (;;) {
+        if (!wait_readable(fd, deadline)) return -1;
+        r = read(fd, buf, sizeof buf);
+        if (r == 0) break;
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
         for (ssize_t i = 0; i < r; i++) {
@@ -86,6 +138,7 @@ static void last_line(int fd, char *msg, size_t size) {
         }
     }
     if (n) snprintf(msg, size, "%.*s", (int)n, line);
+    return 0;
 }
 
 int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
@@ -101,9 +154,11 @@ int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
         close(in[0]), close(in[1]);
         return -1;
     }
+    const double limit = time_limit();
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) { /* the command line holds no user text: all of it goes through the pipe */
+        setpgid(0, 0); /* its own group: a stop reaches what the script started too */
         dup2(in[0], 0);
         dup2(er[1], 2);
         close(in[0]), close(in[1]), close(er[0]), close(er[1]);
@@ -116,6 +171,7 @@ int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
         close(in[1]), close(er[0]);
         return -1;
     }
+    setpgid(pid, pid); /* also here: whichever runs first */
     sigaction(SIGPIPE, &ign, &old);
     char text[13400], dir[4096];
     folder_of(script, dir, sizeof dir);
@@ -123,11 +179,21 @@ int gnuplot_run(const char *script, const char *vars, char *msg, size_t size) {
     int bad = n < 0 || (size_t)n >= sizeof text || write(in[1], text, (size_t)n) != n;
     close(in[1]);
     sigaction(SIGPIPE, &old, NULL);
-    last_line(er[0], msg, size); /* the script is all written: no deadlock on a full pipe */
+    /* the script is all written: no deadlock on a full pipe */
+    int late = last_line_by(er[0], now() + limit, msg, size) != 0;
     close(er[0]);
+    if (late) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+    }
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
+    if (late) {
+        snprintf(msg, size, "still running after %g s, its time limit (a loop in the script?); "
+                 "stopped", limit);
+        return GNUPLOT_LATE;
+    }
     if (bad) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

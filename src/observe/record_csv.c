@@ -56,7 +56,7 @@ void csv_write_field(FILE *f, const char *s) {
 /* Rows are built in a chunk of text and written a chunk at a time, their numbers by
  * numfmt.h: the same characters as fprintf's "%d" and "%.9g", several times faster
  * (attention.csv runs to millions of rows). A failed fwrite sets the stream's error,
- * which csv_recorder_close reports. */
+ * which the event that wrote it reports (csv_recorder_error), and csv_recorder_close. */
 enum { CHUNK = 1 << 16, ROW_MAX = 160 }; /* ROW_MAX: the longest row below */
 typedef struct {
     char *text; /* CHUNK bytes: the recorder's buffer */
@@ -185,8 +185,16 @@ static void write_logits(CsvRecorder *r, const HookEvent *ev, const char *ph) {
     chunk_flush(&c);
 }
 
+int csv_recorder_error(CsvRecorder *r) {
+    FILE *fs[] = {r->shapes, r->attention, r->kv, r->flops, r->tokens, r->logits, r->timing};
+    for (size_t i = 0; !r->err && i < sizeof fs / sizeof fs[0]; i++)
+        if (fs[i] && ferror(fs[i])) r->err = errno ? errno : EIO;
+    return r->err;
+}
+
 static int on_event(const HookEvent *ev, void *user) {
     CsvRecorder *r = user;
+    errno = 0;
     const char *ph = phase_name(ev->phase);
     if (r->shapes && ev->data) {
         char name[96], shape[96];
@@ -223,7 +231,7 @@ static int on_event(const HookEvent *ev, void *user) {
                     ph, ev->step, s->tokens_new, s->tokens_total, flops_layers(f), f->lm_head,
                     f->elementwise, f->qkv, f->attn, f->attn_proj, f->mlp);
     }
-    return 0;
+    return csv_recorder_error(r) ? -1 : 0;
 }
 
 int csv_recorder_attach(CsvRecorder *r, Hooks *h) {
@@ -236,13 +244,18 @@ int csv_recorder_attach(CsvRecorder *r, Hooks *h) {
 
 void csv_recorder_token(CsvRecorder *r, int step, int pos, int token_id, const char *text) {
     if (!r->tokens) return;
+    errno = 0;
     fprintf(r->tokens, "%d,%d,%d,", step, pos, token_id);
     csv_write_field(r->tokens, text);
     fputc('\n', r->tokens);
+    csv_recorder_error(r);
 }
 
 void csv_recorder_timing(CsvRecorder *r, Phase ph, int step, double seconds, size_t rss) {
-    if (r->timing) fprintf(r->timing, "%s,%d,%.9g,%zu\n", phase_name(ph), step, seconds, rss);
+    if (!r->timing) return;
+    errno = 0;
+    fprintf(r->timing, "%s,%d,%.9g,%zu\n", phase_name(ph), step, seconds, rss);
+    csv_recorder_error(r);
 }
 
 int csv_recorder_close(CsvRecorder *r) {

@@ -47,6 +47,7 @@ typedef struct {
     float *scores;        /* copy of the last hook_attn_scores, read when the pattern arrives */
     size_t scores_cap;
     char *chunk;          /* rows of attention.csv and logits.csv, written 64 KiB at a time */
+    int err;              /* errno of the first failed write; 0 while every write succeeded */
 } CsvRecorder;
 
 /* Open the selected files in dir and write their headers. 0, or -1 (errno set). */
@@ -57,6 +58,10 @@ int csv_recorder_attach(CsvRecorder *r, Hooks *h);
 /* Rows the engine cannot know: the tokens and the measured time of a step. */
 void csv_recorder_token(CsvRecorder *r, int step, int pos, int token_id, const char *text);
 void csv_recorder_timing(CsvRecorder *r, Phase ph, int step, double seconds, size_t rss);
+/* The errno of the first write that failed (a full disk: ENOSPC), 0 when none has. A
+ * hook event after a failed write returns -1, which stops the engine's step: a run
+ * stops at the first failed write, not after computing every step. */
+int csv_recorder_error(CsvRecorder *r);
 /* Close every file. 0 if everything was written, -1 otherwise. */
 int csv_recorder_close(CsvRecorder *r);
 

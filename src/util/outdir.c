@@ -17,6 +17,7 @@
 
 #include "cleanup.h"
 #include "infile.h"
+#include "outfolder.h"
 #include "rmtree.h"
 
 #if defined(__linux__) && !defined(RENAME_EXCHANGE)
@@ -40,8 +41,10 @@ int file_close(FILE *f) {
 const char *write_error_text(int err) {
     switch (err) {
     case ENOSPC: case EDQUOT: case EFBIG: case EIO: case EROFS: case EACCES: case EPERM:
-    case ENAMETOOLONG: case ENOENT: case ENOTDIR:
+    case ENAMETOOLONG: case ENOENT: case ENOTDIR: case EPIPE:
         return strerror(err);
+    case EBADF:
+        return "it is closed, or not open for writing";
     default:
         return "write error (disk full?)";
     }
@@ -155,12 +158,19 @@ static int copy_target(char *dst, size_t size, const char *src) {
 
 /* ---- which folders may be replaced ----------------------------------------- */
 
+static int folder_empty(const char *dir);
+
 /* 1 if dir holds kvscope's marker (a regular file, not a link), or nothing at all. */
 static int replaceable(const char *dir) {
     char m[4300];
     struct stat st;
     if (path_join(m, sizeof m, dir, OUTDIR_MARKER) == 0 && lstat(m, &st) == 0 && S_ISREG(st.st_mode))
         return 1;
+    return folder_empty(dir);
+}
+
+/* 1 if dir can be read and holds nothing. */
+static int folder_empty(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return 0;
     struct dirent *e;
@@ -243,6 +253,66 @@ static int check_mounts(const OutDir *o, char *err, size_t errsize) {
     return 0;
 }
 
+/* 1 if command writes models (config.json + weights). */
+static int writes_models(const char *command) {
+    return strcmp(command, "train") == 0 || strcmp(command, "export") == 0;
+}
+
+/* What --force may not replace, whoever runs kvscope: a folder that is not the user's
+ * (outfolder_not_users) or that holds files git tracks. 0, or -1 with err. */
+static int force_allowed(const OutDir *o, char *err, size_t errsize) {
+    char top[PATH_MAX];
+    const char *why = outfolder_not_users(o->real);
+    if (why) {
+        snprintf(err, errsize, "%s %s; kvscope never replaces it, even with --force (choose a new "
+                 "folder): %s", o->option, why, o->target);
+        return -1;
+    }
+    if (outfolder_git_tracked(o->real, top, sizeof top)) {
+        snprintf(err, errsize, "%s holds files that git tracks in the work tree %s; kvscope never "
+                 "replaces it, even with --force (choose a new folder): %s", o->option, top, o->target);
+        return -1;
+    }
+    return 0;
+}
+
+/* May o replace its existing folder (not a mount, checked before)? A model only by train
+ * or export with --force (and one kvscope did not write only when it is the user's); an
+ * empty folder always; a folder this command wrote (its marker names the command)
+ * always; any other folder with --force, when it is the user's (force_allowed). 0, or
+ * -1 with err. */
+static int may_replace(const OutDir *o, char *err, size_t errsize) {
+    char cmd[32], opt[32];
+    const int force = (o->flags & OUTDIR_FORCE) != 0;
+    const int ours = outfolder_marker(o->real, cmd, sizeof cmd, opt, sizeof opt);
+    if (outfolder_is_model(o->real)) {
+        if (!writes_models(o->command)) {
+            snprintf(err, errsize, "%s holds a model (config.json and its weights), which only "
+                     "train or export replace, and only with --force; choose another folder: %s",
+                     o->option, o->target);
+            return -1;
+        }
+        if (!force) {
+            snprintf(err, errsize, "%s holds a model (config.json and its weights); add --force to "
+                     "replace it with this one, or choose another folder: %s", o->option, o->target);
+            return -1;
+        }
+        /* a model kvscope wrote (make model retrains data/model, which git tracks) */
+        return ours && writes_models(cmd) ? 0 : force_allowed(o, err, errsize);
+    }
+    if ((ours && strcmp(cmd, o->command) == 0) || folder_empty(o->real)) return 0;
+    if (force) return force_allowed(o, err, errsize);
+    if (ours)
+        snprintf(err, errsize, "%s is the %s folder of `kvscope %s`, not of `kvscope %s`; choose "
+                 "another folder, or add --force to replace it: %s", o->option, opt, cmd, o->command,
+                 o->target);
+    else
+        snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
+                 "choose another folder, or add --force to replace it: %s",
+                 o->option, OUTDIR_MARKER, o->target);
+    return -1;
+}
+
 static int check_dir(OutDir *o, char *err, size_t errsize) {
     const char *why = forbidden(o->real);
     if (why) {
@@ -261,13 +331,7 @@ static int check_dir(OutDir *o, char *err, size_t errsize) {
                      o->target);
             return -1;
         }
-        if (check_mounts(o, err, errsize) != 0) return -1;
-        if (!(o->flags & OUTDIR_FORCE) && !replaceable(o->real)) {
-            snprintf(err, errsize, "%s is a folder kvscope did not write (it has files but no %s); "
-                     "choose another folder, or add --force to replace it: %s",
-                     o->option, OUTDIR_MARKER, o->target);
-            return -1;
-        }
+        if (check_mounts(o, err, errsize) != 0 || may_replace(o, err, errsize) != 0) return -1;
     } else if (errno != ENOENT) {
         snprintf(err, errsize, "%s: %s: %s", o->option, strerror(errno), o->target);
         return -1;
@@ -351,33 +415,71 @@ static int file_is_ours(const char *path, const char *header) {
     return size == 0 || (r == (ssize_t)n && memcmp(buf, header, n) == 0);
 }
 
+/* Move the user's entries of a folder a dead run left (carried there just before it
+ * died) back into real, where they came from (when real is gone, they stay). 0 when
+ * none is left in stale. */
+static int rescue(const char *stale, const char *real) {
+    OutNames u;
+    char from[2 * PATH_MAX], to[2 * PATH_MAX], up[2 * PATH_MAX];
+    struct stat st;
+    if (outfolder_user_files(stale, &u) != 0) return -1;
+    if (u.n && (lstat(real, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        outfolder_names_free(&u);
+        return -1;
+    }
+    int left = 0;
+    for (int i = 0; i < u.n; i++) {
+        snprintf(from, sizeof from, "%s/%s", stale, u.v[i]);
+        snprintf(to, sizeof to, "%s/%s", real, u.v[i]);
+        parent_of(to, up, sizeof up);
+        if (lstat(to, &st) == 0 || make_dirs(up) != 0 || rename(from, to) != 0) left++;
+    }
+    outfolder_names_free(&u);
+    return left ? -1 : 0;
+}
+
+/* Note a leftover that stays (the first one, and how many) in left. */
+static void note_left(char *left, size_t size, int *n, const char *path, const char *why) {
+    if (left && (*n)++ == 0) snprintf(left, size, "%.4000s (%.300s)", path, why);
+}
+
 /* Remove the siblings of real that dead kvscope runs left (folders when header is
  * NULL, else files starting with header); restore TARGET from a .old one when a kill
- * came between the two renames of a commit. */
-static void clean_stale(const char *real, const char *header) {
+ * came between the two renames of a commit (first, so that files of the user's carried
+ * into a .tmp one can go back). What cannot be removed stays, named in left (may be
+ * NULL) with *nleft counting them. */
+static void clean_stale(const char *real, const char *header, char *left, size_t size, int *nleft) {
     char parent[4096], path[4400];
     parent_of(real, parent, sizeof parent);
     const char *base = strrchr(real, '/') + 1;
-    DIR *d = opendir(parent);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int old;
-        long pid = sibling_pid(e->d_name, base, &old);
-        struct stat st;
-        if (!pid || pid_alive(pid) || path_join(path, sizeof path, parent, e->d_name) ||
-            lstat(path, &st) != 0)
-            continue;
-        char mnt[16];
-        if (!header && S_ISDIR(st.st_mode) && replaceable(path) &&
-            rmtree_find_mount(path, mnt, sizeof mnt) == 0) { /* a mount inside stays, whole */
-            if (old && access(real, F_OK) != 0 && rename(path, real) == 0) continue;
-            remove_output(path);
-        } else if (header && S_ISREG(st.st_mode) && file_is_ours(path, header)) {
-            unlink(path);
+    for (int pass = 0; pass < 2; pass++) {
+        DIR *d = opendir(parent);
+        if (!d) return;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            int old;
+            long pid = sibling_pid(e->d_name, base, &old);
+            struct stat st;
+            if (!pid || pid_alive(pid) || path_join(path, sizeof path, parent, e->d_name) ||
+                lstat(path, &st) != 0)
+                continue;
+            char mnt[16];
+            if (!header && S_ISDIR(st.st_mode) && replaceable(path) &&
+                rmtree_find_mount(path, mnt, sizeof mnt) == 0) { /* a mount inside stays, whole */
+                if (pass == 0) {
+                    if (old && access(real, F_OK) != 0) rename(path, real);
+                    continue;
+                }
+                if (rescue(path, real) != 0)
+                    note_left(left, size, nleft, path, "it holds files kvscope did not write");
+                else if (remove_output(path) != 0)
+                    note_left(left, size, nleft, path, strerror(errno));
+            } else if (pass == 1 && header && S_ISREG(st.st_mode) && file_is_ours(path, header)) {
+                if (unlink(path) != 0) note_left(left, size, nleft, path, strerror(errno));
+            }
         }
+        closedir(d);
     }
-    closedir(d);
 }
 
 /* ---- begin, commit, abort --------------------------------------------------- */
@@ -388,9 +490,10 @@ static int write_marker(const OutDir *o) {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
     fprintf(f, "kvscope %s %s\n\n"
-               "kvscope wrote this folder (the %s folder of `kvscope %s`). kvscope replaces it as\n"
-               "a whole when it writes here again, and never replaces a folder without this file\n"
-               "unless told to with --force.\n",
+               "kvscope wrote this folder (the %s folder of `kvscope %s`). When that command\n"
+               "writes here again, it replaces the entries listed below and keeps every other\n"
+               "file (yours) in the new folder. Another command replaces this folder only with\n"
+               "--force, and never one that holds a model (config.json and its weights).\n",
             o->command, o->option, o->option, o->command);
     return file_close(f);
 }
@@ -405,7 +508,8 @@ int outdir_begin(OutDir *o, char *err, size_t errsize) {
                  strerror(errno), o->target);
         return -1;
     }
-    clean_stale(o->real, NULL);
+    o->nleft = 0;
+    clean_stale(o->real, NULL, o->left, sizeof o->left, &o->nleft);
     snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.XXXXXX", o->real, (long)getpid());
     cleanup_hold(); /* a signal between mkdtemp and the listing would leave the folder */
     char *made = mkdtemp(o->tmp);
@@ -465,29 +569,107 @@ static int swap_in(OutDir *o, int exists, char *discard, size_t size) {
     return 0;
 }
 
-/* 1 if the target, as it is now, may be swapped out: a folder kvscope wrote (or any
- * folder with --force) that is no mount point and holds none. */
+/* 1 if the target, as it is now, may be swapped out: a folder o may replace
+ * (may_replace) that is no mount point and holds none. */
 static int still_replaceable(const OutDir *o, const struct stat *st) {
-    char mnt[16];
-    return S_ISDIR(st->st_mode) && ((o->flags & OUTDIR_FORCE) || replaceable(o->real)) &&
+    char mnt[16], err[8400];
+    return S_ISDIR(st->st_mode) && may_replace(o, err, sizeof err) == 0 &&
            !rmtree_is_mount(o->real) && rmtree_find_mount(o->real, mnt, sizeof mnt) == 0;
 }
 
-/* Look at the target, then swap in. Another run may create the folder between the look
- * and the rename (two runs racing for a new --out; rename then fails as the folder is
- * not empty): look again, and replace its folder as any folder kvscope wrote. 0; -1
- * with errno; -2 when the target is no longer a folder kvscope may replace. */
-static int swap_in_checked(OutDir *o, char *discard, size_t size) {
+/* The folders above the user's entry rel that the new folder lacks (a file of theirs in
+ * heatmaps/, a run without heatmaps) are made to hold it: listed in the new marker as
+ * kvscope's, so that they are looked into, not taken as the user's, at the next run. */
+static void list_new_parents(const OutDir *o, const char *rel) {
+    char path[2 * PATH_MAX], m[4300];
+    struct stat st;
+    FILE *f = NULL;
+    for (const char *q = strchr(rel, '/'); q; q = strchr(q + 1, '/')) {
+        snprintf(path, sizeof path, "%s/%.*s", o->tmp, (int)(q - rel), rel);
+        if (lstat(path, &st) == 0) continue;
+        if (!f && (path_join(m, sizeof m, o->tmp, OUTDIR_MARKER) != 0 || !(f = fopen(m, "a")))) return;
+        fprintf(f, "%.*s/\n", (int)(q - rel), rel);
+    }
+    if (f) fclose(f);
+}
+
+/* Move the user's entries u of the old folder into the new one at the same paths (one
+ * rename each: the same file system), or back when back is 1. 0; -1 with err naming the
+ * entry when the new folder has one of that name or a rename fails (then every entry
+ * moved is moved back, and the old folder is as it was). */
+static int carry(OutDir *o, const OutNames *u, int back, char *err, size_t errsize) {
+    char from[2 * PATH_MAX], to[2 * PATH_MAX], up[2 * PATH_MAX];
+    struct stat st;
+    for (int i = 0; !back && i < u->n; i++) {
+        snprintf(to, sizeof to, "%s/%s", o->tmp, u->v[i]);
+        if (lstat(to, &st) == 0) {
+            snprintf(err, errsize, "%s holds %s, which kvscope did not write, and this run writes "
+                     "one of that name; move yours away and run again (nothing replaced): %s",
+                     o->option, u->v[i], o->target);
+            return -1;
+        }
+    }
+    for (int i = back ? u->n - 1 : 0; back ? i >= 0 : i < u->n; i += back ? -1 : 1) {
+        snprintf(from, sizeof from, "%s/%s", o->real, u->v[i]);
+        snprintf(to, sizeof to, "%s/%s", o->tmp, u->v[i]);
+        parent_of(to, up, sizeof up);
+        if (!back) list_new_parents(o, u->v[i]);
+        if (back ? rename(to, from) == 0 : make_dirs(up) == 0 && rename(from, to) == 0) continue;
+        if (back) continue; /* moving back: on with the others */
+        int e = errno;
+        snprintf(err, errsize, "%s: cannot keep %s, which kvscope did not write, in the new folder "
+                 "(%s; nothing replaced): %s", o->option, u->v[i], strerror(e), o->target);
+        OutNames done = {u->v, i, i};
+        carry(o, &done, 1, NULL, 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* The names of the entries kept, for the caller's note. */
+static void note_kept(OutDir *o, const OutNames *u) {
+    size_t k = 0;
+    o->kept[0] = '\0';
+    o->nkept = u->n;
+    for (int i = 0; i < u->n && k + 1 < sizeof o->kept; i++) {
+        int w = snprintf(o->kept + k, sizeof o->kept - k, "%s%s", i ? ", " : "", u->v[i]);
+        if (w < 0 || k + (size_t)w >= sizeof o->kept) {
+            snprintf(o->kept + k, sizeof o->kept - k, "%s…", i ? ", " : "");
+            break;
+        }
+        k += (size_t)w;
+    }
+}
+
+/* Look at the target, then carry the user's files into the new folder and swap it in.
+ * Another run may create the folder between the look and the rename (two runs racing
+ * for a new --out; rename then fails as the folder is not empty): look again, and
+ * replace its folder as any folder kvscope wrote. 0; -1 with errno; -2 when the target
+ * is no longer a folder kvscope may replace; -3 with err when the user's files could not
+ * be told or kept. */
+static int swap_in_checked(OutDir *o, char *discard, size_t size, char *err, size_t errsize) {
     for (int tries = 0;; tries++) {
         struct stat st;
+        OutNames u = {0};
         int exists = lstat(o->real, &st) == 0;
         if (exists && !still_replaceable(o, &st)) return -2;
+        if (exists && outfolder_user_files(o->real, &u) != 0) {
+            snprintf(err, errsize, "%s: cannot tell your files from kvscope's (its %s cannot be "
+                     "read; nothing replaced): %s", o->option, OUTDIR_MARKER, o->target);
+            return -3;
+        }
         cleanup_hold(); /* a signal now waits until the folders are where they belong */
-        int rc = swap_in(o, exists, discard, size), e = errno;
+        int rc = carry(o, &u, 0, err, errsize) ? -3 : 0, e = 0;
+        if (rc == 0) {
+            rc = swap_in(o, exists, discard, size), e = errno;
+            if (rc != 0) carry(o, &u, 1, NULL, 0);
+        }
         if (rc == 0 && discard[0]) cleanup_move(o->slot, discard);
         else if (rc == 0) cleanup_drop(o->slot);
         cleanup_release();
-        if (rc == 0 || exists || (e != ENOTEMPTY && e != EEXIST) || tries >= 16) {
+        if (rc == 0) note_kept(o, &u);
+        outfolder_names_free(&u);
+        if (rc == 0 || rc == -3 || exists || (e != ENOTEMPTY && e != EEXIST) || tries >= 16) {
             errno = e;
             return rc;
         }
@@ -496,22 +678,29 @@ static int swap_in_checked(OutDir *o, char *discard, size_t size) {
 
 int outdir_commit(OutDir *o, char *err, size_t errsize) {
     char discard[4300];
-    int rc = swap_in_checked(o, discard, sizeof discard);
-    int e = errno;
-    if (rc == -2) {
-        snprintf(err, errsize, "%s changed during the run and is no longer a folder kvscope wrote; "
-                 "nothing written: %s", o->option, o->target);
-        outdir_abort(o);
-        return -1;
-    }
-    if (rc != 0) {
-        snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e),
+    o->nleft = 0; /* begin's were named then */
+    if (outfolder_note_written(o->tmp) != 0) {
+        snprintf(err, errsize, "%s: cannot write in it (%s): %s", o->option, write_error_text(errno),
                  o->target);
         outdir_abort(o);
         return -1;
     }
+    int rc = swap_in_checked(o, discard, sizeof discard, err, errsize);
+    int e = errno;
+    if (rc == -2) {
+        snprintf(err, errsize, "%s changed during the run and is no longer a folder kvscope wrote; "
+                 "nothing written: %s", o->option, o->target);
+    } else if (rc == -1) {
+        snprintf(err, errsize, "%s: cannot replace the folder (%s): %s", o->option, strerror(e),
+                 o->target);
+    }
+    if (rc != 0) {
+        outdir_abort(o);
+        return -1;
+    }
     o->tmp[0] = '\0';
-    if (discard[0]) remove_output(discard);
+    if (discard[0] && remove_output(discard) != 0) /* the old folder, swapped out: named */
+        note_left(o->left, sizeof o->left, &o->nleft, discard, strerror(errno));
     cleanup_drop(o->slot);
     o->slot = -1;
     return 0;
@@ -650,6 +839,11 @@ int outfile_check(OutFile *f, const char *target, const char *option, const char
     }
     memcpy(f->target, target, n + 1);
     memcpy(f->header, header, strlen(header) + 1);
+    if (target[n - 1] == '/') { /* "newf/" means a folder: never write a file named newf */
+        snprintf(err, errsize, "%s names a file, but ends with / as a folder does (give a file "
+                 "name): %s", option, f->target);
+        return -1;
+    }
     if (path_resolve(f->target, f->real, sizeof f->real - 64) != 0) {
         snprintf(err, errsize, "%s: cannot resolve the path: %s", option, f->target);
         return -1;
@@ -659,7 +853,8 @@ int outfile_check(OutFile *f, const char *target, const char *option, const char
 
 FILE *outfile_begin(OutFile *f, char *err, size_t errsize) {
     if (check_file(f, err, errsize) != 0) return NULL;
-    clean_stale(f->real, f->header);
+    f->nleft = 0;
+    clean_stale(f->real, f->header, f->left, sizeof f->left, &f->nleft);
     FILE *fp = atomic_open(&f->file, f->real, 1);
     if (!fp)
         snprintf(err, errsize, "%s: cannot create a file beside it (%s): %s", f->option,
@@ -728,7 +923,16 @@ static int check_own_file(const OutFile *f, char *err, size_t errsize) {
     return check_parent(parent, 0, f->option, f->target, err, errsize);
 }
 
-void outfile_clean_stale(const OutFile *f) { clean_stale(f->real, f->header); }
+void atomic_clean_stale(const char *path, char *left, size_t size, int *nleft) {
+    char real[PATH_MAX];
+    *nleft = 0;
+    if (path_resolve(path, real, sizeof real) == 0) clean_stale(real, "", left, size, nleft);
+}
+
+void outfile_clean_stale(OutFile *f) {
+    f->nleft = 0;
+    clean_stale(f->real, f->header, f->left, sizeof f->left, &f->nleft);
+}
 
 int outfile_remove(const OutFile *f) {
     struct stat lst;

@@ -7,10 +7,16 @@
  *           current folder and its ancestors, the home folder ($HOME, and the
  *           password database's, which holds when $HOME is unset or empty) and its
  *           ancestors, a mount point or a folder that holds one (always, even with
- *           --force), anything that is not a folder, and a folder that holds files
- *           but no marker (kvscope did not write it) unless --force is given. An
- *           empty folder has nothing to lose and may be replaced.
- *   begin   remove what killed runs left beside the target (below), then create the
+ *           --force), anything that is not a folder, and a folder of another kind
+ *           (outfolder.h): a model (config.json + weights) unless the command is train
+ *           or export and --force is given; a folder whose marker names another
+ *           command, or that holds files but no marker (kvscope did not write it),
+ *           unless --force is given. --force itself never reaches a folder that is not
+ *           the user's (outside their home, the current folder and /tmp, or owned by
+ *           another user) nor one that holds files git tracks, whoever runs kvscope.
+ *           An empty folder has nothing to lose and may be replaced.
+ *   begin   remove what killed runs left beside the target (below; what cannot be
+ *           removed stays, named in OutDir.left for the caller's note), then create the
  *           temporary folder TARGET.tmp.<pid>.XXXXXX beside it (same file system)
  *           with the marker .kvscope-output inside. The files go there.
  *   commit  swap it in with one atomic renameat2(RENAME_EXCHANGE) where the system
@@ -60,6 +66,11 @@ typedef struct {
     char real[4096];     /* absolute, symlinks resolved: the folder that is replaced */
     char tmp[4200];      /* where the files go between begin and commit; "" otherwise */
     int slot;            /* in the signal cleanup list, -1 if none */
+    int nkept;           /* after commit: the user's entries carried into the new folder */
+    char kept[512];      /* their names, "NOTES.md, mine/" ("…" when they do not fit) */
+    int nleft;           /* after begin: what killed runs left beside it that stays;
+                          * after commit, also the old folder if it could not be removed */
+    char left[4400];     /* the first of those, "<path> (<why>)" */
 } OutDir;
 
 /* Check target as the output folder `option` of `command` (see above); no side
@@ -111,6 +122,10 @@ int atomic_rename(AtomicFile *a);
 int atomic_commit(AtomicFile *a, FILE *fp);
 /* Close fp (may be NULL) and remove the temporary file. Safe when nothing is open. */
 void atomic_abort(AtomicFile *a, FILE *fp);
+/* Remove the temporary files that dead runs left beside path (path.tmp.<pid>.XXXXXX
+ * whose pid runs no more; format's, whatever they hold). What cannot be removed stays:
+ * the first named in left, *nleft counting them. */
+void atomic_clean_stale(const char *path, char *left, size_t size, int *nleft);
 
 /* One output file the user names (verify --csv, run --html), replaced whole through an
  * AtomicFile beside it, and only when kvscope wrote the file there: a file kvscope may
@@ -122,6 +137,8 @@ typedef struct {
     char target[4096];   /* as the user named it (for messages) */
     char real[4096];     /* absolute, symlinks resolved: the file that is replaced */
     AtomicFile file;
+    int nleft;           /* after begin or clean_stale: leftovers that could not be removed */
+    char left[4400];     /* the first of those, "<path> (<why>)" */
 } OutFile;
 
 /* Check target: not a folder, not a FIFO or device, its folder exists and is writable,
@@ -151,7 +168,7 @@ enum { OUTFILE_OURS_ONLY = 1 << 8 };
 
 /* Remove the temporary files (f's name + ".tmp.<pid>.XXXXXX") that dead runs left
  * beside f's target, when they are empty or start with f's header. */
-void outfile_clean_stale(const OutFile *f);
+void outfile_clean_stale(OutFile *f);
 /* Remove f's target if it is a regular file named directly that starts with f's header
  * (not empty): 0 (also when it is missing), or -1 with the file left alone. */
 int outfile_remove(const OutFile *f);
@@ -165,8 +182,9 @@ int path_inside(const char *dir, const char *path);
  * 0, or -1 with errno of the failure where known. A NULL file is 0. */
 int file_close(FILE *f);
 /* What a failed write's errno says for a message: "No space left on device" for a
- * full disk and the like; for an errno that a write does not cause (a stale value),
- * "write error (disk full?)". */
+ * full disk and the like, "it is closed, or not open for writing" for EBADF (a closed
+ * stdout); for an errno that a write does not cause (a stale value), "write error
+ * (disk full?)". */
 const char *write_error_text(int err);
 /* path = dir + "/" + name; -1 when it does not fit. */
 int path_join(char *out, size_t size, const char *dir, const char *name);

@@ -1,0 +1,278 @@
+/* outfolder.c — what an existing folder is (see outfolder.h). */
+#include "outfolder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "infile.h"
+#include "outdir.h"
+
+int outfolder_marker(const char *dir, char *command, size_t csize, char *option, size_t osize) {
+    char path[4300], line[128];
+    struct stat st;
+    command[0] = option[0] = '\0';
+    if (path_join(path, sizeof path, dir, OUTDIR_MARKER) != 0 || lstat(path, &st) != 0 ||
+        !S_ISREG(st.st_mode))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    line[n] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    char c[32], o[32], rest;
+    if (sscanf(line, "kvscope %31s %31s %c", c, o, &rest) != 2 || o[0] != '-') return 0;
+    snprintf(command, csize, "%s", c);
+    snprintf(option, osize, "%s", o);
+    return 1;
+}
+
+static int is_file(const char *dir, const char *name) {
+    char p[4300];
+    struct stat st;
+    return path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int outfolder_is_model(const char *dir) {
+    static const char *const weights[] = {
+        "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+        "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack",
+    };
+    if (!is_file(dir, "config.json")) return 0;
+    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
+        if (is_file(dir, weights[i])) return 1;
+    return 0;
+}
+
+/* 1 if real lies strictly inside the folder base (a path, resolved here). "/" as
+ * base counts for nothing: everything lies inside it. */
+static int strictly_inside(const char *real, const char *base) {
+    char b[PATH_MAX];
+    if (!base || !base[0] || !realpath(base, b) || strcmp(b, "/") == 0) return 0;
+    size_t n = strlen(b);
+    return strncmp(real, b, n) == 0 && real[n] == '/' && real[n + 1] != '\0';
+}
+
+const char *outfolder_not_users(const char *real) {
+    char cwd[PATH_MAX], pwbuf[16384];
+    struct passwd pw, *r = NULL;
+    const char *pwhome = getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &r) == 0 && r ? r->pw_dir : NULL;
+    const char *here = getcwd(cwd, sizeof cwd);
+    if (!strictly_inside(real, getenv("HOME")) && !strictly_inside(real, pwhome) &&
+        !strictly_inside(real, here) && !strictly_inside(real, "/tmp"))
+        return "is a system folder (not under your home, the current folder or /tmp)";
+    struct stat st;
+    if (lstat(real, &st) == 0 && st.st_uid != geteuid()) return "belongs to another user";
+    return NULL;
+}
+
+/* The top of the git work tree real lies in (the nearest folder above it holding
+ * .git): 1 with top and the path of real below it in rel; 0 when there is none. */
+static int work_tree(const char *real, char *top, size_t size, const char **rel) {
+    char p[PATH_MAX], g[PATH_MAX + 8];
+    if (strlen(real) >= sizeof p) return 0;
+    snprintf(p, sizeof p, "%s", real);
+    for (char *s; (s = strrchr(p, '/')) != NULL;) {
+        if (s == p) return 0; /* "/" itself is no work tree of a user */
+        *s = '\0';
+        struct stat st;
+        snprintf(g, sizeof g, "%s/.git", p);
+        if (lstat(g, &st) == 0) {
+            snprintf(top, size, "%s", p);
+            *rel = real + strlen(p) + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int outfolder_git_tracked(const char *real, char *top, size_t size) {
+    const char *rel;
+    if (!work_tree(real, top, size, &rel)) return 0;
+    int out[2];
+    if (pipe(out) != 0) return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0), dup2(out[1], 1), dup2(null, 2);
+        close(out[0]), close(out[1]);
+        unsetenv("GIT_DIR"), unsetenv("GIT_WORK_TREE"), unsetenv("GIT_INDEX_FILE");
+        if (chdir(top) == 0) execlp("git", "git", "ls-files", "-z", "--", rel, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char c;
+    ssize_t n = 0;
+    if (pid > 0)
+        while ((n = read(out[0], &c, 1)) < 0 && errno == EINTR) continue;
+    close(out[0]);
+    int st = 0;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) continue;
+    /* git said a name: tracked; git could not answer (absent, a refusal): assume so */
+    if (pid < 0 || n > 0) return 1;
+    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* ---- the entries a run wrote, and the user's --------------------------------------- */
+
+#define LIST_HEAD "written:" /* the marker's line before the list of the run's entries */
+#define LIST_LIMIT (64u << 20)
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sort l's names (qsort must not see the NULL of an empty list). */
+static void names_sort(OutNames *l) {
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_names);
+}
+
+/* Append rel to the list (grown as needed). 0 or -1. */
+static int names_push(OutNames *l, const char *rel) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        char **v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        l->v = v, l->cap = cap;
+    }
+    return (l->v[l->n] = strdup(rel)) ? (l->n++, 0) : -1;
+}
+
+void outfolder_names_free(OutNames *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* Every entry below dir/rel ("" for dir itself), folders as "name/" then their
+ * entries, the marker at the top left out. 0 or -1. */
+static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
+    char path[PATH_MAX], sub[PATH_MAX];
+    if (depth > 32) return -1;
+    if (snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path) return -1;
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strchr(e->d_name, '\n') ||
+            (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
+            continue;
+        struct stat st;
+        if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path || lstat(path, &st) != 0) {
+            rc = -1;
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            char slash[PATH_MAX + 1];
+            snprintf(slash, sizeof slash, "%s/", sub);
+            rc = names_push(l, slash) || walk(dir, sub, l, depth + 1);
+        } else {
+            rc = names_push(l, sub);
+        }
+    }
+    closedir(d);
+    return rc ? -1 : 0;
+}
+
+int outfolder_note_written(const char *dir) {
+    OutNames l = {0};
+    char path[4300];
+    if (walk(dir, "", &l, 0) != 0 || path_join(path, sizeof path, dir, OUTDIR_MARKER) != 0) {
+        outfolder_names_free(&l);
+        return -1;
+    }
+    names_sort(&l);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "\n" LIST_HEAD "\n");
+        for (int i = 0; i < l.n; i++) fprintf(f, "%s\n", l.v[i]);
+    }
+    outfolder_names_free(&l);
+    return f ? file_close(f) : -1;
+}
+
+/* The list of dir's marker, sorted, into l: 1 when the marker has one, 0 when it has
+ * none (a folder of an earlier kvscope) or there is no marker, -1 on error. */
+static int read_list(const char *dir, OutNames *l) {
+    char path[4300], err[64], *text;
+    size_t n;
+    memset(l, 0, sizeof *l);
+    struct stat st;
+    if (path_join(path, sizeof path, dir, OUTDIR_MARKER) != 0) return -1;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* not kvscope's: no list */
+    if (infile_read(path, LIST_LIMIT, &text, &n, err, sizeof err) != 0) return -1;
+    char *s = strstr(text, "\n" LIST_HEAD "\n");
+    int rc = s ? 1 : 0;
+    for (char *p = s ? s + sizeof LIST_HEAD + 1 : NULL; p && *p && rc == 1;) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = '\0';
+        if (*p && names_push(l, p) != 0) rc = -1;
+        p = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    if (rc == 1) names_sort(l);
+    if (rc < 0) outfolder_names_free(l);
+    return rc;
+}
+
+static int listed(const OutNames *l, const char *name) {
+    return l->n > 0 && bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
+}
+
+
+/* The entries below dir/rel that the list does not hold, into user; a listed folder is
+ * looked into, an unlisted one is the user's whole. 0 or -1. */
+static int unlisted(const char *dir, const char *rel, const OutNames *list, OutNames *user, int depth) {
+    OutNames here = {0};
+    char path[PATH_MAX];
+    if (depth > 32 || snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path)
+        return -1;
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
+            continue;
+        char sub[PATH_MAX], slash[PATH_MAX + 1];
+        struct stat st;
+        if (snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path || lstat(path, &st) != 0) {
+            rc = -1;
+            break;
+        }
+        snprintf(slash, sizeof slash, "%s/", sub);
+        if (S_ISDIR(st.st_mode) && listed(list, slash)) rc = names_push(&here, sub);
+        else if (!listed(list, sub)) rc = names_push(user, sub);
+    }
+    closedir(d);
+    for (int i = 0; rc == 0 && i < here.n; i++) rc = unlisted(dir, here.v[i], list, user, depth + 1);
+    outfolder_names_free(&here);
+    return rc ? -1 : 0;
+}
+
+int outfolder_user_files(const char *dir, OutNames *user) {
+    OutNames list;
+    memset(user, 0, sizeof *user);
+    int rc = read_list(dir, &list);
+    if (rc == 1) {
+        rc = unlisted(dir, "", &list, user, 0);
+        if (rc == 0) names_sort(user);
+        else outfolder_names_free(user);
+    }
+    outfolder_names_free(&list);
+    return rc < 0 ? -1 : 0;
+}
