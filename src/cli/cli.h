@@ -36,6 +36,8 @@ typedef struct {
     Dtype weights;       /* --weights: fp32, or the half type the matrices are rounded to */
     int fit_prompt;          /* 1: cut a prompt longer than the context to it (a command's
                               * own default text), instead of refusing it */
+    int no_prompt;           /* 1: the command reads no prompt (export): none is tokenized
+                              * or checked against the context */
 } ModelArgs;
 
 /* The built-in model (config_default), seed 1, the prompt "The KV cache". */

@@ -66,11 +66,14 @@ static int cfg_bos(json_t *root, Config *c, const char *path, char *err, size_t 
         return HF_BAD;
     }
     json_t *v = json_object_get(root, "bos_token_id");
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= c->V) {
-        char val[32] = "missing";
-        if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        snprintf(err, errsize, "%s: \"bos_token_id\" (%s) is outside the vocabulary 0..%d", path, val,
-                 c->V - 1);
+    if (!v || !json_is_integer(v)) { /* 1.5, "1", null: not a token id, and not missing */
+        snprintf(err, errsize, "%s: \"bos_token_id\" %s (add_bos_token is true)", path,
+                 v ? "is not an integer" : "is missing");
+        return HF_BAD;
+    }
+    if (json_integer_value(v) < 0 || json_integer_value(v) >= c->V) {
+        snprintf(err, errsize, "%s: \"bos_token_id\" (%lld) is outside the vocabulary 0..%d", path,
+                 (long long)json_integer_value(v), c->V - 1);
         return HF_BAD;
     }
     c->bos = (int)json_integer_value(v);
