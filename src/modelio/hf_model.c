@@ -322,20 +322,10 @@ static void float_text(float x, char *buf, size_t size) {
     }
 }
 
-int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
-    const Config *c = &m->cfg;
-    char path[4200], eps[32];
-    if (path_join(path, sizeof path, dir, "config.json")) {
-        snprintf(err, errsize, "%s: path too long", dir);
-        return HF_IO;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
-        return HF_IO;
-    }
+int hf_config_text(const Config *c, char *buf, size_t size) {
+    char eps[32];
     float_text(c->eps, eps, sizeof eps);
-    fprintf(f,
+    return snprintf(buf, size,
             "{\n"
             "  \"activation_function\": \"gelu_new\",\n"
             "%s"
@@ -361,6 +351,22 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
             "}\n",
             c->bos >= 0 ? "  \"add_bos_token\": true,\n" : "", c->bos >= 0 ? c->bos : c->V - 1,
             c->bos >= 0 ? c->bos : c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
+}
+
+int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
+    const Config *c = &m->cfg;
+    char path[4200], text[2048];
+    if (path_join(path, sizeof path, dir, "config.json")) {
+        snprintf(err, errsize, "%s: path too long", dir);
+        return HF_IO;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        return HF_IO;
+    }
+    const int len = hf_config_text(c, text, sizeof text); /* < 1 KB: it fits */
+    fwrite(text, 1, (size_t)len, f);
     if (file_close(f) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;
