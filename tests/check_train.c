@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -677,10 +678,12 @@ START_TEST(test_cli_outputs) {
 }
 END_TEST
 
-/* Start kvscope with args, wait for its first line of output, then send sig (SIGPIPE:
- * close the pipe, so that its next line raises it, as `train | head -1` does): its exit
- * status. The child starts with every stop signal at its default. */
-static int interrupt_after_first_line(const char *const *args, int sig) {
+/* Start kvscope with args, wait for its first line of output that starts with prefix
+ * (NULL: any), wait delay_ms more, then send sig (SIGPIPE: close the pipe, so that its
+ * next line raises it, as `train | head -1` does): its status as a shell sees it (128 +
+ * the signal when the signal ended it). The child starts with every stop signal at its
+ * default. */
+static int interrupt_after_line(const char *const *args, int sig, const char *prefix, int delay_ms) {
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
     fflush(NULL);
@@ -701,8 +704,17 @@ static int interrupt_after_first_line(const char *const *args, int sig) {
         _exit(127);
     }
     close(fd[1]);
-    char c;
-    while (read(fd[0], &c, 1) == 1 && c != '\n') {}
+    char line[512], c;
+    size_t n = 0;
+    while (read(fd[0], &c, 1) == 1) {
+        if (c != '\n') {
+            if (n + 1 < sizeof line) line[n++] = c;
+            continue;
+        }
+        line[n] = '\0', n = 0;
+        if (!prefix || strncmp(line, prefix, strlen(prefix)) == 0) break;
+    }
+    if (delay_ms) nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L}, NULL);
     if (sig == SIGPIPE) {
         close(fd[0]);
     } else {
@@ -712,7 +724,11 @@ static int interrupt_after_first_line(const char *const *args, int sig) {
     }
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+static int interrupt_after_first_line(const char *const *args, int sig) {
+    return interrupt_after_line(args, sig, NULL, 0);
 }
 
 /* A 30-step run that evaluates at every step (slow enough to stop, a progress line per
@@ -765,6 +781,52 @@ START_TEST(test_cli_signals_resume) {
         ck_assert_msg(!exists(ckpt), "signal %d: the resumed run left its checkpoint", sig);
         remove_tree(b);
     }
+    remove_tree(dir);
+}
+END_TEST
+
+/* A stop after the last step, while the folder is written (here: while gnuplot draws
+ * the chart, its script slowed down), keeps the whole run: the last step's checkpoint,
+ * with --checkpoint-every 0; --resume writes the folder of the uninterrupted run. */
+START_TEST(test_cli_stop_while_writing) {
+    char dir[64], corpus[128], a[128], b[128], ckpt[160], slow[128], gp[160], fa[160], fb[160];
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "check_train.c: test_cli_stop_while_writing: skipped: no gnuplot to slow down\n");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
+    snprintf(slow, sizeof slow, "%s/slow", dir);
+    snprintf(gp, sizeof gp, "%s/train_loss.gp", slow);
+    ck_assert_int_eq(mkdir(slow, 0755), 0);
+    FILE *f = fopen(gp, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("pause 5\n", f);
+    ck_assert_int_eq(fclose(f), 0);
+    const char *args[64];
+    static const char *const quiet[] = {"--quiet", NULL};
+    stoppable_args(args, corpus, a, quiet);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    const char *scripts[] = {"--scripts", slow, NULL};
+    stoppable_args(args, corpus, b, scripts);
+    ck_assert_int_eq(interrupt_after_line(args, SIGTERM, "step     30/30", 700), 128 + SIGTERM);
+    ck_assert_msg(exists(ckpt), "a stop while the folder was written lost the run");
+    ck_assert_msg(!exists(b), "a stop while the folder was written left it");
+    ck_assert_int_eq(count_entries(dir), 4); /* corpus, a, slow, the checkpoint */
+    static const char *const resume[] = {"--resume", "--quiet", NULL};
+    stoppable_args(args, corpus, b, resume);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    snprintf(fa, sizeof fa, "%s/model.safetensors", a);
+    snprintf(fb, sizeof fb, "%s/model.safetensors", b);
+    ck_assert_msg(files_equal(fa, fb), "the resumed folder's model differs from one run's");
+    snprintf(fa, sizeof fa, "%s/train_log.csv", a);
+    snprintf(fb, sizeof fb, "%s/train_log.csv", b);
+    ck_assert_msg(files_equal(fa, fb), "the resumed folder's train_log.csv differs");
+    ck_assert(!exists(ckpt));
     remove_tree(dir);
 }
 END_TEST
@@ -1048,6 +1110,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_outputs);
     tcase_add_test(t, test_cli_signals_resume);
     tcase_add_test(t, test_cli_checkpoint_owner);
+    tcase_add_test(t, test_cli_stop_while_writing);
     tcase_add_test(t, test_cli_short_ctx);
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);

@@ -598,6 +598,11 @@ static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
             continue;
         caught[i] = sigaction(sig, &sa, NULL) == 0;
     }
+    if (!a->quiet) /* after the handlers: a signal from the moment this line is seen saves */
+        printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
+               "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
+               a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
+    fflush(stdout);
     Progress p = {.quiet = a->quiet, .first_step = -1};
     const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p,
                               &a->saved};
@@ -611,10 +616,6 @@ static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
 static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log, OutDir *od) {
     char err[4600];
     const int chart = chart_possible(a);
-    if (!a->quiet)
-        printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
-               "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
-               a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
     int bad = 0;
     const int rc = train_caught(a, c, tr, log, &bad, err, sizeof err);
     const int done = log->n ? log->rows[log->n - 1].step : 0;
