@@ -233,7 +233,8 @@ int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainL
 /* Load path into tr (built with the run's shape) and log. TRAIN_BAD with a message
  * naming the option and both values when the file is not a checkpoint of this version or
  * is of another shape, batch, seed, corpus, schedule, rate, clip, init or repeats; or
- * when its checksum does not match (a byte changed since it was written). */
+ * when its checksum does not match (a byte changed since it was written); log is then
+ * empty (freed). */
 int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
                           char *err, size_t errsize);
 /* Whose run the checkpoint at path is, from its header alone, against a run of shape cfg,

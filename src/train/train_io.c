@@ -299,7 +299,10 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
     CkIo io;
     CkptHead h;
     int version = 0, rc = open_ckpt(path, &io, &h, &version, err, errsize);
-    if (rc) return rc;
+    if (rc) {
+        train_log_free(log);
+        return rc;
+    }
     char why[160];
     uint64_t stored = 0;
     const long size = (long)(CKPT_HEAD + 12 * h.params + (uint64_t)h.rows * CKPT_ROW + CKPT_SUM);
@@ -327,6 +330,7 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
     }
     fclose(io.f);
     if (rc == 0) trainer_weights_changed(tr);
+    else train_log_free(log); /* rows read before the checksum failed */
     return rc;
 }
 
