@@ -200,6 +200,13 @@ START_TEST(test_cli_bad_input) {
     ck_assert_msg(strstr(err, "kvscope: --block-size must be in 1..65536: 0"), "got: %s", err);
     ck_assert_int_eq(run_batch(ARGS("--prompts", file, "--steps", "1,2,3"), err, sizeof err), 2);
     ck_assert_msg(strstr(err, "--steps needs one number or one per prompt (2)"), "got: %s", err);
+    /* a line of only spaces and tabs is skipped as a blank one: still two prompts */
+    write_text(file, "short\n  \t \r\nlonger one\n");
+    ck_assert_int_eq(run_batch(ARGS("--prompts", file, "--steps", "1,2,3"), err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "--steps needs one number or one per prompt (2)"), "got: %s", err);
+    write_text(file, " \n\t\n");
+    ck_assert_int_eq(run_batch(ARGS("--prompts", file), err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "kvscope: no prompts in --prompts"), "got: %s", err);
     ck_assert_int_eq(run_batch(ARGS("--prompt", "abc", "--prompt", "", "--steps", "1"), err, sizeof err), 2);
     ck_assert_msg(strstr(err, "kvscope: empty prompt: prompt 2"), "got: %s", err);
     ck_assert_int_eq(run_batch(ARGS("--prompts", "/nonexistent/p.txt"), err, sizeof err), 2);

@@ -39,7 +39,15 @@ START_TEST(test_config_start_token) {
     ck_assert_str_eq(err, "config.json: \"bos_token_id\" (256) is outside the vocabulary 0..255");
     ck_assert_int_eq(parse(", \"add_bos_token\": true, \"bos_token_id\": -1", &c, err, sizeof err), HF_BAD);
     ck_assert_int_eq(parse(", \"add_bos_token\": true", &c, err, sizeof err), HF_BAD);
-    ck_assert_str_eq(err, "config.json: \"bos_token_id\" (missing) is outside the vocabulary 0..255");
+    ck_assert_str_eq(err, "config.json: \"bos_token_id\" is missing (add_bos_token is true)");
+    /* a number that is no token id is named as such, not as missing */
+    static const char *const not_int[] = {"1.5", "\"1\"", "null"};
+    for (int i = 0; i < 3; i++) {
+        char extra[96];
+        snprintf(extra, sizeof extra, ", \"add_bos_token\": true, \"bos_token_id\": %s", not_int[i]);
+        ck_assert_int_eq(parse(extra, &c, err, sizeof err), HF_BAD);
+        ck_assert_str_eq(err, "config.json: \"bos_token_id\" is not an integer (add_bos_token is true)");
+    }
     ck_assert_int_eq(parse(", \"add_bos_token\": 1, \"bos_token_id\": 2", &c, err, sizeof err), HF_BAD);
 }
 END_TEST

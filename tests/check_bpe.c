@@ -272,6 +272,27 @@ START_TEST(test_cli_token_texts) {
                           "0,5,269,人\n"
                           "0,6,34,\"\"\"\"\n");
     free(got);
+    /* a vocab.json with more ids (270) than the model's vocab_size: refused, naming both */
+    char m2[128], err[192];
+    snprintf(m2, sizeof m2, "%s/m2", dir);
+    ex[10] = "265", ex[12] = m2;
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    static const char *const files[] = {"vocab.json", "merges.txt"};
+    for (int i = 0; i < 2; i++) {
+        char from[192], to[192];
+        snprintf(from, sizeof from, "%s/%s", m, files[i]);
+        snprintf(to, sizeof to, "%s/%s", m2, files[i]);
+        ck_assert_int_eq(link(from, to), 0);
+    }
+    snprintf(err, sizeof err, "%s/err", dir);
+    const char *run2[] = {"run", "--model", m2, "--prompt", "the cat", "--steps", "0", "--quiet",
+                          "--out", out, NULL};
+    ck_assert_int_eq(run_kvscope(run2, NULL, err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strstr(e, "vocab.json has 270 ids, more than config.json's vocab_size 265") &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "%s", e);
+    free(e);
+    remove_tree(out);
     /* half a tokenizer is an error, not a silent fallback to bytes */
     ck_assert_int_eq(remove(dst), 0);
     remove_tree(out);

@@ -359,6 +359,27 @@ START_TEST(test_info) {
     free(t);
     const char *bad[] = {"info", "--model", "/nonexistent/gpt2", NULL};
     ck_assert_int_eq(run_kvscope(bad, NULL, se), 2);
+    /* a context shorter than the default prompt: info cuts its own text to the context
+     * (12 bytes "The KV cache" to 8), export reads no prompt at all; a prompt the user
+     * gives must fit */
+    const char *short_ctx[] = {"info", "--ctx", "8", NULL};
+    ck_assert_int_eq(run_kvscope(short_ctx, so, se), 0);
+    t = read_file(so, NULL);
+    ck_assert_msg(t && strstr(t, "\nprompt_tokens,8\nattention_square,64\n"), "%s", t);
+    free(t);
+    const char *given[] = {"info", "--ctx", "8", "--prompt", "The KV cache", NULL};
+    ck_assert_int_eq(run_kvscope(given, so, se), 2);
+    t = read_file(se, NULL);
+    ck_assert_msg(t && strcmp(t, "kvscope: prompt longer than the context (8 tokens): 12 tokens\n") == 0,
+                  "%s", t);
+    free(t);
+    char m[128];
+    snprintf(m, sizeof m, "%s/m", dir);
+    const char *ex[] = {"export", "--layers", "1", "--heads", "2", "--dim", "8", "--ctx", "8",
+                        "--out", m, "--quiet", NULL};
+    ck_assert_int_eq(run_kvscope(ex, so, se), 0);
+    const char *ex_prompt[] = {"export", "--ctx", "8", "--prompt", "x", "--out", m, NULL};
+    ck_assert_int_eq(run_kvscope(ex_prompt, so, se), 2); /* no such option: export runs nothing */
     remove_tree(dir);
 }
 END_TEST

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -566,6 +567,39 @@ START_TEST(test_resume_same_bytes) {
     ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
     ck_assert_int_eq(train_checkpoint_load(&d, &o2, &lb, ckpt, err, sizeof err), TRAIN_BAD);
     ck_assert_msg(strstr(err, "--seed 41") != NULL, "message: %s", err);
+    trainer_free(&d);
+    /* a byte changed anywhere (a weight, a moment, the log): the checksum refuses it */
+    o.steps = 2; /* the options the checkpoint was saved with */
+    size_t len = 0;
+    char *bytes = read_file(ckpt, &len);
+    ck_assert_ptr_nonnull(bytes);
+    const size_t at[] = {200, len / 3, len - 20};
+    for (size_t i = 0; i < 3; i++) {
+        bytes[at[i]] ^= 0x10;
+        FILE *f = fopen(ckpt, "wb");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+        ck_assert_int_eq(fclose(f), 0);
+        bytes[at[i]] ^= 0x10;
+        ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
+        ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+        ck_assert_msg(strstr(err, "checksum mismatch") != NULL, "byte %zu: %s", at[i], err);
+        trainer_free(&d);
+    }
+    FILE *f = fopen(ckpt, "wb"); /* as written: read again */
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(bytes);
+    ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), 0);
+    /* whose run: this one's, or the first option that differs */
+    int steps = 0;
+    ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o, &steps, err, sizeof err), 0);
+    ck_assert_int_eq(steps, 2);
+    ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o2, &steps, err, sizeof err),
+                     TRAIN_OTHER_RUN);
+    ck_assert_msg(strstr(err, "--seed 41, this run has 5") != NULL, "message: %s", err);
     /* a truncated file is refused before anything is read */
     ck_assert_int_eq(truncate(ckpt, 200), 0);
     ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
@@ -644,8 +678,12 @@ START_TEST(test_cli_outputs) {
 }
 END_TEST
 
-/* Start kvscope with args, wait for its first line of output, send sig: exit status. */
-static int interrupt_after_first_line(const char *const *args, int sig) {
+/* Start kvscope with args, wait for its first line of output that starts with prefix
+ * (NULL: any), wait delay_ms more, then send sig (SIGPIPE: close the pipe, so that its
+ * next line raises it, as `train | head -1` does): its status as a shell sees it (128 +
+ * the signal when the signal ended it). The child starts with every stop signal at its
+ * default. */
+static int interrupt_after_line(const char *const *args, int sig, const char *prefix, int delay_ms) {
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
     fflush(NULL);
@@ -661,21 +699,57 @@ static int interrupt_after_first_line(const char *const *args, int sig) {
         int e = open("/dev/null", O_WRONLY);
         if (e >= 0) dup2(e, 2);
         close(fd[0]);
+        signal(SIGPIPE, SIG_DFL), signal(SIGHUP, SIG_DFL);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(fd[1]);
-    char c;
-    while (read(fd[0], &c, 1) == 1 && c != '\n') {}
-    kill(pid, sig);
-    while (read(fd[0], &c, 1) == 1) {}
-    close(fd[0]);
+    char line[512], c;
+    size_t n = 0;
+    while (read(fd[0], &c, 1) == 1) {
+        if (c != '\n') {
+            if (n + 1 < sizeof line) line[n++] = c;
+            continue;
+        }
+        line[n] = '\0', n = 0;
+        if (!prefix || strncmp(line, prefix, strlen(prefix)) == 0) break;
+    }
+    if (delay_ms) nanosleep(&(struct timespec){delay_ms / 1000, (delay_ms % 1000) * 1000000L}, NULL);
+    if (sig == SIGPIPE) {
+        close(fd[0]);
+    } else {
+        kill(pid, sig);
+        while (read(fd[0], &c, 1) == 1) {}
+        close(fd[0]);
+    }
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
-START_TEST(test_cli_sigint_resume) {
+static int interrupt_after_first_line(const char *const *args, int sig) {
+    return interrupt_after_line(args, sig, NULL, 0);
+}
+
+/* A 30-step run that evaluates at every step (slow enough to stop, a progress line per
+ * step: no --quiet), checkpoints only when stopped, with extra args (NULL-ended). */
+static void stoppable_args(const char **args, const char *corpus, const char *out,
+                           const char *const *extra) {
+    tiny_args(args, corpus, out, "30");
+    int n = 0;
+    while (args[n]) n++;
+    args[n - 1] = "--eval-every", args[n++] = "1"; /* in place of --quiet */
+    args[n++] = "--checkpoint-every", args[n++] = "0";
+    while (extra && *extra) args[n++] = *extra++;
+    args[n] = NULL;
+}
+
+/* Every signal that stops a run (Ctrl-C, kill, a closed terminal, a closed pipe on
+ * stdout) leaves the latest step's checkpoint, whole, with --checkpoint-every 0, no
+ * output folder and nothing temporary; its exit status is 128 + the signal; --resume
+ * goes on to the bytes of a run never stopped. */
+START_TEST(test_cli_signals_resume) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
     char dir[64], corpus[128], a[128], b[128], ckpt[160], fa[160], fb[160];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
@@ -683,49 +757,176 @@ START_TEST(test_cli_sigint_resume) {
     snprintf(a, sizeof a, "%s/a", dir);
     snprintf(b, sizeof b, "%s/b", dir);
     snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
-    /* evaluating at every step, so that the run is slow enough to interrupt */
     const char *args[64];
-    tiny_args(args, corpus, a, "30");
-    int n = 0;
-    while (args[n]) n++;
-    args[n] = "--eval-every", args[n + 1] = "1", args[n + 2] = NULL;
-    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    /* the same run with progress lines (no --quiet), interrupted */
-    tiny_args(args, corpus, b, "30");
-    args[n - 1] = "--eval-every", args[n] = "1", args[n + 1] = NULL; /* in place of --quiet */
-    n += 1; /* at the NULL */
-    ck_assert_int_eq(interrupt_after_first_line(args, SIGINT), 130);
-    ck_assert_msg(exists(ckpt), "Ctrl-C left no checkpoint");
-    ck_assert_msg(!exists(b), "Ctrl-C left an output folder");
-    args[n] = "--resume", args[n + 1] = "--quiet", args[n + 2] = NULL;
-    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
-    snprintf(fa, sizeof fa, "%s/model.safetensors", a);
-    snprintf(fb, sizeof fb, "%s/model.safetensors", b);
-    ck_assert_msg(files_equal(fa, fb), "interrupted and resumed run differs from one run");
-    snprintf(fa, sizeof fa, "%s/train_log.csv", a);
-    snprintf(fb, sizeof fb, "%s/train_log.csv", b);
-    ck_assert_msg(files_equal(fa, fb), "train_log.csv differs after resuming");
+    static const char *const quiet[] = {"--quiet", NULL};
+    stoppable_args(args, corpus, a, quiet);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0); /* never stopped */
+    for (size_t k = 0; k < sizeof sigs / sizeof sigs[0]; k++) {
+        const int sig = sigs[k];
+        stoppable_args(args, corpus, b, NULL);
+        ck_assert_int_eq(interrupt_after_first_line(args, sig), 128 + sig);
+        ck_assert_msg(exists(ckpt), "signal %d left no checkpoint", sig);
+        ck_assert_msg(!exists(b), "signal %d left an output folder", sig);
+        ck_assert_int_eq(count_entries(dir), 3); /* corpus, a, the checkpoint: nothing temporary */
+        /* whole and this run's: --resume checks its size, header and checksum */
+        static const char *const resume[] = {"--resume", "--quiet", NULL};
+        stoppable_args(args, corpus, b, resume);
+        ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+        snprintf(fa, sizeof fa, "%s/model.safetensors", a);
+        snprintf(fb, sizeof fb, "%s/model.safetensors", b);
+        ck_assert_msg(files_equal(fa, fb), "signal %d: stopped and resumed run differs from one run", sig);
+        snprintf(fa, sizeof fa, "%s/train_log.csv", a);
+        snprintf(fb, sizeof fb, "%s/train_log.csv", b);
+        ck_assert_msg(files_equal(fa, fb), "signal %d: train_log.csv differs after resuming", sig);
+        ck_assert_msg(!exists(ckpt), "signal %d: the resumed run left its checkpoint", sig);
+        remove_tree(b);
+    }
     remove_tree(dir);
 }
 END_TEST
 
-/* SIGTERM stops a run as Ctrl-C does, with the signal's own status (128 + 15). */
-START_TEST(test_cli_sigterm) {
-    char dir[64], corpus[128], out[128], ckpt[160];
+/* A stop after the last step, while the folder is written (here: while gnuplot draws
+ * the chart, its script slowed down), keeps the whole run: the last step's checkpoint,
+ * with --checkpoint-every 0; --resume writes the folder of the uninterrupted run. */
+START_TEST(test_cli_stop_while_writing) {
+    char dir[64], corpus[128], a[128], b[128], ckpt[160], slow[128], gp[160], fa[160], fb[160];
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "check_train.c: test_cli_stop_while_writing: skipped: no gnuplot to slow down\n");
+        return;
+    }
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
     write_corpus(corpus, 200000);
-    snprintf(out, sizeof out, "%s/t", dir);
-    snprintf(ckpt, sizeof ckpt, "%s/t.ckpt", dir);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
+    snprintf(slow, sizeof slow, "%s/slow", dir);
+    snprintf(gp, sizeof gp, "%s/train_loss.gp", slow);
+    ck_assert_int_eq(mkdir(slow, 0755), 0);
+    FILE *f = fopen(gp, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("pause 5\n", f);
+    ck_assert_int_eq(fclose(f), 0);
     const char *args[64];
-    tiny_args(args, corpus, out, "30");
-    int n = 0;
-    while (args[n]) n++;
-    args[n - 1] = "--eval-every", args[n] = "1", args[n + 1] = NULL; /* progress lines */
-    ck_assert_int_eq(interrupt_after_first_line(args, SIGTERM), 143);
-    ck_assert_msg(exists(ckpt), "SIGTERM left no checkpoint");
-    ck_assert_msg(!exists(out), "SIGTERM left an output folder");
-    ck_assert_int_eq(count_entries(dir), 2); /* the corpus and the checkpoint: nothing temporary */
+    static const char *const quiet[] = {"--quiet", NULL};
+    stoppable_args(args, corpus, a, quiet);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    const char *scripts[] = {"--scripts", slow, NULL};
+    stoppable_args(args, corpus, b, scripts);
+    ck_assert_int_eq(interrupt_after_line(args, SIGTERM, "step     30/30", 700), 128 + SIGTERM);
+    ck_assert_msg(exists(ckpt), "a stop while the folder was written lost the run");
+    ck_assert_msg(!exists(b), "a stop while the folder was written left it");
+    ck_assert_int_eq(count_entries(dir), 4); /* corpus, a, slow, the checkpoint */
+    static const char *const resume[] = {"--resume", "--quiet", NULL};
+    stoppable_args(args, corpus, b, resume);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    snprintf(fa, sizeof fa, "%s/model.safetensors", a);
+    snprintf(fb, sizeof fb, "%s/model.safetensors", b);
+    ck_assert_msg(files_equal(fa, fb), "the resumed folder's model differs from one run's");
+    snprintf(fa, sizeof fa, "%s/train_log.csv", a);
+    snprintf(fb, sizeof fb, "%s/train_log.csv", b);
+    ck_assert_msg(files_equal(fa, fb), "the resumed folder's train_log.csv differs");
+    ck_assert(!exists(ckpt));
+    remove_tree(dir);
+}
+END_TEST
+
+/* 1 if the file's bytes are those of buf (n). */
+static int holds(const char *path, const char *buf, size_t n) {
+    size_t m = 0;
+    char *now = read_file(path, &m);
+    const int same = now && m == n && memcmp(now, buf, n) == 0;
+    free(now);
+    return same;
+}
+
+/* One line on stderr (errp) that holds each of the NULL-ended words. */
+static void one_line_with(const char *errp, const char *const *words) {
+    char *e = read_file(errp, NULL);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_msg(strchr(e, '\n') == e + strlen(e) - 1 && strncmp(e, "kvscope: ", 9) == 0,
+                  "stderr: %s", e);
+    for (; *words; words++) ck_assert_msg(strstr(e, *words) != NULL, "no \"%s\" in: %s", *words, e);
+    free(e);
+}
+
+/* A checkpoint belongs to its run. A fresh run (no --resume) refuses another run's,
+ * --force or not, and this run's without --force (pointing at --resume); --resume refuses
+ * a checkpoint whose bytes changed (its checksum). The checkpoints stay as they were. */
+START_TEST(test_cli_checkpoint_owner) {
+    char dir[64], corpus[128], b[128], ckpt[160], other[128], ockpt[160], errp[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(b, sizeof b, "%s/b", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/b.ckpt", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(ockpt, sizeof ockpt, "%s/other.ckpt", dir);
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    const char *args[64];
+    stoppable_args(args, corpus, b, NULL);
+    ck_assert_int_eq(interrupt_after_first_line(args, SIGINT), 130);
+    size_t n = 0;
+    char *saved = read_file(ckpt, &n);
+    ck_assert_ptr_nonnull(saved);
+    /* the case: another run's checkpoint copied to where a fresh run writes */
+    FILE *f = fopen(ockpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(saved, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    static const char *const seed4[] = {"--seed", "4", "--quiet", NULL};
+    static const char *const seed4f[] = {"--seed", "4", "--quiet", "--force", NULL};
+    static const char *const other_words[] = {"another run's checkpoint", "--seed 3, this run has 4",
+                                              "--resume", "other.ckpt", NULL};
+    for (int force = 0; force < 2; force++) {
+        stoppable_args(args, corpus, other, force ? seed4f : seed4);
+        ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+        one_line_with(errp, other_words);
+        ck_assert_msg(holds(ockpt, saved, n), "another run's checkpoint changed (--force %d)", force);
+        ck_assert(!exists(other));
+    }
+    /* this run's, again without --resume: refused, pointing at --resume */
+    static const char *const quiet[] = {"--quiet", NULL};
+    static const char *const same_words[] = {"this run's checkpoint at step", "add --resume",
+                                             "b.ckpt", NULL};
+    stoppable_args(args, corpus, b, quiet);
+    ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+    one_line_with(errp, same_words);
+    ck_assert_msg(holds(ckpt, saved, n), "this run's checkpoint changed");
+    /* a byte of the weights changed: --resume refuses it */
+    saved[4000] ^= 1;
+    f = fopen(ckpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(saved, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+    static const char *const resume[] = {"--resume", "--quiet", NULL};
+    static const char *const sum_words[] = {"checksum mismatch", "b.ckpt", NULL};
+    stoppable_args(args, corpus, b, resume);
+    ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+    one_line_with(errp, sum_words);
+    ck_assert(!exists(b));
+    /* --force starts this run over, over its own checkpoint */
+    static const char *const force[] = {"--quiet", "--force", NULL};
+    stoppable_args(args, corpus, b, force);
+    ck_assert_int_eq(run_kvscope(args, NULL, NULL), 0);
+    ck_assert(exists(b) && !exists(ckpt));
+    free(saved);
+    remove_tree(dir);
+}
+END_TEST
+
+/* --ctx too short for the default periods blames --ctx, not --period-min. */
+START_TEST(test_cli_short_ctx) {
+    char dir[64], corpus[128], out[128], errp[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 20000);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(errp, sizeof errp, "%s/stderr", dir);
+    const char *args[] = {"train", "--corpus", corpus, "--out", out, "--ctx", "2", NULL};
+    ck_assert_int_eq(run_kvscope(args, NULL, errp), 2);
+    static const char *const words[] = {"--ctx must be at least 2 x --period-min (16)", ": 2\n", NULL};
+    one_line_with(errp, words);
     remove_tree(dir);
 }
 END_TEST
@@ -802,6 +1003,8 @@ static const struct { const char *corpus, *opt, *val, *expect; } bad_cases[] = {
     {"ok", "--period-min", "17", "--period-min must be at most --period-max (16): 17"},
     {"ok", "--bos", "256", "--bos must be a byte 0..255 or none: 256"},
     {"ok", "--bos", "101", "--bos: the corpus contains byte 101 "},
+    {"ok", "--checkpoint", "DIR/newf/", "--checkpoint names a file, not a folder (drop the trailing /): "},
+    {"ok", "--corpus", "DIR/ok.txt/", "--corpus names a file, not a folder (drop the trailing /): "},
 };
 
 START_TEST(test_cli_bad_input) {
@@ -823,6 +1026,7 @@ START_TEST(test_cli_bad_input) {
     if (bad_cases[_i].val) { /* OUT: the output folder */
         const char *v = bad_cases[_i].val;
         if (strncmp(v, "OUT/", 4) == 0) snprintf(val, sizeof val, "%s/%s", out, v + 4);
+        else if (strncmp(v, "DIR/", 4) == 0) snprintf(val, sizeof val, "%s/%s", dir, v + 4);
         else snprintf(val, sizeof val, "%s", v);
         args[n++] = val;
     }
@@ -904,8 +1108,10 @@ Suite *make_train_suite(void) {
     tcase_set_tags(t, "bin"); /* runs bin/kvscope: not in make test */
     tcase_set_timeout(t, 300);
     tcase_add_test(t, test_cli_outputs);
-    tcase_add_test(t, test_cli_sigint_resume);
-    tcase_add_test(t, test_cli_sigterm);
+    tcase_add_test(t, test_cli_signals_resume);
+    tcase_add_test(t, test_cli_checkpoint_owner);
+    tcase_add_test(t, test_cli_stop_while_writing);
+    tcase_add_test(t, test_cli_short_ctx);
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));

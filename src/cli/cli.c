@@ -113,9 +113,10 @@ void model_args_default(ModelArgs *a) {
     a->kernels = -1;
 }
 
-/* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes.
- * 0, or 2 with the error printed. */
-static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
+/* The tokenizer: GPT-2's BPE when --model has vocab.json + merges.txt, else bytes; a
+ * vocab.json with more ids than the model's vocab_size (cfg) is refused: its tokens
+ * would index past the embedding. 0, or 2 with the error printed. */
+static int open_tokenizer(const ModelArgs *a, const Config *cfg, Tokenizer **tok) {
     char err[4600], vp[4200], mp[4200];
     *tok = NULL;
     int has = a->model_dir ? hf_has_tokenizer(a->model_dir) : 0;
@@ -127,6 +128,12 @@ static int open_tokenizer(const ModelArgs *a, Tokenizer **tok) {
         int rc = bpe_load(&bpe, vp, mp, err, sizeof err);
         if (rc == BPE_NOMEM) return cli_fail("out of memory", "tokenizer");
         if (rc) return cli_error(err);
+        if (bpe_vocab_size(bpe) > cfg->V) {
+            snprintf(err, sizeof err, "--model %s: vocab.json has %d ids, more than config.json's "
+                     "vocab_size %d", a->model_dir, bpe_vocab_size(bpe), cfg->V);
+            bpe_free(bpe);
+            return cli_error(err);
+        }
         *tok = tokenizer_from_bpe(bpe);
     } else {
         *tok = tokenizer_bytes();
@@ -169,7 +176,8 @@ static int text_needs_bpe(const ModelArgs *a, const Config *cfg, const Tokenizer
 /* The prompt's ids (given, or the text tokenized) and the tokenizer. 0, or 2. */
 static int read_prompt(const ModelArgs *a, const Config *cfg, Loaded *out) {
     int rc;
-    if ((rc = open_tokenizer(a, &out->tok))) return rc;
+    if ((rc = open_tokenizer(a, cfg, &out->tok))) return rc;
+    if (a->no_prompt) return 0;
     const int ids = a->prompt_option ? strcmp(a->prompt_option, "--prompt-ids") == 0
                                      : a->prompt_ids != NULL;
     if (!ids && (rc = text_needs_bpe(a, cfg, out->tok))) return rc;
@@ -255,7 +263,7 @@ int model_args_prompt(const ModelArgs *a, int steps, Config *cfg, Loaded *out) {
     int rc = load_config(a, cfg);
     if (rc == 0) rc = read_prompt(a, cfg, out);
     if (rc == 0 && a->fit_prompt && out->T + steps > cfg->N) out->T = cfg->N - steps > 1 ? cfg->N - steps : 1;
-    if (rc == 0) rc = check_length(cfg, out->T, steps);
+    if (rc == 0 && !a->no_prompt) rc = check_length(cfg, out->T, steps);
     if (rc) loaded_free(out);
     return rc;
 }

@@ -37,6 +37,8 @@ typedef struct {
     int kernels;             /* --kernels: a KernLevel (kernels.h), or -1: kern_detect's */
     int fit_prompt;          /* 1: cut a prompt longer than the context to it (a command's
                               * own default text), instead of refusing it */
+    int no_prompt;           /* 1: the command reads no prompt (export): none is tokenized
+                              * or checked against the context */
 } ModelArgs;
 
 /* --kernels LEVEL (OPT_CHOICE into an int): a KernLevel's name, or auto: -1. */

@@ -47,7 +47,8 @@ static int refuse_ids(const Option *o, const char *v, void *base) {
 static const Option BATCH_OPTIONS[] = {
     OPT_GROUP("batch options"),
     OPT_STRING("--prompts", "FILE", BatchArgs, prompts_file,
-               "one prompt per line (blank lines are skipped)"),
+               "one prompt per line (blank lines, and lines of only spaces and tabs, are "
+               "skipped)"),
     OPT_CALLBACK("--prompt", "TEXT", add_prompt, "a prompt; repeat for more (instead of --prompts)"),
     {.kind = OPT_KIND_CALLBACK, .name = "--prompt-ids", .arg = "LIST", .callback = refuse_ids,
      .flags = OPTF_HIDDEN},
@@ -99,6 +100,12 @@ static int parse_batch(int argc, char **argv, BatchArgs *a) {
     return 0;
 }
 
+/* 1 if the line holds nothing but spaces and tabs: it looks blank, so it is skipped as
+ * blank lines are (a prompt of spaces would run unseen). */
+static int looks_blank(const char *line) {
+    return line[strspn(line, " \t\v\f")] == '\0';
+}
+
 /* Lines of a prompts file (a regular file of at most BATCH_PROMPTS_MAX bytes) into
  * a->texts; *buf keeps the text alive. 0 or 2. */
 static int read_prompts(BatchArgs *a, char **buf) {
@@ -116,7 +123,7 @@ static int read_prompts(BatchArgs *a, char **buf) {
         if (nl) *nl = '\0';
         size_t len = strlen(line);
         if (len && line[len - 1] == '\r') line[--len] = '\0';
-        if (len) {
+        if (len && !looks_blank(line)) {
             if (a->n_texts == BATCH_MAX_SEQS) {
                 free(s);
                 return cli_fail("too many prompts (at most 256) in", a->prompts_file);

@@ -18,7 +18,7 @@ static const Option EXPORT_OPTIONS[] = {
     OPT_STRING("--out", "DIR", ExportArgs, out, "output folder, replaced as a whole (required)"),
     OPT_QUIET(ExportArgs, quiet),
     OPT_FORCE(ExportArgs, force),
-    OPT_INCLUDE(ExportArgs, model, MODEL_OPTIONS),
+    OPT_INCLUDE(ExportArgs, model, MODEL_ONLY_OPTIONS), /* no prompt: nothing is run */
     OPT_END,
 };
 
@@ -33,6 +33,7 @@ static const Command EXPORT = {
 int cmd_export(int argc, char **argv) {
     ExportArgs a = {0};
     model_args_default(&a.model);
+    a.model.no_prompt = 1;
     int rc = opts_parse(&EXPORT, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
     if (!a.out) return cli_fail("missing option", "--out DIR");

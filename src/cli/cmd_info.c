@@ -26,7 +26,8 @@ static const Command INFO = {
     "weight bytes a decode step reads (with --weights); kv_bytes_per_token (fp32 cache);\n"
     "kv_flops_share, the share of a token's block FLOPs that computes its K and V;\n"
     "prompt_tokens T with attention_square (T²), attention_causal (T(T+1)/2) and\n"
-    "attention_causal_heads (NH of those). Nothing is run and no weight is built.\n",
+    "attention_causal_heads (NH of those); without --prompt, the default prompt cut to\n"
+    "the context. Nothing is run and no weight is built.\n",
     INFO_OPTIONS, NULL,
 };
 
@@ -37,6 +38,7 @@ int cmd_info(int argc, char **argv) {
     model_args_default(&a.model);
     int rc = opts_parse(&INFO, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
+    a.model.fit_prompt = !a.model.prompt_option; /* the default text, cut to a short context */
     if ((rc = model_args_prompt(&a.model, 0, &cfg, &ld))) return rc;
     const unsigned long long T = (unsigned long long)ld.T, C = (unsigned long long)cfg.C;
     printf("key,value\nL,%d\nNH,%d\nC,%d\nhs,%d\nN,%d\nV,%d\nqkv_width,%llu\nmlp_width,%llu\n",

@@ -1,13 +1,16 @@
 /* cmd_train.c — `kvscope train`: train a byte-level GPT-2 on a text file (train.h does
  * the work). parse → check the options, the corpus's path and the output folder → load
- * the corpus, build the trainer, resume → train, a progress line every 10 steps (Ctrl-C
- * or SIGTERM: a checkpoint, then stop) → evaluate and sample → the folder and its loss
- * chart → commit. With --grads-out: one batch's gradient instead of the training. */
+ * the corpus, build the trainer, resume (or make sure no other run's checkpoint is in
+ * the way) → train, a progress line every 10 steps (SIGINT, SIGTERM, SIGHUP, SIGPIPE: a
+ * checkpoint, then stop), a checkpoint after the last step → evaluate and sample → the
+ * folder and its loss chart → commit, the checkpoint removed. With --grads-out: one
+ * batch's gradient instead of the training. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -65,10 +68,12 @@ static const Option TRAIN_OPTIONS[] = {
                "train_timing.csv, eval.csv, samples.txt, loss.png and loss.svg"),
     {.kind = OPT_KIND_STRING, .name = "--checkpoint", .arg = "FILE",
      .field = OPT_FIELD(TrainArgs, checkpoint, char *), .dflt = "DIR.ckpt, beside --out",
-     .help = "checkpoint file, written whole, only over a kvscope checkpoint (even with "
-             "--force); removed when the run that wrote or resumed it is complete"},
+     .help = "checkpoint file, written whole, only over a checkpoint of this same run (another "
+             "run's is refused even with --force; this run's needs --resume, or --force to "
+             "start over); removed when the run that wrote or resumed it is complete"},
     TRAIN_INT("--checkpoint-every", "K", checkpoint_every, 0, 10000000,
-              "steps between checkpoints; 0: only when stopped"),
+              "steps between checkpoints; 0: only when stopped (and after the last step, "
+              "until the folder is written)"),
     OPT_FLAG("--resume", TrainArgs, resume,
              "continue from the checkpoint (the same options and corpus: others are refused)"),
     OPT_STRING("--grads-out", "DIR", TrainArgs, grads_out,
@@ -148,8 +153,9 @@ static const Command TRAIN = {
     "training log, the loss chart, the validation bits per byte beside n-gram baselines,\n"
     "and greedy samples. The split is fixed: every 20th block of 8 KiB is validation.\n",
     TRAIN_OPTIONS,
-    "Ctrl-C or SIGTERM writes a checkpoint after the current step and stops (exit status\n"
-    "130/143, --out not written); the same command with --resume goes on to the same\n"
+    "Ctrl-C, SIGTERM, SIGHUP (a closed terminal) or SIGPIPE (train | head) writes a\n"
+    "checkpoint after the current step and stops (exit status 128 + the signal: 130, 143,\n"
+    "129, 141; --out not written); the same command with --resume goes on to the same\n"
     "bytes. A loss or gradient that is not finite stops the run with exit status 2 and\n"
     "keeps the checkpoint of the step before.\n",
 };
@@ -177,8 +183,9 @@ static int fail_int(const char *what, int limit, int value) {
     return cli_fail(w, v);
 }
 
-/* The periods and the short phase must fit the context. 0, or 2 after the error line. */
-static int check_mix(const TrainArgs *a) {
+/* The periods and the short phase must fit the context; auto_max: --period-max was not
+ * given (it is --ctx/2: a short --ctx is then what is wrong). 0, or 2 after the error line. */
+static int check_mix(const TrainArgs *a, int auto_max) {
     const TrainOptions *o = &a->o;
     const int N = a->cfg.N, repeats = o->repeat_share > 0 || (o->short_steps && o->short_repeat_share > 0);
     if (o->short_steps && o->short_ctx > N) return fail_int("--short-ctx must be at most --ctx", N, o->short_ctx);
@@ -186,6 +193,13 @@ static int check_mix(const TrainArgs *a) {
         return fail_int("--short-batch x --short-ctx must be at most --batch x --ctx", o->B * N,
                         o->short_B * o->short_ctx);
     if (!repeats) return 0;
+    if (auto_max && o->repeat_share > 0 && o->period_min > N / 2) {
+        char what[160], v[32];
+        snprintf(what, sizeof what, "--ctx must be at least 2 x --period-min (%d) for the repeats "
+                 "(or a smaller --period-min, or --repeat-share 0)", 2 * o->period_min);
+        snprintf(v, sizeof v, "%d", N);
+        return cli_fail(what, v);
+    }
     if (o->period_min > o->period_max)
         return fail_int("--period-min must be at most --period-max", o->period_max, o->period_min);
     if (o->repeat_share > 0 && o->period_max > N / 2)
@@ -195,10 +209,23 @@ static int check_mix(const TrainArgs *a) {
     return 0;
 }
 
+/* A file option's value ending in '/' names a folder: refused, rather than read or written
+ * as the file before the slash. 0, or 2 after the error line. */
+static int names_file(const char *option, const char *path) {
+    const size_t n = path ? strlen(path) : 0;
+    if (n == 0 || path[n - 1] != '/') return 0;
+    char what[96];
+    snprintf(what, sizeof what, "%s names a file, not a folder (drop the trailing /)", option);
+    return cli_fail(what, path);
+}
+
 /* The checks that need no file, and the rates into a->o. 0, or 2 after the error line. */
 static int check_args(TrainArgs *a) {
     char v[64], what[128];
     if (!a->corpus) return cli_fail("missing option", "--corpus FILE");
+    int rc;
+    if ((rc = names_file("--corpus", a->corpus)) || (rc = names_file("--checkpoint", a->checkpoint)))
+        return rc;
     if (!a->out && !a->grads_out) return cli_fail("missing option", "--out DIR");
     if (cli_kernels_check(a->kernels)) return 2;
     if (a->out && a->grads_out)
@@ -226,8 +253,9 @@ static int check_args(TrainArgs *a) {
     a->o.repeat_share = (float)a->repeat_share, a->o.span_share = (float)a->span_share;
     a->o.short_repeat_share = (float)a->short_repeat_share;
     a->o.short_span_share = (float)a->short_span_share;
-    if (!a->o.period_max) a->o.period_max = a->cfg.N / 2 > 0 ? a->cfg.N / 2 : 1;
-    return check_mix(a);
+    const int auto_max = !a->o.period_max;
+    if (auto_max) a->o.period_max = a->cfg.N / 2 > 0 ? a->cfg.N / 2 : 1;
+    return check_mix(a, auto_max);
 }
 
 /* The default checkpoint: the output folder's path + ".ckpt", spelled without trailing
@@ -335,12 +363,60 @@ static int check_corpus(const TrainArgs *a, const Corpus *c) {
     return 0;
 }
 
-/* ---- progress and Ctrl-C ------------------------------------------------------------------ */
+/* A fresh run (no --resume) writes its checkpoint over no other run's, --force or not: a
+ * checkpoint is hours of a run (its options and corpus in its header). Over this very
+ * run's, it goes on only with --force (starting over); else it points at --resume, which
+ * is what a user who repeats an interrupted command means. 0, or 2 after the error line. */
+static int check_fresh_checkpoint(const TrainArgs *a) {
+    struct stat st;
+    char msg[4600], what[4800];
+    int steps = 0;
+    if (a->resume || a->grads_out || lstat(a->checkpoint, &st) != 0) return 0;
+    const int rc = train_checkpoint_owner(a->checkpoint, &a->cfg, a->o.B, &a->o, &steps, msg,
+                                          sizeof msg);
+    if (rc == TRAIN_NOMEM) return cli_fail("out of memory reading", a->checkpoint);
+    if (rc == TRAIN_BAD) {
+        snprintf(what, sizeof what, "--checkpoint holds a checkpoint whose run cannot be told "
+                 "(%s): remove it to start over, or give this run another --checkpoint", msg);
+        return cli_error(what);
+    }
+    if (rc == TRAIN_OTHER_RUN) {
+        snprintf(what, sizeof what, "--checkpoint holds another run's checkpoint (step %d; %s), "
+                 "kept even with --force: go on with that run's options and --resume, or give "
+                 "this run another --checkpoint", steps, msg);
+        return cli_fail(what, a->checkpoint);
+    }
+    if (a->force) {
+        if (!a->quiet)
+            fprintf(stderr, "kvscope: note: --force: starting over; this run's checkpoint at step "
+                    "%d will be replaced: %s\n", steps, a->checkpoint);
+        return 0;
+    }
+    if (rc == TRAIN_OLD_VERSION)
+        snprintf(what, sizeof what, "--checkpoint holds this run's checkpoint at step %d (%s): "
+                 "--force starts the run over", steps, msg);
+    else
+        snprintf(what, sizeof what, "--checkpoint holds this run's checkpoint at step %d of %d: "
+                 "add --resume to go on from it (or --force to start over)", steps, a->o.steps);
+    return cli_fail(what, a->checkpoint);
+}
 
-/* The signal that asks the run to stop (SIGINT, SIGTERM), 0 until then: a signal
- * handler can only reach file scope. */
+/* ---- progress and stopping ---------------------------------------------------------------- */
+
+/* The signal that asks the run to stop, 0 until then: a signal handler can only reach
+ * file scope. */
 static volatile sig_atomic_t stop_signal = 0;
 static void on_stop(int sig) { stop_signal = sig; }
+
+/* What stops a run after a checkpoint: Ctrl-C, kill, a closed terminal or SSH session,
+ * a closed pipe on stdout (train | head). */
+static const int STOP_SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+enum { NSTOP = sizeof STOP_SIGNALS / sizeof STOP_SIGNALS[0] };
+
+static const char *stop_words(int sig) {
+    return sig == SIGTERM ? "terminated" : sig == SIGHUP ? "hung up (SIGHUP)"
+         : sig == SIGPIPE ? "stdout closed (SIGPIPE)" : "interrupted";
+}
 
 typedef struct {
     int quiet, first_step;
@@ -392,6 +468,8 @@ static int setup(TrainArgs *a, Corpus *c, Trainer *tr, TrainLog *log) {
         trainer_free(tr);
         rc = cli_fail("out of memory packing the weights for --kernels",
                       kern_name((KernLevel)a->kernels));
+    } else if (rc == 0 && (rc = check_fresh_checkpoint(a))) {
+        trainer_free(tr);
     } else if (rc == 0 && a->resume) {
         rc = train_checkpoint_load(tr, &a->o, log, a->checkpoint, err, sizeof err);
         if (rc) rc = rc == TRAIN_NOMEM ? cli_fail("out of memory reading", a->checkpoint)
@@ -512,42 +590,58 @@ static int finish(const TrainArgs *a, const Corpus *c, Trainer *tr, const TrainL
     return 0;
 }
 
-/* train_loop with SIGINT and SIGTERM caught: they stop it after a checkpoint. */
+/* train_loop with the stop signals caught: they stop it after a checkpoint. SIGHUP or
+ * SIGPIPE that the parent ignores (nohup) stays ignored. The loop saves its last step
+ * too, so a stop after it (while the folder is written: the handlers restored, which
+ * remove the temporary folder and end the process) keeps the whole run. */
 static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log,
                         int *bad, char *err, size_t errsize) {
-    struct sigaction sa, old_int, old_term;
+    struct sigaction sa, old[NSTOP];
+    int caught[NSTOP] = {0};
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     cleanup_install(); /* what is restored after the loop */
     stop_signal = 0;
-    const int caught = sigaction(SIGINT, &sa, &old_int) == 0 && sigaction(SIGTERM, &sa, &old_term) == 0;
+    for (int i = 0; i < NSTOP; i++) {
+        const int sig = STOP_SIGNALS[i];
+        if (sigaction(sig, NULL, &old[i]) != 0 ||
+            ((sig == SIGHUP || sig == SIGPIPE) && old[i].sa_handler == SIG_IGN))
+            continue;
+        caught[i] = sigaction(sig, &sa, NULL) == 0;
+    }
+    if (!a->quiet) /* after the handlers: a signal from the moment this line is seen saves */
+        printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
+               "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
+               a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
+    fflush(stdout);
     Progress p = {.quiet = a->quiet, .first_step = -1};
     const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p,
                               &a->saved};
-    const int rc = train_loop(tr, c, &a->o, log, &ctl, bad, err, errsize);
-    if (caught) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
+    int rc = train_loop(tr, c, &a->o, log, &ctl, bad, err, errsize);
+    if (rc == TRAIN_OK && stop_signal) rc = TRAIN_STOPPED; /* after the last step's checkpoint */
+    for (int i = 0; i < NSTOP; i++)
+        if (caught[i]) sigaction(STOP_SIGNALS[i], &old[i], NULL);
     return rc;
 }
 
 static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *log, OutDir *od) {
     char err[4600];
     const int chart = chart_possible(a);
-    if (!a->quiet)
-        printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
-               "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
-               a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
     int bad = 0;
     const int rc = train_caught(a, c, tr, log, &bad, err, sizeof err);
-    if (rc == TRAIN_OK) return finish(a, c, tr, log, od, chart);
     const int done = log->n ? log->rows[log->n - 1].step : 0;
+    if (rc == TRAIN_OK) {
+        const int f = finish(a, c, tr, log, od, chart);
+        if (f && a->saved && !a->quiet) /* the folder failed, not the training */
+            fprintf(stderr, "kvscope: note: checkpoint %s holds all %d steps: the same command "
+                    "with --resume writes the folder again\n", a->checkpoint, done);
+        return f;
+    }
     if (rc == TRAIN_STOPPED) {
         fprintf(stderr, "kvscope: %s after step %d: checkpoint %s; the same command with "
-                "--resume goes on\n", stop_signal == SIGTERM ? "terminated" : "interrupted", done,
-                a->checkpoint);
+                "--resume goes on\n", stop_words((int)stop_signal), done, a->checkpoint);
         return 128 + (int)stop_signal;
     }
     if (rc == TRAIN_NONFINITE) {

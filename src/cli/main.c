@@ -59,8 +59,10 @@ static int dispatch(int argc, char **argv) {
 
 /* What a command printed must have reached stdout: a full disk or /dev/full is an
  * error (exit 2, one line), not a silent exit 0 with a short file. The flush happens
- * here, before exit() would do it without a word. */
+ * here, before exit() would do it without a word. A command stopped by a signal keeps
+ * its status (128 + the signal). */
 static int stdout_status(int rc) {
+    if (rc > 128) return rc; /* stopped by a signal (train), maybe the SIGPIPE of stdout itself */
     errno = 0;
     int bad = fflush(stdout) != 0, e = errno;
     if (!bad && !ferror(stdout)) return rc;

@@ -66,11 +66,14 @@ static int cfg_bos(json_t *root, Config *c, const char *path, char *err, size_t 
         return HF_BAD;
     }
     json_t *v = json_object_get(root, "bos_token_id");
-    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= c->V) {
-        char val[32] = "missing";
-        if (json_is_integer(v)) snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        snprintf(err, errsize, "%s: \"bos_token_id\" (%s) is outside the vocabulary 0..%d", path, val,
-                 c->V - 1);
+    if (!v || !json_is_integer(v)) { /* 1.5, "1", null: not a token id, and not missing */
+        snprintf(err, errsize, "%s: \"bos_token_id\" %s (add_bos_token is true)", path,
+                 v ? "is not an integer" : "is missing");
+        return HF_BAD;
+    }
+    if (json_integer_value(v) < 0 || json_integer_value(v) >= c->V) {
+        snprintf(err, errsize, "%s: \"bos_token_id\" (%lld) is outside the vocabulary 0..%d", path,
+                 (long long)json_integer_value(v), c->V - 1);
         return HF_BAD;
     }
     c->bos = (int)json_integer_value(v);
@@ -319,20 +322,10 @@ static void float_text(float x, char *buf, size_t size) {
     }
 }
 
-int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
-    const Config *c = &m->cfg;
-    char path[4200], eps[32];
-    if (path_join(path, sizeof path, dir, "config.json")) {
-        snprintf(err, errsize, "%s: path too long", dir);
-        return HF_IO;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
-        return HF_IO;
-    }
+int hf_config_text(const Config *c, char *buf, size_t size) {
+    char eps[32];
     float_text(c->eps, eps, sizeof eps);
-    fprintf(f,
+    return snprintf(buf, size,
             "{\n"
             "  \"activation_function\": \"gelu_new\",\n"
             "%s"
@@ -358,6 +351,22 @@ int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
             "}\n",
             c->bos >= 0 ? "  \"add_bos_token\": true,\n" : "", c->bos >= 0 ? c->bos : c->V - 1,
             c->bos >= 0 ? c->bos : c->V - 1, eps, c->N, c->C, c->NH, c->L, c->N, c->V);
+}
+
+int hf_export(const Model *m, const char *dir, char *err, size_t errsize) {
+    const Config *c = &m->cfg;
+    char path[4200], text[2048];
+    if (path_join(path, sizeof path, dir, "config.json")) {
+        snprintf(err, errsize, "%s: path too long", dir);
+        return HF_IO;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        return HF_IO;
+    }
+    const int len = hf_config_text(c, text, sizeof text); /* < 1 KB: it fits */
+    fwrite(text, 1, (size_t)len, f);
     if (file_close(f) != 0) {
         snprintf(err, errsize, "%s: cannot write (%s)", path, write_error_text(errno));
         return HF_IO;

@@ -50,5 +50,9 @@ int hf_has_tokenizer(const char *dir);
  * bos (a byte model's one boundary token); without one,
  * bos_token_id is V − 1 (GPT-2's habit) and add_bos_token is absent. */
 int hf_export(const Model *m, const char *dir, char *err, size_t errsize);
+/* The config.json hf_export writes for c, into buf (snprintf's rule: the length of the
+ * whole text, written only in part when it is >= size; 1 KB holds any config).
+ * hf_config_parse reads it back as the same shape, eps and start token. */
+int hf_config_text(const Config *c, char *buf, size_t size);
 
 #endif

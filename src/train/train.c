@@ -625,8 +625,10 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
         if (log_append(log, &row)) return TRAIN_NOMEM;
         if (ctl->progress) ctl->progress(ctl->user, &row, o->steps);
         const int stop = ctl->stop && *ctl->stop;
-        const int due = ctl->checkpoint_every > 0 && (s + 1) % ctl->checkpoint_every == 0;
-        if (ctl->checkpoint && (stop || (due && s + 1 < o->steps)) &&
+        /* the last step is saved too: a stop while the folder is written loses nothing */
+        const int due = (ctl->checkpoint_every > 0 && (s + 1) % ctl->checkpoint_every == 0) ||
+                        s + 1 == o->steps;
+        if (ctl->checkpoint && (stop || due) &&
             save(tr, o, log, ctl, err, errsize))
             return TRAIN_IO;
         if (stop) return TRAIN_STOPPED;

@@ -129,7 +129,7 @@ typedef struct {
 
 /* Results of the functions below. */
 enum { TRAIN_OK = 0, TRAIN_NOMEM = -2, TRAIN_NONFINITE = -4, TRAIN_STOPPED = -5, TRAIN_IO = -3,
-       TRAIN_BAD = -1 };
+       TRAIN_BAD = -1, TRAIN_OTHER_RUN = -6, TRAIN_OLD_VERSION = -7 };
 
 /* A model of shape cfg (T = cfg->N) for batches of B, with GPT-2's initialisation drawn
  * from seed: matrices and embeddings N(0, 0.02), the two c_proj matrices N(0, 0.02/√(2L)),
@@ -205,7 +205,9 @@ void trainer_head_scores(Trainer *tr, const Corpus *c, const TrainOptions *o, in
 /* How train_loop reports and when it stops. */
 typedef struct {
     const char *checkpoint;    /* file for checkpoints (a checkpoint or nothing), or NULL */
-    int checkpoint_every;      /* steps between checkpoints (0: only when stopped) */
+    int checkpoint_every;      /* steps between checkpoints (0: only when stopped), and one
+                                * after the last step (a stop while the output folder is
+                                * written keeps the run) */
     volatile sig_atomic_t *stop; /* set (Ctrl-C): checkpoint after this step and return */
     void (*progress)(void *user, const TrainLogRow *row, int steps);
     void *user;
@@ -221,20 +223,31 @@ int train_loop(Trainer *tr, const Corpus *c, const TrainOptions *o, TrainLog *lo
                const TrainLoopCtl *ctl, int *bad_step, char *err, size_t errsize);
 
 /* ---- checkpoints ------------------------------------------------------------------
- * A binary file: "KVSCKPT" + version byte (2), the shape (L, NH, C, N, V), B, the seed,
+ * A binary file: "KVSCKPT" + version byte (3), the shape (L, NH, C, N, V), B, the seed,
  * the steps done, the options that shape the run (steps, rates, clip, init, repeats) and
- * the corpus's size and hash, the parameters, both AdamW moments and the log so far.
- * Written whole or not at all (an OutFile with OUTFILE_OURS_ONLY, outdir.h): only over a
- * checkpoint (never over a user's file, even with --force); a failed or killed save
- * keeps the one before, and the temporary files of killed saves go at the next save. */
+ * the corpus's size and hash, the parameters, both AdamW moments, the log so far, and a
+ * checksum of all of it. Written whole or not at all (an OutFile with OUTFILE_OURS_ONLY,
+ * outdir.h): only over a checkpoint (never over a user's file, even with --force); a
+ * failed or killed save keeps the one before, and the temporary files of killed saves go
+ * at the next save. */
 #define TRAIN_CKPT_HEADER "KVSCKPT"
 int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
                           const char *path, char *err, size_t errsize);
 /* Load path into tr (built with the run's shape) and log. TRAIN_BAD with a message
  * naming the option and both values when the file is not a checkpoint of this version or
- * is of another shape, batch, seed, corpus, schedule, rate, clip, init or repeats. */
+ * is of another shape, batch, seed, corpus, schedule, rate, clip, init or repeats; or
+ * when its checksum does not match (a byte changed since it was written); log is then
+ * empty (freed). */
 int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
                           char *err, size_t errsize);
+/* Whose run the checkpoint at path is, from its header alone, against a run of shape cfg,
+ * batches of B and options o (the corpus's size and hash set): 0 when it is this run's,
+ * TRAIN_OLD_VERSION when it is this run's in a version that cannot be resumed (msg),
+ * TRAIN_OTHER_RUN with msg naming the first option that differs ("--layers 2, this run
+ * has 1"); *steps: the steps it holds. TRAIN_BAD (msg) when it cannot be read as a
+ * checkpoint (not one, truncated, version 1), TRAIN_NOMEM. */
+int train_checkpoint_owner(const char *path, const Config *cfg, int B, const TrainOptions *o,
+                           int *steps, char *msg, size_t msgsize);
 
 /* ---- the output folder --------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 
 /* ---- checkpoints --------------------------------------------------------------------
  * Layout, host byte order (little-endian on x86-64):
- *   char magic[8]  "KVSCKPT" + version 2
+ *   char magic[8]  "KVSCKPT" + version 3
  *   int32 L, NH, C, N, V, B;  uint64 seed;  int32 steps_done, log_rows;  uint64 params
  *   the run: int32 steps, warmup, bos, period_min, period_max, short_steps, short_ctx,
  *                  short_B;
@@ -26,12 +26,16 @@
  *   float params[params], adam_m[params], adam_v[params]
  *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
  *                double seconds; float induction, prev_token, sink }
- * The size is checked against these counts before anything is read. Version 1 had no
- * run block: it is refused with its version named. */
+ *   uint64 checksum of every byte before it (CkSum)
+ * The size is checked against these counts before anything is read, the checksum after
+ * the last byte. Version 2 was the same without the checksum: its header still tells
+ * whose run it is (train_checkpoint_owner), but it is not resumed. Version 1 had no run
+ * block: it is refused with its version named. */
 
-static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', 2};
+enum { CKPT_VERSION = 3 };
+static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', CKPT_VERSION};
 enum { CKPT_RUN = 8 * 4 + 9 * 4 + 2 * 8, CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
-       CKPT_ROW = 4 + 5 * 4 + 8 + 3 * 4 };
+       CKPT_ROW = 4 + 5 * 4 + 8 + 3 * 4, CKPT_SUM = 8 };
 
 typedef struct {
     int32_t L, NH, C, N, V, B;
@@ -44,11 +48,66 @@ typedef struct {
     uint64_t corpus_size, corpus_hash;
 } CkptHead;
 
-static int put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
-static int get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n ? 0 : -1; }
+/* The checksum: the bytes as 8-byte words (the last one padded with zeros), each xored
+ * in, multiplied by an odd constant and folded, then the byte count. Every step is a
+ * bijection of the sum, so changing any one word always changes it. */
+typedef struct {
+    uint64_t h, n;          /* the sum so far, the bytes summed */
+    unsigned char part[8];  /* an unfinished word: its first n % 8 bytes */
+} CkSum;
+
+static uint64_t sum_word(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 29);
+}
+
+static void sum_add(CkSum *s, const void *p, size_t len) {
+    const unsigned char *b = p;
+    uint64_t w;
+    while (len) {
+        if (s->n % 8 == 0 && len >= 8) { /* whole words straight from the buffer */
+            memcpy(&w, b, 8);
+            s->h = sum_word(s->h, w);
+            b += 8, len -= 8, s->n += 8;
+            continue;
+        }
+        s->part[s->n++ % 8] = *b++, len--;
+        if (s->n % 8 == 0) {
+            memcpy(&w, s->part, 8);
+            s->h = sum_word(s->h, w);
+        }
+    }
+}
+
+static uint64_t sum_end(const CkSum *s) {
+    uint64_t h = s->h, w = 0;
+    if (s->n % 8) {
+        unsigned char last[8] = {0};
+        memcpy(last, s->part, s->n % 8);
+        memcpy(&w, last, 8);
+        h = sum_word(h, w);
+    }
+    return sum_word(h, s->n);
+}
+
+/* A checkpoint being written or read, and the sum of its bytes so far. */
+typedef struct {
+    FILE *f;
+    CkSum sum;
+} CkIo;
+
+static int put(CkIo *io, const void *p, size_t n) {
+    sum_add(&io->sum, p, n);
+    return fwrite(p, 1, n, io->f) == n ? 0 : -1;
+}
+static int get(CkIo *io, void *p, size_t n) {
+    if (fread(p, 1, n, io->f) != n) return -1;
+    sum_add(&io->sum, p, n);
+    return 0;
+}
 
 /* The header after the magic, field by field (rw: put or get). */
-static int head_io(FILE *f, CkptHead *h, int (*rw)(FILE *, void *, size_t)) {
+static int head_io(CkIo *f, CkptHead *h, int (*rw)(CkIo *, void *, size_t)) {
     return rw(f, &h->L, 4) || rw(f, &h->NH, 4) || rw(f, &h->C, 4) || rw(f, &h->N, 4) ||
            rw(f, &h->V, 4) || rw(f, &h->B, 4) || rw(f, &h->seed, 8) || rw(f, &h->steps, 4) ||
            rw(f, &h->rows, 4) || rw(f, &h->params, 8) || rw(f, &h->total, 4) ||
@@ -60,7 +119,7 @@ static int head_io(FILE *f, CkptHead *h, int (*rw)(FILE *, void *, size_t)) {
            rw(f, &h->short_repeat_share, 4) || rw(f, &h->short_span_share, 4) ||
            rw(f, &h->corpus_size, 8) || rw(f, &h->corpus_hash, 8);
 }
-static int put_rw(FILE *f, void *p, size_t n) { return put(f, p, n); }
+static int put_rw(CkIo *f, void *p, size_t n) { return put(f, p, n); }
 
 static CkptHead make_head(const Trainer *tr, const TrainOptions *o, const TrainLog *log) {
     const Config *c = &tr->model.cfg;
@@ -76,17 +135,19 @@ static CkptHead make_head(const Trainer *tr, const TrainOptions *o, const TrainL
 
 static int write_ckpt(FILE *f, const Trainer *tr, CkptHead *h, const TrainLog *log) {
     const size_t n = tr->model.w.num_params;
-    int bad = put(f, CKPT_MAGIC, 8) || head_io(f, h, put_rw) || put(f, tr->model.w.blob, n * 4) ||
-              put(f, tr->m, n * 4) || put(f, tr->v, n * 4);
+    CkIo io = {f, {0x6B7673636B707433ULL, 0, {0}}};
+    int bad = put(&io, CKPT_MAGIC, 8) || head_io(&io, h, put_rw) ||
+              put(&io, tr->model.w.blob, n * 4) || put(&io, tr->m, n * 4) || put(&io, tr->v, n * 4);
     for (int i = 0; i < log->n && !bad; i++) {
         const TrainLogRow *r = &log->rows[i];
         const int32_t step = r->step;
-        bad = put(f, &step, 4) || put(f, &r->train_loss, 4) || put(f, &r->val_loss, 4) ||
-              put(f, &r->lr, 4) || put(f, &r->grad_norm, 4) || put(f, &r->tokens_per_s, 4) ||
-              put(f, &r->seconds, 8) || put(f, &r->induction, 4) || put(f, &r->prev_token, 4) ||
-              put(f, &r->sink, 4);
+        bad = put(&io, &step, 4) || put(&io, &r->train_loss, 4) || put(&io, &r->val_loss, 4) ||
+              put(&io, &r->lr, 4) || put(&io, &r->grad_norm, 4) || put(&io, &r->tokens_per_s, 4) ||
+              put(&io, &r->seconds, 8) || put(&io, &r->induction, 4) ||
+              put(&io, &r->prev_token, 4) || put(&io, &r->sink, 4);
     }
-    return bad;
+    const uint64_t sum = sum_end(&io.sum);
+    return bad || fwrite(&sum, 1, 8, f) != 8;
 }
 
 int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainLog *log,
@@ -108,10 +169,10 @@ int train_checkpoint_save(const Trainer *tr, const TrainOptions *o, const TrainL
     return outfile_commit(&of, f, err, errsize) ? TRAIN_IO : 0;
 }
 
-/* The first field of the header that differs from this run, or NULL. */
-static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const TrainOptions *o,
+/* The first field of the header that differs from a run of shape c with batches of B0
+ * and options o, or NULL. */
+static const char *ckpt_mismatch(const CkptHead *h, const Config *c, int B0, const TrainOptions *o,
                                  char *buf, size_t size) {
-    const Config *c = &tr->model.cfg;
     if (h->seed != o->seed) {
         snprintf(buf, size, "--seed %llu, this run has %llu", (unsigned long long)h->seed,
                  (unsigned long long)o->seed);
@@ -119,7 +180,7 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
     }
     const struct { const char *name; long have, want; } f[] = {
         {"layers", h->L, c->L}, {"heads", h->NH, c->NH}, {"dim", h->C, c->C},
-        {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, tr->B0},
+        {"ctx", h->N, c->N},    {"vocab", h->V, c->V},   {"batch", h->B, B0},
         {"steps", h->total, o->steps}, {"warmup", h->warmup, o->warmup}, {"bos", h->bos, o->bos},
         {"period-min", h->period_min, o->period_min}, {"period-max", h->period_max, o->period_max},
         {"short-steps", h->short_steps, o->short_steps}, {"short-ctx", h->short_ctx, o->short_ctx},
@@ -154,7 +215,7 @@ static const char *ckpt_mismatch(const CkptHead *h, const Trainer *tr, const Tra
     return NULL;
 }
 
-static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log) {
+static int read_ckpt_body(CkIo *f, Trainer *tr, const CkptHead *h, TrainLog *log) {
     const size_t n = tr->model.w.num_params;
     if (get(f, tr->model.w.blob, n * 4) || get(f, tr->m, n * 4) || get(f, tr->v, n * 4)) return -1;
     log->n = 0;
@@ -179,44 +240,97 @@ static int read_ckpt_body(FILE *f, Trainer *tr, const CkptHead *h, TrainLog *log
     return 0;
 }
 
-int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
-                          char *err, size_t errsize) {
+/* Open path and read its magic and header into *h, the sum so far in io. 0; else
+ * TRAIN_BAD with err (the file closed), or TRAIN_NOMEM. Any version from 2 on is read:
+ * the caller checks *version. */
+static int open_ckpt(const char *path, CkIo *io, CkptHead *h, int *version, char *err,
+                     size_t errsize) {
     const int fd = infile_open(path, NULL, err, errsize);
     if (fd < 0) return TRAIN_BAD;
-    FILE *f = fdopen(fd, "rb");
-    if (!f) {
+    memset(io, 0, sizeof *io);
+    io->sum.h = 0x6B7673636B707433ULL;
+    if (!(io->f = fdopen(fd, "rb"))) {
         close(fd);
         return TRAIN_NOMEM;
     }
-    char magic[8], why[160];
-    CkptHead h;
-    int rc = TRAIN_BAD;
-    if (get(f, magic, 8) || memcmp(magic, CKPT_MAGIC, 7) != 0) {
+    char magic[8];
+    if (get(io, magic, 8) || memcmp(magic, CKPT_MAGIC, 7) != 0) {
         snprintf(err, errsize, "%s: not a kvscope checkpoint", path);
-    } else if (magic[7] != CKPT_MAGIC[7]) {
-        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d (start "
-                 "the run again without --resume)", path, magic[7], CKPT_MAGIC[7]);
-    } else if (head_io(f, &h, get)) {
+    } else if (magic[7] < 2 || magic[7] > CKPT_VERSION) { /* no run block to tell whose it is */
+        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d (remove it "
+                 "to start the run over)", path, magic[7], CKPT_VERSION);
+    } else if (head_io(io, h, get)) {
         snprintf(err, errsize, "%s: truncated checkpoint", path);
-    } else if (h.rows < 0 || h.steps < 0 || (h.rows > 0) != (h.steps > 0) ||
-               h.params > ((uint64_t)1 << 40)) {
+    } else if (h->rows < 0 || h->steps < 0 || (h->rows > 0) != (h->steps > 0) ||
+               h->params > ((uint64_t)1 << 40)) {
         snprintf(err, errsize, "%s: damaged checkpoint header", path);
-    } else if (fseek(f, 0, SEEK_END) != 0 ||
-               ftell(f) != (long)(CKPT_HEAD + 12 * h.params + (uint64_t)h.rows * CKPT_ROW)) {
+    } else {
+        *version = magic[7];
+        return 0;
+    }
+    fclose(io->f);
+    return TRAIN_BAD;
+}
+
+int train_checkpoint_owner(const char *path, const Config *cfg, int B, const TrainOptions *o,
+                           int *steps, char *msg, size_t msgsize) {
+    CkIo io;
+    CkptHead h;
+    int version = 0;
+    const int rc = open_ckpt(path, &io, &h, &version, msg, msgsize);
+    if (rc) return rc;
+    fclose(io.f);
+    *steps = h.steps;
+    char why[160];
+    if (ckpt_mismatch(&h, cfg, B, o, why, sizeof why)) {
+        snprintf(msg, msgsize, "%s", why);
+        return TRAIN_OTHER_RUN;
+    }
+    if (version != CKPT_VERSION) {
+        snprintf(msg, msgsize, "checkpoint version %d, this kvscope resumes version %d", version,
+                 CKPT_VERSION);
+        return TRAIN_OLD_VERSION;
+    }
+    return 0;
+}
+
+int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, const char *path,
+                          char *err, size_t errsize) {
+    CkIo io;
+    CkptHead h;
+    int version = 0, rc = open_ckpt(path, &io, &h, &version, err, errsize);
+    if (rc) {
+        train_log_free(log);
+        return rc;
+    }
+    char why[160];
+    uint64_t stored = 0;
+    const long size = (long)(CKPT_HEAD + 12 * h.params + (uint64_t)h.rows * CKPT_ROW + CKPT_SUM);
+    rc = TRAIN_BAD;
+    if (version != CKPT_VERSION) {
+        snprintf(err, errsize, "%s: checkpoint version %d, this kvscope reads version %d (start the "
+                 "run over: --force instead of --resume)", path, version, CKPT_VERSION);
+    } else if (fseek(io.f, 0, SEEK_END) != 0 || ftell(io.f) != size) {
         snprintf(err, errsize, "%s: checkpoint size does not match its header (truncated?)", path);
-    } else if (ckpt_mismatch(&h, tr, o, why, sizeof why)) {
+    } else if (ckpt_mismatch(&h, &tr->model.cfg, tr->B0, o, why, sizeof why)) {
         snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);
     } else if (h.params != tr->model.w.num_params) {
         snprintf(err, errsize, "%s: damaged checkpoint header", path);
-    } else if (fseek(f, CKPT_HEAD, SEEK_SET) != 0 || (rc = read_ckpt_body(f, tr, &h, log)) != 0) {
+    } else if (fseek(io.f, CKPT_HEAD, SEEK_SET) != 0 || (rc = read_ckpt_body(&io, tr, &h, log)) != 0 ||
+               fread(&stored, 1, 8, io.f) != 8) {
         if (rc == -2) rc = TRAIN_NOMEM;
         else snprintf(err, errsize, "%s: read error", path), rc = TRAIN_BAD;
+    } else if (stored != sum_end(&io.sum)) {
+        snprintf(err, errsize, "%s: checksum mismatch: the checkpoint was altered or damaged after "
+                 "it was written (start the run over: --force instead of --resume)", path);
+        rc = TRAIN_BAD;
     } else if (log->n && log->rows[log->n - 1].step != h.steps) {
         snprintf(err, errsize, "%s: damaged checkpoint log", path);
         rc = TRAIN_BAD;
     }
-    fclose(f);
+    fclose(io.f);
     if (rc == 0) trainer_weights_changed(tr);
+    else train_log_free(log); /* rows read before the checksum failed */
     return rc;
 }
 

@@ -3,9 +3,12 @@
 #   make fuzz FUZZ_SECONDS=600    longer
 #   make fuzz-build               build them only
 # Targets (tests/fuzz/fuzz_<name>.c): safetensors (the safetensors reader), pretokenize
-# (GPT-2's pre-tokenizer), bpe (vocab.json + merges.txt), config (config.json), cli (the
-# shared option parsers and the output-folder checks). Each starts from its committed
-# seeds, tests/fuzz/seeds/<name>/; what it finds grows in build/fuzz/corpus-<name>, and a
+# (GPT-2's pre-tokenizer), bpe (vocab.json + merges.txt), config (config.json into a model
+# shape: its tensors, closed forms, export's text read back, small models run with and
+# without the KV cache), cli (every option kind of the parser, the value parsers and the
+# output-folder checks). Each starts from its committed seeds, tests/fuzz/seeds/<name>/,
+# with tests/fuzz/<name>.dict where there is one (cli: every option of every command);
+# what it finds grows in build/fuzz/corpus-<name>, and a
 # crash leaves build/fuzz/crash-* with the input that caused it. The whole library and
 # the command line's parsers (all of src/cli/ but main.c) are built with clang's
 # instrumentation into build/fuzz/libkvscope.a, so a target links whatever it needs.

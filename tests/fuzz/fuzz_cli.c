@@ -1,7 +1,9 @@
 /* fuzz_cli.c — libFuzzer target: any bytes as a command line (arguments separated by
  * NUL bytes), through the option parser (options.h) with the tables every command
  * shares: the model and prompt options, --kv-dtype/--window/--sink/--max-*, the heatmap
- * options; then the values they take (numbers, lists, layer and head selections,
+ * options; a table of the kinds only single commands use (train's rates above a bound,
+ * an automatic default, a callback, lists, bits, --quiet, --force; their names as
+ * train and batch spell them); then the values they take (numbers, lists, layer and head selections,
  * --record lists) through their own parsers, and the checks of --out/--plots paths (no
  * side effects: stat, realpath, opendir).
  * Every command line must be parsed or refused with exit code 2 — never a crash, a
@@ -35,24 +37,71 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     return 0;
 }
 
-#define MAX_ARGS 32
+#define MAX_ARGS 256
+
+/* The option kinds the shared tables lack. */
+typedef struct {
+    double lr, share;
+    int steps, period_max, quiet, force, lens[8], nlens, bos, set;
+    unsigned bits;
+    const char *out;
+} Kinds;
+
+/* --bos as train takes it: a byte, or none. */
+static int parse_bos(const Option *o, const char *v, void *base) {
+    Kinds *k = base;
+    long long b;
+    (void)o;
+    if (strcmp(v, "none") == 0) return k->bos = -1, 0;
+    if (opts_whole(v, -1, 255, &b)) return 2;
+    k->bos = (int)b;
+    return 0;
+}
+
+static const Option KINDS[] = {
+    OPT_GROUP("kinds"),
+    {.kind = OPT_KIND_DOUBLE, .name = "--lr", .arg = "LR", .field = OPT_FIELD(Kinds, lr, double),
+     .lo = 0, .hi = 1e30, .flags = OPTF_ABOVE_LO, .help = "above its bound"},
+    OPT_DOUBLE("--repeat-share", "F", Kinds, share, 0, 1, "a share"),
+    OPT_INT("--steps", "S", Kinds, steps, 1, 10000000, "steps"),
+    OPT_INT_AUTO("--period-max", "P", Kinds, period_max, 1, 2048, "--ctx/2", "automatic"),
+    OPT_INTS("--lengths", "LIST", Kinds, lens, nlens, 1, 4096, "a list"),
+    {.kind = OPT_KIND_INTS, .name = "--layers-shown", .arg = "LIST|none",
+     .field = offsetof(Kinds, lens), .field2 = OPT_FIELD(Kinds, nlens, int), .cap = 8, .lo = 0,
+     .hi = 63, .flags = OPTF_NONE, .help = "a list or none"},
+    OPT_BIT("--raw", Kinds, bits, 1, "a bit"),
+    OPT_BIT("--charts", Kinds, bits, 2, "another bit"),
+    OPT_SET("--no-svg", Kinds, set, 4, "a set"),
+    {.kind = OPT_KIND_CALLBACK, .name = "--bos", .arg = "B|none", .callback = parse_bos,
+     .dflt = "255", .help = "a callback"},
+    OPT_STRING("--out", "DIR", Kinds, out, "a path"),
+    {.kind = OPT_KIND_STRING, .name = "--checkpoint", .arg = "FILE", .field = OPT_FIELD(Kinds, out, char *),
+     .dflt = "DIR.ckpt", .flags = OPTF_HIDDEN, .help = "hidden"},
+    OPT_TEXT("a line of help"),
+    OPT_QUIET(Kinds, quiet),
+    OPT_FORCE(Kinds, force),
+    OPT_END,
+};
 
 typedef struct {
     ModelArgs model;
     BudgetOpts budget;
     HeatmapOpts heat;
+    Kinds kinds;
 } Args;
 
 static const Option OPTIONS[] = {
     OPT_INCLUDE(Args, model, MODEL_OPTIONS),
     OPT_INCLUDE(Args, budget, BUDGET_OPTIONS),
     OPT_INCLUDE(Args, heat, HEATMAP_OPTIONS),
+    OPT_INCLUDE(Args, kinds, KINDS),
     OPT_END,
 };
 static const Command CMD = {"fuzz", "[options]", "", OPTIONS, NULL};
 
-/* A value, through every parser it might meet. */
-static void check_value(const char *v) {
+/* A value, through every parser it might meet; *paths: how many more may go through the
+ * file-system checks. */
+static void check_value(const char *v, int *paths) {
     Selection s;
     unsigned what;
     Dtype dt;
@@ -71,6 +120,11 @@ static void check_value(const char *v) {
     }
     if (opts_whole(v, -3, 3, &x) == 0 && (x < -3 || x > 3)) abort();
     if (opts_number(v, &d) == 0 && (d != d || d - d != 0)) abort(); /* NaN or ±inf passed */
+    /* only a value with '.' or '/' can name the current folder or one above it (a bare
+     * name lies inside it), and only the first few of a long command line go on: the
+     * file system costs more than all the parsing above */
+    if (!strpbrk(v, "./") || *paths <= 0) return;
+    --*paths;
     OutDir o;
     char err[8400], cwd[4096];
     if (outdir_check(&o, v, "run", "--out", OUTDIR_FORCE | OUTDIR_PARENTS, err, sizeof err) == 0 &&
@@ -82,7 +136,7 @@ static void check_value(const char *v) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 4096) return 0;
+    if (size > 16384) return 0;
     char *buf = malloc(size + 1);
     if (!buf) return 0;
     memcpy(buf, data, size);
@@ -98,9 +152,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     model_args_default(&a.model);
     budget_opts_default(&a.budget);
     heatmap_opts_default(&a.heat);
+    memset(&a.kinds, 0, sizeof a.kinds);
+    a.kinds.lr = 1e-3, a.kinds.steps = 1, a.kinds.bos = 255;
     int rc = opts_parse(&CMD, argc, argv, &a);
     if (rc != 0 && rc != 2 && rc != OPTS_HELP) abort();
-    for (int i = 0; i < argc; i++) check_value(argv[i]);
+    int paths = 4;
+    for (int i = 0; i < argc; i++) check_value(argv[i], &paths);
     if (rc == 0) { /* everything was taken: every field is in its range */
         const Config *c = &a.model.cfg;
         if (c->L < 1 || c->L > MODEL_MAX_LAYERS || c->NH < 1 || c->NH > MODEL_MAX_HEADS ||
@@ -113,6 +170,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         if (budget_opts_check(b, GEN_CACHE) == 0 && b->window && b->sink >= b->window)
             abort();
+        const Kinds *k = &a.kinds;
+        if (!(k->lr > 0 && k->lr <= 1e30) || !(k->share >= 0 && k->share <= 1) || k->steps < 1 ||
+            k->period_max < 0 || k->period_max > 2048 || k->nlens < 0 || k->nlens > 8 ||
+            k->bos < -1 || k->bos > 255 || k->bits > 3 || (k->set != 0 && k->set != 4))
+            abort();
+        for (int i = 0; i < k->nlens; i++)
+            if (k->lens[i] < 0 || k->lens[i] > 4096) abort();
     }
     free(buf);
     return 0;
