@@ -127,6 +127,9 @@ END { print "cache_k," ck >> V; print "cache_v," cv >> V; print "pattern," pat >
 "$KV" info $MODEL_ARGS --prompt "$PROMPT" > "$D/info.csv"
 kv "$V" T "$(value "$D/info.csv" prompt_tokens)"
 for k in NH C L; do kv "$V" $k "$(value "$D/info.csv" $k)"; done
+# 6·C keys: where a token's attention (4·C per key) catches up with its 24·C² of matrices
+kv "$V" six_c $((6 * $(value "$V" C)))
+claim "6·C keys are far beyond this prompt" "$(value "$V" six_c) > 10 * $(value "$V" T)"
 kv "$V" TT "$(value "$D/info.csv" attention_square)"
 kv "$V" causal "$(value "$D/info.csv" attention_causal)"
 kv "$V" causal_all_heads "$(value "$D/info.csv" attention_causal_heads)"
