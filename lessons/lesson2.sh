@@ -130,6 +130,9 @@ kv "$V" T "$(value "$D/info.csv" prompt_tokens)"
 for k in NH C L; do kv "$V" $k "$(value "$D/info.csv" $k)"; done
 kv "$V" hs $(( $(value "$V" C) / $(value "$V" NH) ))
 kv "$V" T1 $(( $(value "$V" T) + 1 ))
+# 6·C keys: where a token's attention (4·C per key) catches up with its 24·C² of matrices
+kv "$V" six_c $((6 * $(value "$V" C)))
+claim "6·C keys are far beyond this prompt" "$(value "$V" six_c) > 10 * $(value "$V" T)"
 kv "$V" TT "$(value "$D/info.csv" attention_square)"
 kv "$V" causal "$(value "$D/info.csv" attention_causal)"
 kv "$V" causal_all_heads "$(value "$D/info.csv" attention_causal_heads)"

@@ -51,6 +51,9 @@ END { exit bad }' "$D/run/kv_memory.csv"
 
 # Real models, by the same formula (kvscope kvmem), and the article's LLaMA-7B figure.
 "$KV" kvmem --out "$D/kvmem" > /dev/null
+# its table with a Chinese header, for lessons/zh/lesson5.md (model names and numbers as they are)
+{ echo "| 模型 | 层数 | 头数 | KV 头数 | 头维度 | 上下文长度 | 每个词元的 KV（fp16） | 上下文用满时的 KV |"
+  tail -n +2 "$D/kvmem/models.md"; } > "$D/models.zh.md"
 "$KV" kvmem --preset llama-2-7b --tokens 2048 > "$D/llama_2048.txt"
 "$KV" kvmem --layers 32 --heads 1 --head-dim 128 --tokens 2048 --dtype fp16 > "$D/article_llama.txt"
 "$KV" kvmem --preset llama-2-7b --kv-heads 8 --tokens 2048 > "$D/llama_gqa8.txt"

@@ -48,6 +48,13 @@ kv "$V" maxtok_stop_step "$(sed -n 's/.*before decode step \([0-9]*\).*/\1/p' "$
 "$KV" budget $MODEL_ARGS --prompt "$PROMPT" --steps $LONG --window $W --sink $S --out "$D/long" --quiet
 # The same budget of W tokens without sinks: W recent positions instead of S + (W - S).
 "$KV" budget $MODEL_ARGS --prompt "$PROMPT" --steps $LONG --window $W --sink 0 --out "$D/nosink" --quiet
+# the two storage-type tables in Chinese, for lessons/zh/lesson6.md: the same rows under a
+# Chinese header; "yes (33 of 33)" is the greedy choice agreeing with fp32's at 33 of 33 steps
+for run in short long; do
+    sed -E '1s/.* after ([0-9]+) tokens .*/| KV 存储类型 | 每个数的字节 | 每个词元的字节 | \1 个词元之后的 KV 字节 | 最大 \\|Δlogit\\| | 平均 \\|Δlogit\\| | 贪心选择与 fp32 相同 |/
+        s/\| yes \(([0-9]+) of ([0-9]+)\) \|$/| 是（\2 步中 \1 步相同） |/
+        s/\| no \(([0-9]+) of ([0-9]+)\) \|$/| 否（\2 步中只有 \1 步相同） |/' "$D/$run/dtypes.md" > "$D/dtypes_$run.zh.md"
+done
 grep -v '^wrote ' "$D/short_console.txt" > "$D/short_console.tmp" && mv "$D/short_console.tmp" "$D/short_console.txt"
 # int8 and q8_0: the same groups when a head has 32 numbers; which errs less, measured.
 HSZ=$("$KV" info $MODEL_ARGS --prompt "$PROMPT" | awk -F, '$1 == "hs" { print $2 }')

@@ -25,6 +25,12 @@ st=0
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/nomask" --no-mask --quiet > "$D/nomask_console.txt" || st=$?
 if [ $st -ne 1 ]; then echo "lesson7: batch --no-mask exited $st, expected 1" >&2; exit 1; fi
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged" --paged --quiet > "$D/paged_console.txt"
+# its table of the three ways to reserve, in Chinese, for lessons/zh/lesson7.md
+sed -E '1s/.*/| 策略 | 预留多少 | 存放词元的字节 \/ 预留的字节 |/
+    s/^\| preallocate \| the context \(([0-9]+) tokens\) per sequence \|/| 预分配 | 每个序列预留整个上下文（\1 个词元） |/
+    s/^\| grow by doubling \| 16, 32, 64, \.\.\. tokens per sequence \|/| 倍增 | 每个序列依次 16、32、64……个词元 |/
+    s/^\| paged \| one block of ([0-9]+) tokens at a time \|/| 分页 | 每次一个块（\1 个词元） |/' "$D/paged/memory.md" > "$D/memory.zh.md"
+if grep -q '[a-z] [a-z]' "$D/memory.zh.md"; then echo "lesson7: memory.md has a row memory.zh.md does not translate" >&2; exit 1; fi
 # The exercises' answers.
 "$KV" batch $MODEL_ARGS --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged4" --paged --block-size 4 --quiet > "$D/paged4_console.txt"
 "$KV" batch --prompts "$PROMPTS" --steps "$STEPS" --out "$D/paged_ctx128" --paged --ctx 128 --quiet > "$D/paged_ctx128_console.txt"

@@ -1,15 +1,17 @@
 #!/bin/sh
 # terms.sh — does every Chinese lesson say each concept with the one word the glossary chose?
 #   sh lessons/terms.sh            (run by `make check-lessons`, after glossary.sh)
-# lessons/zh/glossary.md lists, under **中英术语对照**, one concept a line; a line that
-# rejects other spellings reads
-#     - 驱逐（evict）；不用：淘汰、逐出
+# lessons/zh/glossary.md shows readers, under **中英术语对照**, the chosen word of each
+# concept; the words each concept rejects are for maintainers, in an HTML comment after that
+# list (a reader never sees it), one concept a line:
+#     - 驱逐；不用：淘汰、逐出
 # the chosen word first, then after "；不用：" the rejected spellings, separated by "、":
-# plain text, or in backticks an extended regular expression (`第 [0-9]+ 个头`). Fails,
+# plain text, or in backticks an extended regular expression (`第 [0-9]+ 个头`). Any line
+# of that form counts, in the comment or not. Fails,
 # naming the file, the line, the rejected spelling and the chosen word, when a Chinese
 # lesson (template, its {{…}} directives read as 0, and rendered page), the glossary
 # itself or lessons/zh/README-section.md uses a rejected spelling outside code blocks,
-# inline code and quotations (> …: the articles are quoted as they are written).
+# inline code, HTML comments and quotations (> …: the articles are quoted as written).
 set -eu
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvscope-terms.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -33,10 +35,13 @@ rules() {
     }' "$1"
 }
 
-# prose FILE: the file with code blocks, inline code, quotations and the glossary's own
-# term lines blanked (line numbers kept), {{…}} directives read as 0
+# prose FILE: the file with code blocks, inline code, HTML comments (whole lines from
+# <!-- to -->), quotations and the glossary's own term lines blanked (line numbers kept),
+# {{…}} directives read as 0
 prose() {
     LC_ALL=C.UTF-8 awk '
+    !code && !note && /^[ \t]*<!--/ { note = 1 }
+    note { if (/-->/) note = 0; print ""; next }
     /^[ \t]*```/ { code = !code; print ""; next }
     code || /^[ \t]*>/ || /；不用：/ { print ""; next }
     { s = $0; gsub(/\{\{[^}]*\}\}/, "0", s); gsub(/`[^`]*`/, "", s); print s }' "$1"
@@ -61,10 +66,10 @@ check() {
 }
 
 # First, show that the check catches a rejected spelling, fixed and by pattern, and lets
-# code blocks, inline code and quotations through: one that cannot fail would pass every
+# code blocks, inline code, HTML comments and quotations through: one that cannot fail would pass every
 # lesson.
 printf -- '- 驱逐（evict）；不用：淘汰、逐出\n- 头的编号：h 号头；不用：`第 [0-9]+ 个头`\n' > "$tmp/g.md"
-printf '窗口把它驱逐。\n\n窗口把位置 3 淘汰了。\n\n```text\n淘汰 第 4 个头\n```\n\n> 原文：淘汰\n\n第 {{value x y}} 个头，`淘汰`。\n' > "$tmp/l.md"
+printf '窗口把它驱逐。\n\n窗口把位置 3 淘汰了。\n\n```text\n淘汰 第 4 个头\n```\n\n> 原文：淘汰\n\n第 {{value x y}} 个头，`淘汰`。\n<!--\n淘汰\n-->\n' > "$tmp/l.md"
 check "$tmp/g.md" "$tmp/l.md" 2> "$tmp/self.out" || true
 if [ $status -eq 0 ] || [ "$(wc -l < "$tmp/self.out")" -ne 2 ] \
     || ! grep -q 'l.md:3: "淘汰" where the glossary chose "驱逐"' "$tmp/self.out" \

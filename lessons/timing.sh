@@ -6,7 +6,7 @@
 # Measurements differ run to run and machine to machine, so they live apart from the
 # generated lessons, in data/measured/, and are committed only when someone re-measures;
 # lessons 4 and 5 include them and are re-rendered here (`make lessons` never measures).
-# Writes data/measured/{decode_time,weights_time,rss}.{csv,md}, values.csv and machine.txt,
+# Writes data/measured/{decode_time,weights_time,rss}.{csv,md,zh.md}, values.csv and machine.txt,
 # the roofline (roofline.csv, roof.csv, roofline.md: BENCH, the tests/bench binary that
 # `make timing` builds, measures the machine's FMA peak and read bandwidth) and
 # plots/measured/{decode_time,kv_memory_rss,roofline}.{png,svg}.
@@ -98,6 +98,17 @@ roofline_section() {
         echo "屋顶：$peak GFLOP/s（FMA 峰值，\`bench_kvscope peak\`）与 $bw GB/s（对 1 GiB 浮点数求和，取 1、4、8 路并行读取中最快者，\`bench_kvscope triad\`），都在本机单线程上测得，与各步相同。"
     } > "$1/roofline.zh.md"
 }
+# tables_zh FOLDER: the Chinese twins of the three tables (decode_time, weights_time, rss
+# .zh.md, for lessons/zh/lesson4.md and lesson5.md): the same formatted rows under a
+# Chinese header, their words in Chinese. From the .md files, so `charts` remakes them too.
+tables_zh() {
+    { echo "| T | 有缓存：中位数（最小–最大） | 无缓存：中位数（最小–最大） | 加速比 |"
+      tail -n +2 "$1/decode_time.md"; } > "$1/decode_time.zh.md"
+    { echo "| 权重 | 每步读取的字节 | 一步的耗时：中位数（最小–最大） | 读取速度 | 耗时与 fp32 之比 |"
+      tail -n +2 "$1/weights_time.md"; } > "$1/weights_time.zh.md"
+    { echo "| 词元数 T | KV 已用字节 | KV 预留字节 | 进程常驻内存（RSS） |"
+      tail -n +2 "$1/rss.md"; } > "$1/rss.zh.md"
+}
 if [ "${2:-}" = charts ]; then
     rm -rf plots/measured.tmp
     charts "$OUT" plots/measured.tmp
@@ -106,6 +117,7 @@ if [ "${2:-}" = charts ]; then
     if [ -f "$OUT/roofline.csv" ]; then
         roofline_section "$OUT"; "$KV" format "$OUT/roofline.md" "$OUT/roofline.zh.md"
     fi
+    tables_zh "$OUT"
     rm -rf plots/measured
     mv plots/measured.tmp plots/measured
     lesson_end 4
@@ -144,6 +156,7 @@ tables() {
     END { printf "rss_growth,%s\nkv_growth,%s\n", bytes(rss - r0), bytes(k - k0) >> out }' "$1/rss.csv" > "$1/rss.md"
     if [ -f "$1/roofline.csv" ]; then roofline_section "$1"; fi
     "$KV" format "$1"/*.md "$1/values.csv"
+    tables_zh "$1"
 }
 
 W=$OUT.tmp.$$
