@@ -108,9 +108,9 @@ kv "$V" phrase_start "$PHRASE_START"
 # One sentence on the full cache's line, chosen by the count (the issue's bar: 90 %).
 awk -v a="$(value "$V" copied_full)" -v n="$(value "$V" copy_len)" -v zh="$D/copy_verdict.zh.md" 'BEGIN {
     if (a >= 0.9 * n) print "The full cache copies the sentence: the cache is what lets it."
-    else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy length.\n", a, n
+    else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy distance.\n", a, n
     if (a >= 0.9 * n) print "完整的缓存复制出了这个句子，这正是缓存的功劳。" > zh
-    else printf "这里完整的缓存也没有复制出这个句子（%d 个字节中只对了 %d 个），因为这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制长度上测量这一点。\n", n, a > zh
+    else printf "这里完整的缓存也没有复制出这个句子（%d 个字节中只对了 %d 个），因为这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制距离上测量这一点。\n", n, a > zh
 }' > "$D/copy_verdict.md"
 claim "the forgetful cache repeats at most a fifth of the first copy" \
     "$(value "$V" copied_bug) <= 0.2 * $(value "$V" copy_len)"
