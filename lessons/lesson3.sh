@@ -30,6 +30,11 @@ kv "$V" ind_head $IND_H
 kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
+# the copy distances kvscope heads measured, as a list: "16, 32, 64 and 100"
+awk -F, "$AWKLIB"'FNR == 1 { header(); next } { r[++n] = col("copy_len") + 0 }
+    END { s = r[1]; for (i = 2; i < n; i++) s = s ", " r[i]; if (n > 1) s = s " and " r[n]; print "copy_lens," s
+          s = r[1]; for (i = 2; i < n; i++) s = s "、" r[i]; if (n > 1) s = s " 和 " r[n]; print "copy_lens_zh," s }' \
+    "$D/heads/induction.csv" >> "$V"
 WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
 ZWHO="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 
@@ -62,6 +67,7 @@ done
 # (the phrase and its space earlier, plus one: the byte that followed last time).
 DIST=$(($(printf '%s' "$PHRASE" | wc -c) + 1))
 kv "$V" dist $DIST
+kv "$V" dist_m1 $((DIST - 1))
 awk -F, -v L=$IND_L -v H=$IND_H -v st=$STEPS -v d=$DIST -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
     col("phase") == "decode" && col("step") == st && col("layer") == L && col("head") == H {
         q = col("query_pos"); w = col("weight") + 0; k = col("key_pos") + 0
