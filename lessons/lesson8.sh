@@ -26,8 +26,8 @@ if [ "$MODEL_ARGS" = "--model data/model" ]; then
     steps=$(sed -n 's/.*--steps \([0-9]*\).*/\1/p' lessons/model.mk)
     pct=$(awk -v s="$share" 'BEGIN { printf "%.0f", 100 * s }')
     tpct=$(awk -v s="$text" 'BEGIN { printf "%.0f", 100 * s }')
-    printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
-    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批次（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
+    printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random printable bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
+    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批次（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机的可打印字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
 else
     echo "(The shipped model's training mixed in sequences that repeat a segment, with a period that varies from sequence to sequence.)" > "$D/curriculum.md"
     echo "（随附模型的训练数据中混入了重复某段内容的序列，重复周期因序列而异。）" > "$D/curriculum.zh.md"
@@ -51,9 +51,9 @@ for by in prev_token induction sink; do
         END {
             for (a = 1; a <= n; a++) o[a] = a
             for (a = 2; a <= n; a++) for (b = a; b > 1 && k[o[b]] > k[o[b - 1]]; b--) { t = o[b]; o[b] = o[b - 1]; o[b - 1] = t }
-            print "| layer | head | previous token, before / after the middle | induction (lowest over the lengths) | sink (position 0) | entropy (bits) |"
+            print "| layer | head | previous token, before / after the middle | induction (lowest over the copy distances) | sink (position 0) | entropy (bits) |"
             print "|---:|---:|---:|---:|---:|---:|"
-            print "| 层 | 头 | 前一词元，中点之前 / 之后 | 归纳（各长度中最低） | 汇聚（位置 0） | 熵（比特） |" > zh
+            print "| 层 | 头 | 前一词元，中点之前 / 之后 | 归纳（各复制距离中最低） | 汇聚（位置 0） | 熵（比特） |" > zh
             print "|---:|---:|---:|---:|---:|---:|" > zh
             for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x]
                 printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x] > zh }
@@ -79,6 +79,19 @@ END {
     }
     printf "lens,%d\nlen_first,%d\nlen_last,%d\nworst_second,%.2f\nlowest_first,%.2f\n", n, len[1], len[n], worst, lowfirst >> V
 }' "$D/heads/induction_heads.csv" "$D/heads/induction.csv" > "$D/lengths.md"
+
+# The bytes of the random copies: printable ASCII, so the best a model can do on a first copy
+# is log2 of the number of values (uniform), not 8 bits. From the tokens kvscope heads ran
+# (the start token, if any, left out: it is the one token at position 0 of no copy byte).
+awk -F, -v V="$V" 'NR > 1 && $1 ~ /^copy/ { k = $1; first[k] = first[k] == "" ? $2 : first[k]; t[k, $2] = $3 + 0; n[k]++ }
+    END { for (k in n) { z = n[k] % 2; for (p = first[k] + z; p < first[k] + n[k]; p++) { b = t[k, p]
+              if (!lo || b < lo) lo = b; if (b > hi) hi = b; seen[b] = 1 } }
+          for (b in seen) c++
+          printf "byte_lo,%d\nbyte_hi,%d\nbyte_values,%d\nbyte_bits,%.2f\n", lo, hi, c, log(c) / log(2) >> V }' "$D/heads/tokens.csv"
+claim "the copies' bytes take every value from byte_lo to byte_hi" \
+    "$(value "$V" byte_values) == $(value "$V" byte_hi) - $(value "$V" byte_lo) + 1"
+claim "no first copy costs less than log2 of the byte values (uniform random bytes)" \
+    "$(value "$V" lowest_first) >= $(value "$V" byte_bits)"
 
 # 3. The circuit on one repeated sequence: the previous-token head and the induction head
 # side by side, on kvscope heads' first random sequence of the longest copy distance R8.
@@ -148,6 +161,7 @@ done
 rm -f "$D/seq.txt"
 kv "$V" total $((SAMPLES * (R - KEEP)))
 kv "$V" prompt_len $((R + KEEP))
+kv "$V" prompt_ids $((R + KEEP + n0))
 rm -f "$D/heads/tokens.csv"
 
 # The verdict on matching, one sentence chosen by the numbers: an induction head (layer
@@ -175,6 +189,13 @@ claim "the full cache copies at least as well as the short window" \
 claim "a window with W - S = R copies (at least nine bytes in ten)" "$(value "$V" pct_long) >= 90"
 claim "a window with W - S = R - 1 copies almost nothing (at most a fifth)" "$(value "$V" pct_edge) <= 20"
 claim "the window with W - S = R copies better than the full cache" "$(value "$V" right_long) > $(value "$V" right_full)"
+if [ "$(value "$V" far_full)" = "$(value "$V" runs_full)" ]; then
+    kv "$V" runs_sentence "All $(value "$V" runs_full) of the full cache's runs of wrong bytes start"
+    kv "$V" runs_sentence_zh "完整缓存的 $(value "$V" runs_full) 段错误字节全都"
+else
+    kv "$V" runs_sentence "Of the full cache's $(value "$V" runs_full) runs of wrong bytes, $(value "$V" far_full) start"
+    kv "$V" runs_sentence_zh "完整缓存的 $(value "$V" runs_full) 段错误字节中，有 $(value "$V" far_full) 段"
+fi
 claim "most of the full cache's runs of wrong bytes follow a byte that recurs beyond the window's reach" \
     "2 * $(value "$V" far_full) > $(value "$V" runs_full) && $(value "$V" far_long) < $(value "$V" far_full)"
 
