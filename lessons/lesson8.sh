@@ -107,7 +107,7 @@ rm -rf "$P/hm" "$D/tmp"
 figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before" \
     "前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
 figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated" \
-    "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
+    "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $((R8 - 1)) 格处（R − 1，R = $R8）画出一条与对角线平行的亮线"
 
 # 4. What a window does to copying: sequences of kvscope heads at the longest copy distance R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted
