@@ -110,6 +110,18 @@ for k in V L; do kv "$V" $k "$(value "$I" $k)"; done
 kv "$V" T1 $((T + 1))
 kv "$V" L1 $(($(value "$V" L) - 1))
 rm -f "$I"
+# The built-in model (lessons 4 and 5 run it whatever MODEL_ARGS says): its widths.
+"$KV" info --prompt "$PROMPT" > "$D/info_builtin.csv"
+for k in C NH hs L V; do kv "$V" builtin_$k "$(value "$D/info_builtin.csv" $k)"; done
+rm -f "$D/info_builtin.csv"
+# Blocks after the first: their shapes repeat the first block's (a one-block model has none).
+if [ "$(value "$V" L)" -gt 1 ]; then
+    echo "blocks 1 to $(value "$V" L1) repeat the first block's shapes exactly" > "$D/blocks_rest.md"
+    echo "第 1 到 $(value "$V" L1) 块的形状与第一个块完全相同" > "$D/blocks_rest.zh.md"
+else
+    echo "this model has no other block" > "$D/blocks_rest.md"
+    echo "这个模型没有别的块" > "$D/blocks_rest.zh.md"
+fi
 kv "$V" chars "$(printf '%s' "$PROMPT" | od -An -tu1 | awk '{ for (i = 1; i <= NF; i++) if ($i < 128 || $i >= 192) n++ } END { print n }')"
 kv "$V" bytes "$(printf '%s' "$PROMPT" | wc -c | tr -d ' ')"
 kv "$V" bytes_per_char "$(awk -v b="$(value "$V" bytes)" -v c="$(value "$V" chars)" 'BEGIN { print b / c }')"
@@ -145,10 +157,11 @@ case "$MODEL_ARGS" in
         echo "It has GPT-2's structure with smaller widths (GPT-2 small has C = 768, NH = 12 heads of"
         echo "hs = 64 and L = 12 layers), and it reads English, so its attention shows what it has learned"
         echo "to look at (lessons 2, 3 and 8). Every shape below follows the same rules at any width;"
-        echo "lessons 4 and 5, about GPT-2 small's costs, run kvscope's built-in model with GPT-2 small's widths."
+        printf "lessons 4 and 5, about GPT-2 small's costs, run kvscope's built-in model: C = %s, NH = %s,\n" "$(value "$V" builtin_C)" "$(value "$V" builtin_NH)"
+        printf 'hs = %s as in GPT-2 small, but L = %s layer and a vocabulary of %s byte values.\n' "$(value "$V" builtin_hs)" "$(value "$V" builtin_L)" "$(value "$V" builtin_V)"
     } > "$D/model_note.md"
     {
-        echo "它的结构就是 GPT-2，只是更窄（GPT-2 small 是 C = 768，NH = 12 个头、每头 hs = 64，L = 12 层）。它读得懂英文，所以它的注意力能显示它学会了看哪里（第 2、3 和 8 课）。下面的每个形状在任何宽度下都遵循同样的规则；第 4 和第 5 课讲的是 GPT-2 small 的开销，用的是宽度与 GPT-2 small 相同的内置模型。"
+        echo "它的结构就是 GPT-2，只是更窄（GPT-2 small 是 C = 768，NH = 12 个头、每头 hs = 64，L = 12 层）。它读得懂英文，所以它的注意力能显示它学会了看哪里（第 2、3 和 8 课）。下面的每个形状在任何宽度下都遵循同样的规则；第 4 和第 5 课讲的是 GPT-2 small 的开销，用的是内置模型：C = $(value "$V" builtin_C)，NH = $(value "$V" builtin_NH)，hs = $(value "$V" builtin_hs)，与 GPT-2 small 相同，但只有 L = $(value "$V" builtin_L) 层，词表是 $(value "$V" builtin_V) 个字节值。"
     } > "$D/model_note.zh.md" ;;
 *)
     echo "This run uses the weights given with \`$MODEL_ARGS\` (a Hugging Face GPT-2 folder):" > "$D/model_intro.md"

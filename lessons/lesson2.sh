@@ -20,11 +20,14 @@ IN=$(head_name $IND_L $IND_H)
 PN=$(head_name $PREV_L $PREV_H)
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
 # The head with the best induction score, named for what it is: an induction head (layer
-# >= 1, at least 0.5 at every copy length) or not.
-awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v zh="$D/ind_words.zh.md" 'BEGIN {
-    if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score %.2f at every copy length),\n", L, H, sc
+# >= 1, at least 0.5 at every copy distance) or not.
+# The copy distances R kvscope heads measured (its copy distances), the shortest and longest.
+RLO=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } { r = col("copy_len") + 0; if (!n++ || r < m) m = r } END { print m }' "$D/heads/induction.csv")
+RHI=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } { r = col("copy_len") + 0; if (r > m) m = r } END { print m }' "$D/heads/induction.csv")
+awk -v L=$IND_L -v H=$IND_H -v sc=$IND_SCORE -v lo=$RLO -v hi=$RHI -v zh="$D/ind_words.zh.md" 'BEGIN {
+    if (L >= 1 && sc >= 0.5) printf "an **induction head** (layer %d, head %d, induction score at least %.2f at every copy distance R from %d to %d),\n", L, H, sc, lo, hi
     else printf "the head with the best **induction score** (layer %d, head %d, %.2f: no head of this model is an induction head, lesson 8),\n", L, H, sc
-    if (L >= 1 && sc >= 0.5) printf "一个**归纳头（induction head）**（第 %d 层的 %d 号头，在每个复制长度上归纳分数都至少 %.2f），", L, H, sc > zh
+    if (L >= 1 && sc >= 0.5) printf "一个**归纳头（induction head）**（第 %d 层的 %d 号头，在 %d 到 %d 的每个复制距离 R 上归纳分数都至少 %.2f），", L, H, lo, hi, sc > zh
     else printf "归纳分数最高的那个头（第 %d 层的 %d 号头，%.2f：这个模型没有一个头算得上归纳头（induction head），见第 8 课），", L, H, sc > zh
 }' > "$D/ind_words.md"
 LS=$IND_L; [ "$PREV_L" = "$IND_L" ] || LS="$PREV_L,$IND_L"
@@ -46,8 +49,8 @@ rm -rf "$P/hm"
 T0=$(awk -F, "$AWKLIB"'FNR == 1 { header(); next } col("phase") == "prefill" { print col("tokens") }' "$D/run/kv_memory.csv")
 IW="the head with the best induction score (layer $IND_L, head $IND_H)"
 ZW="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
-figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line one copy's length left of the diagonal" \
-    "预填充（prefill），$ZW：重复句子的 ${T0}×${T0} 注意力权重（标题 Prefill, layer $IND_L, head $IND_H: attention weights）。纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元，色标 weight 为 0 到 1，灰色是被因果掩码遮住的未来。一个靠匹配来复制的头，会在第二遍的那些行里、对角线左边一个副本长度处画出一条亮线"
+figure prefill_attn_ind.png "Prefill, $IW: the ${T0}×${T0} attention weights of the repeated sentence — a head that matches draws, in the rows of the second copy, a line R − 1 cells left of the diagonal, R the copy distance" \
+    "预填充（prefill），$ZW：重复句子的 ${T0}×${T0} 注意力权重（标题 Prefill, layer $IND_L, head $IND_H: attention weights）。纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元，色标 weight 为 0 到 1，灰色是被因果掩码遮住的未来。一个靠匹配来复制的头，会在第二遍的那些行里、对角线左边 R − 1 格处画出一条亮线（R 是复制距离）"
 figure prefill_attn_prev.png "Prefill, the previous-token head (layer $PREV_L, head $PREV_H): most of each row's weight sits just left of the diagonal, on the token before" \
     "预填充，前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）的注意力权重：纵轴 query 是正在计算的词元，横轴 key 是它可以看的词元；每行的大部分权重落在对角线紧左边，也就是前一个词元上"
 figure prefill_scores_ind.png "Prefill, $IW: the scores q·k/√hs before the softmax — the highest score of a row takes most of that row's weight" \
@@ -61,11 +64,11 @@ figure prefill_heads_ind.png "Prefill: the attention weights of every head of la
 awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == L { h = col("head"); p = col("prev_token"); s = col("sink"); e = col("entropy_bits")
         i = col("induction")
-        if (i >= 0.5) w = sprintf("head %d, an induction head (%.2f on the token after the earlier copy, at its weakest copy length; position 0 %.2f)", h, i, s)
+        if (i >= 0.5) w = sprintf("head %d, an induction head (%.2f on the token after the earlier copy, at its weakest copy distance; position 0 %.2f)", h, i, s)
         else if (p >= 0.5) w = sprintf("head %d mostly on the byte before (%.2f)", h, p)
         else if (s >= 0.5) w = sprintf("head %d mostly on position 0 (%.2f)", h, s)
         else w = sprintf("head %d spread out (previous byte %.2f, position 0 %.2f, %.1f bits of entropy)", h, p, s, e)
-        if (i >= 0.5) z = sprintf("%d 号头是归纳头（在最不利的复制长度上，仍有 %.2f 的权重落在前一个副本中紧接其后的词元上；位置 0 占 %.2f）", h, i, s)
+        if (i >= 0.5) z = sprintf("%d 号头是归纳头（在最不利的复制距离上，仍有 %.2f 的权重落在前一个副本中紧接其后的词元上；位置 0 占 %.2f）", h, i, s)
         else if (p >= 0.5) z = sprintf("%d 号头主要看前一个字节（%.2f）", h, p)
         else if (s >= 0.5) z = sprintf("%d 号头主要看位置 0（%.2f）", h, s)
         else z = sprintf("%d 号头比较分散（前一个字节占 %.2f，位置 0 占 %.2f，熵 %.1f 比特）", h, p, s, e)
@@ -76,7 +79,7 @@ awk -F, -v L=$IND_L "$AWKLIB"'FNR == 1 { header(); next }
 # copy's first words), its keys ranked by weight. It sees keys 0..QP.
 QP=$((T0 - 1))
 awk -F, -v qp=$QP -v L=$IND_L -v H=$IND_H "$AWKLIB"'
-FNR == NR { if (FNR > 1) { split($0, a, ","); c = a[3] + 0; ch[a[2]] = bytelabel(c) } next }
+FNR == NR { if (FNR > 1) { split($0, a, ","); c = a[3] + 0; ch[a[2]] = toklabel(c, a[4]) } next }
 FNR == 1 { header(); next }
 col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     n++; k[n] = col("key_pos"); s[n] = col("score"); w[n] = col("weight"); sum += col("weight")
@@ -97,9 +100,9 @@ END {
 }
 function top(m,   r, t) { t = 0; for (r = 1; r <= m && r <= n; r++) t += w[o[r]]; return t }' \
     zh="$D/scores_row.zh.md" "$D/run/tokens.csv" "$D/run/attention.csv" > "$D/scores_row.md"
-kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP "$AWKLIB"'NR > 1 && $2 == p { printf "%s", bytelabel($3) }' "$D/run/tokens.csv")"
+kv "$V" qp_char "$(LC_ALL=C awk -F, -v p=$QP "$AWKLIB"'NR > 1 && $2 == p { printf "%s", toklabel($3, $4) }' "$D/run/tokens.csv")"
 kv "$V" qp_next "$(LC_ALL=C awk -v p="$PHRASE_START" -v f="$PHRASE" 'BEGIN { c = substr(f, length(p) + 1, 1); printf "%s", c == " " ? "␣" : c }')"
-# the copy length R of the prompt: the second copy starts R bytes after the first, and an
+# the copy distance R of the prompt: the second copy starts R bytes after the first, and an
 # induction head's line runs R - 1 cells left of the diagonal
 kv "$V" dist "$(( $(printf '%s' "$PHRASE" | wc -c) + 1 ))"
 kv "$V" dist_m1 "$(printf '%s' "$PHRASE" | wc -c | tr -d ' ')"
@@ -111,9 +114,15 @@ FNR == 1 { header(); next }
 col("phase") == "prefill" && col("layer") == L && col("head") == H && col("query_pos") == qp {
     w = col("weight") + 0; k = col("key_pos") + 0
     if (k == nx + off) wn = w
-    if (w > wm) { wm = w; km = k } }
-END { printf "w_next,%.3f\nw_max,%.3f\nk_max,%d\n", wn, wm, km >> V }' off=$(( T0 - $(printf '%s' "$PROMPT" | wc -c) )) "$D/run/attention.csv"
+    if (w > wm) { w2 = wm; wm = w; km = k } else if (w > w2) w2 = w }
+END { printf "w_next,%.3f\nw_max,%.3f\nk_max,%d\nw_second,%.3f\n", wn, wm, km, w2 >> V }' off=$(( T0 - $(printf '%s' "$PROMPT" | wc -c) )) "$D/run/attention.csv"
 claim "the previous-token head puts most of each row's weight on the token before" "$PREV_SCORE >= 0.5"
+claim "on this sentence the head parks most of its weight on position 0 and gives the byte to copy the second-largest share" \
+    "$(value "$V" k_max) == 0 && $(value "$V" w_max) > 0.5 && $(value "$V" w_next) == $(value "$V" w_second) && $(value "$V" w_next) < $IND_SCORE"
+# Try it 1: a prompt of 30 token ids (the model may put its start token in front).
+"$KV" info $MODEL_ARGS --prompt-ids "$(seq -s, 1 30)" > "$D/info30.csv"
+kv "$V" try_T "$(value "$D/info30.csv" prompt_tokens)"
+rm -f "$D/info30.csv"
 kv "$V" qp_keys $((QP + 1))
 
 # Shapes and bytes of the cache right after the prefill: the shapes the engine reported,

@@ -30,6 +30,11 @@ kv "$V" ind_head $IND_H
 kv "$V" ind_score $IND_SCORE
 kv "$V" prev_score "$(awk -F, "$AWKLIB"'FNR == 1 { header(); next }
     col("layer") == '$IND_L' && col("head") == '$IND_H' { printf "%.2f", col("prev_token") }' "$D/heads/heads.csv")"
+# the copy distances kvscope heads measured, as a list: "16, 32, 64 and 100"
+awk -F, "$AWKLIB"'FNR == 1 { header(); next } { r[++n] = col("copy_len") + 0 }
+    END { s = r[1]; for (i = 2; i < n; i++) s = s ", " r[i]; if (n > 1) s = s " and " r[n]; print "copy_lens," s
+          s = r[1]; for (i = 2; i < n; i++) s = s "、" r[i]; if (n > 1) s = s " 和 " r[n]; print "copy_lens_zh," s }' \
+    "$D/heads/induction.csv" >> "$V"
 WHO="the head with the best induction score (layer $IND_L, head $IND_H)"
 ZWHO="归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）"
 
@@ -63,6 +68,7 @@ done
 # (the phrase and its space earlier, plus one: the byte that followed last time).
 DIST=$(($(printf '%s' "$PHRASE" | wc -c) + 1))
 kv "$V" dist $DIST
+kv "$V" dist_m1 $((DIST - 1))
 awk -F, -v L=$IND_L -v H=$IND_H -v st=$STEPS -v d=$DIST -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
     col("phase") == "decode" && col("step") == st && col("layer") == L && col("head") == H {
         q = col("query_pos"); w = col("weight") + 0; k = col("key_pos") + 0
@@ -109,9 +115,9 @@ kv "$V" phrase_start "$PHRASE_START"
 # One sentence on the full cache's line, chosen by the count (the issue's bar: 90 %).
 awk -v a="$(value "$V" copied_full)" -v n="$(value "$V" copy_len)" -v zh="$D/copy_verdict.zh.md" 'BEGIN {
     if (a >= 0.9 * n) print "The full cache copies the sentence: the cache is what lets it."
-    else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy length.\n", a, n
+    else printf "Here the full cache does not copy the sentence either (%d of %d bytes): this model has not learned to copy by matching, which [lesson 8](lesson8.md) measures at every copy distance.\n", a, n
     if (a >= 0.9 * n) print "完整的缓存复制出了这个句子，这正是缓存的功劳。" > zh
-    else printf "这里完整的缓存也没有复制出这个句子（%d 个字节中只对了 %d 个），因为这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制长度上测量这一点。\n", n, a > zh
+    else printf "这里完整的缓存也没有复制出这个句子（%d 个字节中只对了 %d 个），因为这个模型没有学会靠匹配来复制，[第 8 课](lesson8.md)会在每个复制距离上测量这一点。\n", n, a > zh
 }' > "$D/copy_verdict.md"
 claim "the forgetful cache repeats at most a fifth of the first copy" \
     "$(value "$V" copied_bug) <= 0.2 * $(value "$V" copy_len)"

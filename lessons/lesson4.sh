@@ -24,6 +24,14 @@ I="$D/info_fp32.csv"
 kv "$V" C "$(value "$I" C)"
 kv "$V" L "$(value "$I" L)"
 kv "$V" Vv "$(value "$I" V)"
+kv "$V" NH "$(value "$I" NH)"
+kv "$V" hs "$(value "$I" hs)"
+# GPT-2 small's full shape, where make timing measures half-size weights (timing.sh's
+# GPT2_ARGS): its layers, vocabulary and float32 weight bytes.
+"$KV" info --layers 12 --vocab 50257 --prompt-ids 0 > "$D/info_gpt2.csv"
+kv "$V" gpt2_L "$(value "$D/info_gpt2.csv" L)"
+kv "$V" gpt2_V "$(value "$D/info_gpt2.csv" V)"
+kv "$V" gpt2_weights_mib "{{bytes $(value "$D/info_gpt2.csv" weight_bytes_decode)}}"
 
 # One token of prompt, then decode to T = 1000, counting every step, with the cache and
 # without it (every length recomputed from scratch): kvscope compare, which writes the
@@ -108,11 +116,17 @@ col("T") == 1000 {
     printf "| prefill of T = %d tokens | %s | %s | %s | %.0f |\n", T, digits(col("flops_total_recompute")),
         digits(col("weight_bytes_recompute")), digits(col("kv_bytes")), col("flops_per_byte_recompute")
     printf "pre_intensity_%d,%.0f\n", T, col("flops_per_byte_recompute") >> V
+    # a prefill reads the weights once, plus a wte row and a wpe row (C floats each) for
+    # every token after the first: the decode step reads one of each
+    printf "pre_extra_bytes,%s\npre_extra_raw,%.0f\npre_T,%d\n", digits(col("weight_bytes_recompute") - col("weight_bytes_cache")),
+        col("weight_bytes_recompute") - col("weight_bytes_cache"), T >> V
 }' "$CMP" >> "$D/intensity.rows"
 { echo "| what | FLOPs of the whole step (counted) | weight bytes read | K/V bytes read | FLOPs per byte |"
   echo "|---|---:|---:|---:|---:|"
   cat "$D/intensity.rows"; } > "$D/intensity.md"
 rm -f "$D/intensity.rows"
+claim "a prefill reads one wte and one wpe row per token more than a decode step" \
+    "$(value "$V" pre_extra_raw) == ($(value "$V" pre_T) - 1) * 2 * $(value "$V" C) * 4"
 
 # What the measured steps (data/measured/, make timing) did per second: the counted FLOPs
 # and bytes of a step at the shortest and the longest measured length, over its median

@@ -26,17 +26,17 @@ if [ "$MODEL_ARGS" = "--model data/model" ]; then
     steps=$(sed -n 's/.*--steps \([0-9]*\).*/\1/p' lessons/model.mk)
     pct=$(awk -v s="$share" 'BEGIN { printf "%.0f", 100 * s }')
     tpct=$(awk -v s="$text" 'BEGIN { printf "%.0f", 100 * s }')
-    printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
-    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批次（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
+    printf '%s\n' "It was trained for $steps steps (\`lessons/model.mk\`) on the King James Bible, with $pct % of each batch's sequences repeating a segment to the end, the period drawn per sequence from $pmin to $pmax bytes ($tpct % of the segments spans of the text, the others random printable bytes): only matching predicts such a repeat, since no one distance does." > "$D/curriculum.md"
+    printf '%s\n' "它训练了 $steps 步（\`lessons/model.mk\`），语料是英王钦定本《圣经》；每个批次（batch）中有 $pct % 的序列从某处起重复一段内容直到结尾，重复周期按序列从 $pmin 到 $pmax 字节中抽取（其中 $tpct % 的片段取自正文，其余是随机的可打印字节）：这样的重复只有靠匹配才能预测，因为没有哪一个固定距离总是对的。" > "$D/curriculum.zh.md"
 else
     echo "(The shipped model's training mixed in sequences that repeat a segment, with a period that varies from sequence to sequence.)" > "$D/curriculum.md"
     echo "（随附模型的训练数据中混入了重复某段内容的序列，重复周期因序列而异。）" > "$D/curriculum.zh.md"
 fi
 
-# 1. Every head measured at every copy length, the chart drawn by kvscope heads.
+# 1. Every head measured at every copy distance, the chart drawn by kvscope heads.
 "$KV" heads $MODEL_ARGS --out "$D/heads" --plots "$P" --quiet
-figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy lengths), the weight on position 0 and the entropy, and every head's induction score at each copy length" \
-    "每个注意力头（head）在做什么：每个小图中一格对应一个层（layer，纵轴）和头（横轴）；各小图依次是上下文中点之前和之后的前一词元分数（previous token）、归纳分数（induction，取各复制长度中的最低值）、放在位置 0 上的权重（sink）和注意力行的熵（entropy，比特），最后一图是每个头在每种复制长度下的归纳分数（weight）"
+figure heads.png "What every head does, one cell per layer and head: the previous-token score before and after the middle of the context, the induction score (the lowest over the copy distances), the weight on position 0 and the entropy, and every head's induction score at each copy distance" \
+    "每个注意力头（head）在做什么：每个小图中一格对应一个层（layer，纵轴）和头（横轴）；各小图依次是上下文中点之前和之后的前一词元分数（previous token）、归纳分数（induction，取各复制距离中的最低值）、放在位置 0 上的权重（sink）和注意力行的熵（entropy，比特），最后一图是每个头在每种复制距离下的归纳分数（weight）"
 pick_heads "$D/heads"
 for k in IND_L IND_H IND_SCORE PREV_L PREV_H PREV_SCORE; do eval "kv \"\$V\" $k \"\$$k\""; done
 awk -F, -v L=$PREV_L -v H=$PREV_H -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
@@ -51,25 +51,25 @@ for by in prev_token induction sink; do
         END {
             for (a = 1; a <= n; a++) o[a] = a
             for (a = 2; a <= n; a++) for (b = a; b > 1 && k[o[b]] > k[o[b - 1]]; b--) { t = o[b]; o[b] = o[b - 1]; o[b - 1] = t }
-            print "| layer | head | previous token, before / after the middle | induction (lowest over the lengths) | sink (position 0) | entropy (bits) |"
+            print "| layer | head | previous token, before / after the middle | induction (lowest over the copy distances) | sink (position 0) | entropy (bits) |"
             print "|---:|---:|---:|---:|---:|---:|"
-            print "| 层 | 头 | 前一词元，中点之前 / 之后 | 归纳（各长度中最低） | 汇聚（位置 0） | 熵（比特） |" > zh
+            print "| 层 | 头 | 前一词元，中点之前 / 之后 | 归纳（各复制距离中最低） | 汇聚（位置 0） | 熵（比特） |" > zh
             print "|---:|---:|---:|---:|---:|---:|" > zh
             for (a = 1; a <= 3 && a <= n; a++) { x = o[a]; printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x]
                 printf "| %d | %d | %.2f / %.2f | %.2f | %.2f | %.2f |\n", l[x], h[x], pb[x], pa[x], i[x], s[x], e[x] > zh }
         }' "$D/heads/heads.csv" > "$D/top_$by.md"
 done
 
-# 2. Matching at every copy length: the best head, the chosen head and the loss on each copy.
+# 2. Matching at every copy distance: the best head, the chosen head and the loss on each copy.
 awk -F, -v L=$IND_L -v H=$IND_H -v V="$V" -v zh="$D/lengths.zh.md" "$AWKLIB"'
 FNR == 1 { header(); f++; next }
 f == 1 { if (col("layer") == L && col("head") == H) mine[col("copy_len")] = col("induction"); next }
 { R = col("copy_len"); n++; len[n] = R; bl[n] = col("best_layer"); bh[n] = col("best_head"); bi[n] = col("best_induction")
   fb[n] = col("first_bits"); sb[n] = col("second_bits") }
 END {
-    print "| copy length R | best head (layer, head): induction | layer " L ", head " H ": induction | first copy, bits/byte | second copy, bits/byte |"
+    print "| copy distance R | best head (layer, head): induction | layer " L ", head " H ": induction | first copy, bits/byte | second copy, bits/byte |"
     print "|---:|---|---:|---:|---:|"
-    print "| 复制长度 R | 最佳头（层, 头）：归纳 | 第 " L " 层的 " H " 号头：归纳 | 第一遍，比特/字节 | 第二遍，比特/字节 |" > zh
+    print "| 复制距离 R | 最佳头（层, 头）：归纳 | 第 " L " 层的 " H " 号头：归纳 | 第一遍，比特/字节 | 第二遍，比特/字节 |" > zh
     print "|---:|---|---:|---:|---:|" > zh
     for (a = 1; a <= n; a++) {
         printf "| %d | %d, %d: %.2f | %.2f | %.2f | %.2f |\n", len[a], bl[a], bh[a], bi[a], mine[len[a]], fb[a], sb[a]
@@ -80,8 +80,21 @@ END {
     printf "lens,%d\nlen_first,%d\nlen_last,%d\nworst_second,%.2f\nlowest_first,%.2f\n", n, len[1], len[n], worst, lowfirst >> V
 }' "$D/heads/induction_heads.csv" "$D/heads/induction.csv" > "$D/lengths.md"
 
+# The bytes of the random copies: printable ASCII, so the best a model can do on a first copy
+# is log2 of the number of values (uniform), not 8 bits. From the tokens kvscope heads ran
+# (the start token, if any, left out: it is the one token at position 0 of no copy byte).
+awk -F, -v V="$V" 'NR > 1 && $1 ~ /^copy/ { k = $1; first[k] = first[k] == "" ? $2 : first[k]; t[k, $2] = $3 + 0; n[k]++ }
+    END { for (k in n) { z = n[k] % 2; for (p = first[k] + z; p < first[k] + n[k]; p++) { b = t[k, p]
+              if (!lo || b < lo) lo = b; if (b > hi) hi = b; seen[b] = 1 } }
+          for (b in seen) c++
+          printf "byte_lo,%d\nbyte_hi,%d\nbyte_values,%d\nbyte_bits,%.2f\n", lo, hi, c, log(c) / log(2) >> V }' "$D/heads/tokens.csv"
+claim "the copies' bytes take every value from byte_lo to byte_hi" \
+    "$(value "$V" byte_values) == $(value "$V" byte_hi) - $(value "$V" byte_lo) + 1"
+claim "no first copy costs less than log2 of the byte values (uniform random bytes)" \
+    "$(value "$V" lowest_first) >= $(value "$V" byte_bits)"
+
 # 3. The circuit on one repeated sequence: the previous-token head and the induction head
-# side by side, on kvscope heads' first random sequence of the longest copy length R8.
+# side by side, on kvscope heads' first random sequence of the longest copy distance R8.
 R8=$(value "$V" len_last)
 kv "$V" r8 $R8
 ids=$(awk -F, -v q="copy${R8}_0" '$1 == q { s = s (s == "" ? "" : ",") $3 } END { print s }' "$D/heads/tokens.csv")
@@ -95,12 +108,12 @@ rm -rf "$P/hm" "$D/tmp"
 figure repeat_attn_prev.png "The previous-token head (layer $PREV_L, head $PREV_H) on $R8 random bytes repeated: every row's weight just left of the diagonal, the byte before" \
     "前一词元头（previous-token head，第 $PREV_L 层的 $PREV_H 号头）在重复两遍的 $R8 个随机字节上的注意力：纵轴是正在计算的查询（query），横轴是缓存中的键（key）；每一行的权重都落在对角线左边紧挨着的一格，也就是前一个字节"
 figure repeat_attn_ind.png "The head with the best induction score (layer $IND_L, head $IND_H) on the same $R8 random bytes repeated" \
-    "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $R8 − 1 格处画出一条与对角线平行的亮线"
+    "归纳分数最高的头（第 $IND_L 层的 $IND_H 号头）在同样重复两遍的 $R8 个随机字节上的注意力：纵轴是查询，横轴是键；第二遍的各行在对角线左边 $((R8 - 1)) 格处（R − 1，R = $R8）画出一条与对角线平行的亮线"
 
 # 3b. The circuit, causally: every head of the previous-token head's layer ablated in turn
 # (kvscope heads --ablate: its output z replaced by its mean over the Psalm text, so it no
 # longer depends on what it reads), and the induction head's score (the lowest over the copy
-# lengths) and the loss on each copy of length R8 measured again.
+# distances) and the loss on each copy of length R8 measured again.
 echo "ablated,induction,first_bits,second_bits" > "$D/ablation.csv"
 ab_row() { # $1 the ablated head ("none"), $2 the heads folder
     awk -F, -v a="$1" -v L=$IND_L -v H=$IND_H -v R=$R8 "$AWKLIB"'FNR == 1 { header(); f++; next }
@@ -201,7 +214,7 @@ else
     echo "（归纳头形成时的相变是用随附模型的训练日志 \`data/model/train_log.csv\` 画的；这个模型没有训练日志。）" > "$D/phase.zh.md"
 fi
 
-# 4. What a window does to copying: sequences of kvscope heads at the longest copy length R
+# 4. What a window does to copying: sequences of kvscope heads at the longest copy distance R
 # (R bytes, then the same R bytes, after the start token if the model has one), prompted
 # with the first copy and the first KEEP bytes of the second; the model writes the rest
 # greedily with the full cache and with windows of S sinks and W - S recent positions (the
@@ -253,18 +266,19 @@ done
 rm -f "$D/seq.txt"
 kv "$V" total $((SAMPLES * (R - KEEP)))
 kv "$V" prompt_len $((R + KEEP))
+kv "$V" prompt_ids $((R + KEEP + n0))
 rm -f "$D/heads/tokens.csv"
 
 # The verdict on matching, one sentence chosen by the numbers: an induction head (layer
-# >= 1, every copy length >= 0.5, the second copy at most 1 bit per byte) or none.
+# >= 1, every copy distance >= 0.5, the second copy at most 1 bit per byte) or none.
 awk -v L=$IND_L -v H=$IND_H -v pl=$PREV_L -v sc=$IND_SCORE -v w="$(value "$V" worst_second)" -v f="$(value "$V" lowest_first)" \
     -v en="$D/verdict.md" -v zh="$D/verdict.zh.md" 'BEGIN {
     if (L >= 1 && pl < L && sc >= 0.5 && w <= 1.0) {
-        printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy length, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f > en
-        printf "第 %d 层的 %d 号头是归纳头：在每一种复制长度下，它都把至少 %.2f 的权重放在第一遍中对应位置之后的那个词元上；第二遍每字节最多花费 %.2f 比特，而第一遍至少要 %.2f 比特。它所在的层在前一词元头之后，正符合这个回路的要求。\n", L, H, sc, w, f > zh
+        printf "Layer %d, head %d is an induction head: it puts at least %.2f of its weight on the token after the first copy at every copy distance, and the second copy costs at most %.2f bits per byte against at least %.2f for the first. It sits in a later layer than the previous-token head, as the circuit needs.\n", L, H, sc, w, f > en
+        printf "第 %d 层的 %d 号头是归纳头：在每一种复制距离下，它都把至少 %.2f 的权重放在第一遍中对应位置之后的那个词元上；第二遍每字节最多花费 %.2f 比特，而第一遍至少要 %.2f 比特。它所在的层在前一词元头之后，正符合这个回路的要求。\n", L, H, sc, w, f > zh
     } else {
-        printf "No head of this model is an induction head: the best score that holds at every copy length is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f > en
-        printf "这个模型没有归纳头：在每一种复制长度下都成立的最高分数是 %.2f（第 %d 层的 %d 号头），第二遍每字节仍要花费多达 %.2f 比特（第一遍至少 %.2f 比特）。模型有回路的前一半，即一个前一词元头，却没有后一半；下面的复制能力就是缺了后一半之后剩下的。\n", sc, L, H, w, f > zh
+        printf "No head of this model is an induction head: the best score that holds at every copy distance is %.2f (layer %d, head %d), and the second copy still costs up to %.2f bits per byte (the first at least %.2f). The model has the first half of the circuit, a previous-token head, but not the second: the copying below is what is left without it.\n", sc, L, H, w, f > en
+        printf "这个模型没有归纳头：在每一种复制距离下都成立的最高分数是 %.2f（第 %d 层的 %d 号头），第二遍每字节仍要花费多达 %.2f 比特（第一遍至少 %.2f 比特）。模型有回路的前一半，即一个前一词元头，却没有后一半；下面的复制能力就是缺了后一半之后剩下的。\n", sc, L, H, w, f > zh
     }
 }'
 
@@ -280,6 +294,13 @@ claim "the full cache copies at least as well as the short window" \
 claim "a window with W - S = R copies (at least nine bytes in ten)" "$(value "$V" pct_long) >= 90"
 claim "a window with W - S = R - 1 copies almost nothing (at most a fifth)" "$(value "$V" pct_edge) <= 20"
 claim "the window with W - S = R copies better than the full cache" "$(value "$V" right_long) > $(value "$V" right_full)"
+if [ "$(value "$V" far_full)" = "$(value "$V" runs_full)" ]; then
+    kv "$V" runs_sentence "All $(value "$V" runs_full) of the full cache's runs of wrong bytes start"
+    kv "$V" runs_sentence_zh "完整缓存的 $(value "$V" runs_full) 段错误字节全都"
+else
+    kv "$V" runs_sentence "Of the full cache's $(value "$V" runs_full) runs of wrong bytes, $(value "$V" far_full) start"
+    kv "$V" runs_sentence_zh "完整缓存的 $(value "$V" runs_full) 段错误字节中，有 $(value "$V" far_full) 段"
+fi
 claim "most of the full cache's runs of wrong bytes follow a byte that recurs beyond the window's reach" \
     "2 * $(value "$V" far_full) > $(value "$V" runs_full) && $(value "$V" far_long) < $(value "$V" far_full)"
 

@@ -103,8 +103,10 @@ value() {
 #   col(name)   this line's field in the column called name (unknown: the script stops)
 #   digits(n), bytes(n), kib(n)   n marked for kvscope format: 212,705,280 / 72.0 KiB / 6
 #   bytelabel(c)  byte c as a markdown table shows it: ␣ for a space, ¶ for a newline, a
-#               printable ASCII byte as itself, any other byte as ⟨c⟩ (⟨255⟩ for the start
-#               byte): a lone byte >= 0x80 is not UTF-8, and a lesson file must be
+#               printable ASCII byte as itself, any other byte as ⟨c⟩ (⟨200⟩): a lone
+#               byte >= 0x80 is not UTF-8, and a lesson file must be
+#   toklabel(c, text)  the same for a token of tokens.csv (its token_id and text): the start
+#               token as ⟨s⟩, the name kvscope and the glossary give it
 AWKLIB='
 function header(   i) { for (i = 1; i <= NF; i++) COL[FILENAME, $i] = i }
 function col(name) {
@@ -123,6 +125,7 @@ function bytelabel(c) {
     if (c > 32 && c < 127) return sprintf("%c", c)
     return "⟨" c "⟩"
 }
+function toklabel(c, text) { return text == "⟨s⟩" ? text : bytelabel(c) }
 '
 
 figure() {
