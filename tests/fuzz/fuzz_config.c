@@ -13,8 +13,9 @@
  *     shape, eps and start token.
  *   - A small one (at most TINY_PARAMS parameters) is built with hashed weights and run,
  *     for one input in MODEL_EVERY (by a hash of its bytes: a run costs some 20 parses,
- *     and the fuzzer must keep its pace): decoding with the KV cache gives the logits of
- *     recomputing without it.
+ *     and the fuzzer must keep its pace), in float32 and, one run in HALF_EVERY, with fp16
+ *     or bf16 weights: decoding with the KV cache gives the logits of recomputing
+ *     without it.
  * Run with `make fuzz` (tests/fuzz/fuzz.mk); tests/fuzz/config.dict holds its words. */
 #include <math.h>
 #include <stdint.h>
@@ -28,7 +29,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { TINY_PARAMS = 3000, TINY_TOKENS = 3, MODEL_EVERY = 32 };
+enum { TINY_PARAMS = 3000, TINY_TOKENS = 3, MODEL_EVERY = 32, HALF_EVERY = 8 };
 
 /* The tensors of the shape, end to end. */
 static void check_specs(const Config *c) {
@@ -78,29 +79,13 @@ static void check_round_trip(const Config *c) {
         abort();
 }
 
-/* A small model: the cache's logits at every step are those of recomputing. */
-static void check_tiny_model(const Config *c) {
-    const size_t n = model_num_params(c);
-    if (n > TINY_PARAMS) return;
-    /* weights from a cheap hash in [-0.05, 0.05) (model_init_random's 12 draws a weight
-     * would cost more than the run) */
-    float *blob = malloc(n * sizeof *blob);
-    if (!blob) return;
-    for (size_t i = 0; i < n; i++)
-        blob[i] = (float)((uint32_t)(i * 2654435761u) >> 8) / 16777216.0f * 0.1f - 0.05f;
-    Model m;
-    if (model_init_from_blob(&m, c, blob, 1) != 0) {
-        free(blob);
-        return;
-    }
+/* The cache's logits at every step are those of recomputing, on m's weights. */
+static void cache_matches_recompute(Model *m) {
+    const Config *c = &m->cfg;
     Generator gc, gr;
-    if (generator_init(&gc, &m, GEN_CACHE) != 0) {
-        model_free(&m);
-        return;
-    }
-    if (generator_init(&gr, &m, GEN_RECOMPUTE) != 0) {
+    if (generator_init(&gc, m, GEN_CACHE) != 0) return;
+    if (generator_init(&gr, m, GEN_RECOMPUTE) != 0) {
         generator_free(&gc);
-        model_free(&m);
         return;
     }
     int toks[TINY_TOKENS];
@@ -118,6 +103,26 @@ static void check_tiny_model(const Config *c) {
     }
     generator_free(&gc);
     generator_free(&gr);
+}
+
+/* A small model, in float32 and then, unless half is DT_FP32, with half weights (DT_FP16
+ * or DT_BF16): the cache's logits are those of recomputing. */
+static void check_tiny_model(const Config *c, Dtype half) {
+    const size_t n = model_num_params(c);
+    if (n > TINY_PARAMS) return;
+    /* weights from a cheap hash in [-0.05, 0.05) (model_init_random's 12 draws a weight
+     * would cost more than the run) */
+    float *blob = malloc(n * sizeof *blob);
+    if (!blob) return;
+    for (size_t i = 0; i < n; i++)
+        blob[i] = (float)((uint32_t)(i * 2654435761u) >> 8) / 16777216.0f * 0.1f - 0.05f;
+    Model m;
+    if (model_init_from_blob(&m, c, blob, 1) != 0) {
+        free(blob);
+        return;
+    }
+    cache_matches_recompute(&m);
+    if (half != DT_FP32 && model_set_weights(&m, half) == 0) cache_matches_recompute(&m);
     model_free(&m);
 }
 
@@ -140,6 +145,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_round_trip(&c);
     uint32_t h = 2166136261u; /* FNV-1a of the input */
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
-    if (h % MODEL_EVERY == 0) check_tiny_model(&c);
+    const uint32_t k = h / MODEL_EVERY; /* the half weights cost as much again: 1 run in 8 */
+    if (h % MODEL_EVERY == 0)
+        check_tiny_model(&c, k % HALF_EVERY ? DT_FP32 : (k / HALF_EVERY) % 2 ? DT_FP16 : DT_BF16);
     return 0;
 }
