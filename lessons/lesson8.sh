@@ -143,17 +143,17 @@ awk -F, -v V="$V" -v en="$D/ablation_verdict.md" -v zh="$D/ablation_verdict.zh.m
     fp = v["ab_first_prev"]; fn = v["ab_first_none"]; o = v["ab_other"]; io = v["ab_ind_other"]; so = v["ab_second_other"]
     if (p < n / 10 && sp > 0.95 * fp) {
         printf "Without the previous-token head the induction score falls from %s to %s and the second copy costs %s bits per byte instead of %s, as much as the first (%s): no copying at all.", n, p, sp, sn, fp > en
-        printf "没有了前一词元头，归纳得分从 %s 降到 %s，第二遍每字节要 %s 比特而不是 %s，和第一遍（%s）一样：完全不再复制。", n, p, sp, sn, fp > zh
+        printf "没有了前一词元头，归纳分数从 %s 降到 %s，第二遍每字节要 %s 比特而不是 %s，和第一遍（%s）一样：完全不再复制。", n, p, sp, sn, fp > zh
     } else {
         printf "Without the previous-token head the induction score goes from %s to %s and the second copy costs %s bits per byte instead of %s (the first: %s).", n, p, sp, sn, fp > en
-        printf "没有了前一词元头，归纳得分从 %s 变为 %s，第二遍每字节 %s 比特而不是 %s（第一遍：%s）。", n, p, sp, sn, fp > zh
+        printf "没有了前一词元头，归纳分数从 %s 变为 %s，第二遍每字节 %s 比特而不是 %s（第一遍：%s）。", n, p, sp, sn, fp > zh
     }
     if (io > p && so < sp && so < fn) {
         printf " The most harmful other head, %s, leaves a score of %s and %s bits per byte: other heads of that layer matter too, but only without the previous-token head does the copying stop entirely.\n", o, io, so > en
-        printf "其他头里影响最大的 %s 消融后，得分还有 %s，第二遍 %s 比特/字节：那一层的其他头也很重要，但只有去掉前一词元头，复制才完全停止。\n", o, io, so > zh
+        printf "其他头里影响最大的 %s 消融后，归纳分数还有 %s，第二遍 %s 比特/字节：那一层的其他头也很重要，但只有去掉前一词元头，复制才完全停止。\n", o, io, so > zh
     } else {
         printf " Ablating head %s harms the copying as much (score %s, %s bits per byte): the previous-token head is not the only head it needs.\n", o, io, so > en
-        printf "消融 %s 对复制的损害同样大（得分 %s，%s 比特/字节）：复制需要的不只是前一词元头。\n", o, io, so > zh
+        printf "消融 %s 对复制的损害同样大（归纳分数 %s，%s 比特/字节）：复制需要的不只是前一词元头。\n", o, io, so > zh
     }
 }' "$V"
 chart lesson8_ablation "$P/ablation" -e "in='$D/ablation.csv'; prev='$PREV_L.$PREV_H'; ind='$IND_L.$IND_H'; R=$R8"
@@ -181,7 +181,7 @@ if [ "$MODEL_ARGS" = "--model data/model" ] && [ -f "$LOG" ]; then
         "$(value "$V" phase_steepest_lo) >= $(value "$V" phase_from) && $(value "$V" phase_steepest_hi) <= $(value "$V" phase_to)"
     chart lesson8_phase "$P/phase" -e "in='$LOG'; from=$(value "$V" phase_from); to=$(value "$V" phase_to)"
     figure phase.png "The phase change: in steps $(value "$V" phase_from)–$(value "$V" phase_to) of training the best induction score rose from $(value "$V" phase_ind_from) to $(value "$V" phase_ind_to) and the loss fell faster than anywhere after step 300 ($(value "$V" phase_steepest_fall) nats/byte in steps $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi))" \
-        "相变（phase change）：训练的第 $(value "$V" phase_from)–$(value "$V" phase_to) 步，最佳归纳得分从 $(value "$V" phase_ind_from) 升到 $(value "$V" phase_ind_to)，损失下降得比第 300 步之后任何时候都快（第 $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi) 步降了 $(value "$V" phase_steepest_fall) 奈特/字节）"
+        "相变（phase change）：训练的第 $(value "$V" phase_from)–$(value "$V" phase_to) 步，最佳归纳分数从 $(value "$V" phase_ind_from) 升到 $(value "$V" phase_ind_to)，损失下降得比第 300 步之后任何时候都快（第 $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi) 步降了 $(value "$V" phase_steepest_fall) 奈特/字节）"
     pf=$(value "$V" phase_from) pt=$(value "$V" phase_to) if_=$(value "$V" phase_ind_from) it=$(value "$V" phase_ind_to)
     ifi=$(value "$V" phase_ind_final) lf=$(value "$V" phase_loss_from) lt=$(value "$V" phase_loss_to)
     sl=$(value "$V" phase_steepest_lo) sh=$(value "$V" phase_steepest_hi) sf=$(value "$V" phase_steepest_fall)
@@ -203,11 +203,11 @@ $if_ to $it (of its final $ifi) and the mean loss falls from $lf (steps $((pf - 
 ([SVG](../plots/lesson8/phase.svg))
 EOT
     cat > "$D/phase.zh.md" <<EOT
-Olsson 等人（2022）看到，归纳头是在训练中很短的一段里突然形成的，他们称之为相变（phase change），在损失曲线上表现为一个鼓包。随附模型的训练日志（\`data/model/train_log.csv\`：每一步的损失，以及每 100 步在训练批次的重复片段上测得的、所有头中最好的归纳得分和前一词元得分）显示了同样的现象：
+Olsson 等人（2022）看到，归纳头是在训练中很短的一段里突然形成的，他们称之为相变（phase change），在损失曲线上表现为一个鼓包。随附模型的训练日志（\`data/model/train_log.csv\`：每一步的损失，以及每 100 步在训练批次的重复片段上测得的、所有头中最好的归纳分数和前一词元分数）显示了同样的现象：
 
 ![Training loss and the heads' scores against the step](../../plots/lesson8/phase.png)
 
-*上图：每一步的训练损失（奈特/字节，横轴是训练步数 training step）、它 50 步的平均（mean of 50 steps）和验证损失（validation）。下图：所有头中最好的归纳得分（induction）和前一词元得分（previous token），是在训练批次上测的（不是 \`kvscope heads\` 的随机字节）。前一词元头先形成；在第 $pf–$pt 步（阴影部分），归纳得分从 $if_ 升到 $it（最终为 $ifi），平均损失从 $lf（第 $((pf - 99))–$pf 步）降到 $lt（第 $((pt - 99))–$pt 步）：这是第 300 步之后最快的下降，第 $sl–$sh 步降了 $sf 奈特/字节。*（[SVG](../../plots/lesson8/phase.svg)）
+*上图：每一步的训练损失（奈特/字节，横轴是训练步数 training step）、它 50 步的平均（mean of 50 steps）和验证损失（validation）。下图：所有头中最好的归纳分数（induction）和前一词元分数（previous token），是在训练批次上测的（不是 \`kvscope heads\` 的随机字节）。前一词元头先形成；在第 $pf–$pt 步（阴影部分），归纳分数从 $if_ 升到 $it（最终为 $ifi），平均损失从 $lf（第 $((pf - 99))–$pf 步）降到 $lt（第 $((pt - 99))–$pt 步）：这是第 300 步之后最快的下降，第 $sl–$sh 步降了 $sf 奈特/字节。*（[SVG](../../plots/lesson8/phase.svg)）
 EOT
 else
     echo "(The phase change in which the induction head formed is drawn from the shipped model's training log, \`data/model/train_log.csv\`; this model has none.)" > "$D/phase.md"
