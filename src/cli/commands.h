@@ -17,5 +17,6 @@ int cmd_train(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_loss(int argc, char **argv);
 int cmd_kvvalues(int argc, char **argv);
+int cmd_copying(int argc, char **argv);
 
 #endif
