@@ -30,6 +30,10 @@ pct(c) = sprintf('%d of %d copied', c, N)
 spaces(n) = n <= 0 ? '' : ' '.spaces(n - 1)
 verdict(s) = real(s) >= 0.9 ? sprintf('copied %3.0f %%', 100 * real(s)) : sprintf('       %3.0f %%', 100 * real(s))
 MONO = 'DejaVu Sans Mono,15'
+# whole sentences on the y axis: a tic every 1, 2, 5, 10, ... sentences
+YMAX = 0
+do for [col in 'full forgetful window'] { stats hist using col nooutput; if (STATS_max > YMAX) { YMAX = STATS_max } }
+ystep(m) = m <= 6 ? 1 : m <= 12 ? 2 : m <= 30 ? 5 : 10
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
@@ -45,6 +49,7 @@ do for [fmt in FORMATS] {
     set style fill solid 0.85 border -1
     set boxwidth 0.9
     set yrange [0:*]
+    set ytics ystep(YMAX)
     set ylabel 'sentences'
     set xlabel 'share of the bytes after the cue equal to the sentence (%)' offset 0, 0.4
     set xtics font ',16'
