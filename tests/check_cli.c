@@ -285,7 +285,7 @@ END_TEST
  * either end (the parser reads the same table the help was printed from). */
 START_TEST(test_help_matches_parser) {
     static const char *const cmds[] = {"run", "verify", "export", "budget", "compare", "batch", "kvmem",
-                                       "train", "heads", "loss", "kvvalues"};
+                                       "train", "heads", "loss", "kvvalues", "copying"};
     char dir[64], so[128], se[128];
     ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
     snprintf(so, sizeof so, "%s/stdout", dir);

@@ -344,6 +344,9 @@ static TrainOptions small_options(void) {
     o.B = 3, o.warmup = 2, o.eval_every = 0, o.repeat_share = 0.34f, o.seed = 41;
     o.period_min = 2, o.period_max = 16, o.short_steps = 2, o.short_ctx = 16, o.short_B = 6;
     o.heads_every = 2;
+    /* the copying curriculum from step 3 (0-based): resume and threads cover it */
+    o.copy_from = 3, o.alpha_share = 1.0f, o.alpha_min = 2, o.alpha_max = 4;
+    o.embed_share = 0.34f, o.embed_min = 2, o.embed_max = 12;
     return o;
 }
 
@@ -419,6 +422,86 @@ START_TEST(test_batch_layout) {
     ck_assert_uint_gt(corpus_count_byte(&c, 'e'), 1000);
     corpus_free(&c);
     remove_tree(dir);
+}
+END_TEST
+
+/* The copying curriculum's kinds: small-alphabet repeats (periodic, printable, at most
+ * alpha_max distinct bytes in a segment), and embedded repeats: text whose span of q
+ * bytes (q in [min, max]) comes again right after it, the text going on after the second
+ * copy (the content without the second copy is training text). */
+START_TEST(test_batch_copying_kinds) {
+    char dir[64];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    Corpus c = load_corpus(dir);
+    enum { B = 10, T = 64 };
+    int in[B * T], tg[B * T], per[B];
+    const CorpusMix mix = {.B = B, .T = T, .bos = 255, .nrep = 5, .nspan = 1, .period_min = 6,
+                           .period_max = 20, .nalpha = 3, .alpha_min = 2, .alpha_max = 3,
+                           .nembed = 3, .embed_min = 5, .embed_max = 25};
+    for (int step = 0; step < 8; step++) {
+        corpus_batch(&c, 9, step, &mix, in, tg, per);
+        for (int b = 0; b < B; b++) {
+            const int *x = in + b * T, p = per[b];
+            ck_assert_int_eq(x[0], 255);
+            for (int i = 0; i + 1 < T; i++) ck_assert_int_eq(tg[b * T + i], x[i + 1]);
+            if (b < 2) { /* plain text */
+                ck_assert_int_eq(p, 0);
+                ck_assert(is_text(&c, x + 1, T - 1));
+            } else if (b < 5) { /* embedded: find the span */
+                const int q = -p, n = T - 1;
+                ck_assert_msg(q >= 5 && q <= 25, "sequence %d: span %d", b, q);
+                int found = 0;
+                for (int a = 0; a + 2 * q <= n && !found; a++) {
+                    int same = 1;
+                    for (int k = 0; k < q && same; k++) same = x[1 + a + q + k] == x[1 + a + k];
+                    if (!same) continue;
+                    int y[T];
+                    int m = 0;
+                    for (int j = 0; j < n; j++)
+                        if (j < a + q || j >= a + 2 * q) y[m++] = x[1 + j];
+                    found = is_text(&c, y, m);
+                }
+                ck_assert_msg(found, "step %d sequence %d: no span of %d repeated once in text", step, b, q);
+            } else if (b < 8) { /* small alphabet */
+                ck_assert(p >= 6 && p <= 20);
+                int seen[256] = {0}, distinct = 0;
+                for (int i = 1; i < T; i++) {
+                    ck_assert(x[i] >= CORPUS_RANDOM_LO && x[i] <= CORPUS_RANDOM_HI);
+                    if (i >= 1 + p) ck_assert_int_eq(x[i], x[i - p]);
+                    distinct += !seen[x[i]]++;
+                }
+                ck_assert_msg(distinct <= 3, "sequence %d: %d symbols", b, distinct);
+            } else if (b < 9) { /* full printable repeats */
+                for (int i = 1 + p; i < T; i++) ck_assert_int_eq(x[i], x[i - p]);
+            } else {
+                ck_assert(is_text(&c, x + 1, p));
+            }
+        }
+    }
+    corpus_free(&c);
+    remove_tree(dir);
+}
+END_TEST
+
+/* The curriculum starts at copy_from, never in the short phase; its embedded repeats take
+ * only sequences that do not repeat. */
+START_TEST(test_mix_copy_from) {
+    TrainOptions o = train_options_default();
+    o.B = 16, o.repeat_share = 0.375f, o.span_share = 0.5f, o.alpha_share = 0.67f;
+    o.embed_share = 0.3f, o.copy_from = 100;
+    CorpusMix m = train_mix(&o, 99, 256);
+    ck_assert_int_eq(m.nalpha, 0);
+    ck_assert_int_eq(m.nembed, 0);
+    m = train_mix(&o, 100, 256);
+    ck_assert_int_eq(m.nrep, 6);
+    ck_assert_int_eq(m.nspan, 3);
+    ck_assert_int_eq(m.nalpha, 2); /* round(0.67 · 3) */
+    ck_assert_int_eq(m.nembed, 5); /* round(0.3 · 16) */
+    o.embed_share = 0.9f;
+    ck_assert_int_eq(train_mix(&o, 100, 256).nembed, 10); /* 16 − 6 */
+    o.short_steps = 200, o.short_ctx = 64, o.short_B = 32;
+    ck_assert_int_eq(train_mix(&o, 150, 256).nembed, 0);
+    ck_assert_int_eq(train_mix(&o, 200, 256).nembed, 10);
 }
 END_TEST
 
@@ -1099,6 +1182,8 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_init_std);
     tcase_add_test(t, test_mix_by_step);
     tcase_add_test(t, test_batch_layout);
+    tcase_add_test(t, test_batch_copying_kinds);
+    tcase_add_test(t, test_mix_copy_from);
     tcase_add_test(t, test_short_ctx_same_as_small_model);
     tcase_add_test(t, test_head_scores_uniform);
     tcase_add_test(t, test_threads_same_bytes);

@@ -32,7 +32,7 @@ typedef struct {
     Config cfg;      /* L, NH, C, N; V = 256 byte tokens */
     TrainOptions o;  /* the whole numbers; its rates come from the doubles below */
     double lr, lr_final, weight_decay, clip, init_std;
-    double repeat_share, span_share, short_repeat_share, short_span_share;
+    double repeat_share, span_share, short_repeat_share, short_span_share, alpha_share, embed_share;
     int checkpoint_every, resume, threads, sample_bytes, quiet, force;
     int kernels;          /* --kernels: a KernLevel, or -1: kern_detect's */
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
@@ -138,6 +138,24 @@ static const Option TRAIN_OPTIONS[] = {
                  "the short phase's share of repeats"),
     TRAIN_DOUBLE("--short-repeat-text", "F", short_span_share, 0, 1,
                  "the short phase's share of repeats that are text spans"),
+    OPT_GROUP("training data: the copying curriculum (from --copy-from on)"),
+    TRAIN_INT("--copy-from", "K", o.copy_from, 0, 10000000,
+              "the first step (0-based) with the two kinds below: after the periodic repeats "
+              "have grown an induction head"),
+    TRAIN_DOUBLE("--repeat-alphabet", "F", alpha_share, 0, 1,
+                 "share of the random-byte repeats whose bytes come from a small alphabet, "
+                 "drawn per sequence: one byte then recurs inside the segment, and only "
+                 "several bytes before a place say where a copy goes on"),
+    TRAIN_INT("--alphabet-min", "K", o.alpha_min, 1, 95, "fewest symbols of a small alphabet"),
+    TRAIN_INT("--alphabet-max", "K", o.alpha_max, 1, 95,
+              "most symbols of a small alphabet (drawn per sequence, uniform)"),
+    TRAIN_DOUBLE("--embed-share", "F", embed_share, 0, 1,
+                 "share of each batch's sequences that are text with one span repeated once, "
+                 "then the text going on (copying that stops); at most the sequences that do "
+                 "not repeat"),
+    TRAIN_INT("--embed-min", "Q", o.embed_min, 1, 2048, "shortest span repeated once"),
+    TRAIN_INT("--embed-max", "Q", o.embed_max, 1, 2048,
+              "longest span repeated once, at most (--ctx - 1)/2; drawn per sequence, uniform"),
     TRAIN_INT("--heads-every", "N", o.heads_every, 0, 10000000,
               "every N steps, the best induction, previous-token and sink scores into "
               "train_log.csv and the progress line; 0: never"),
@@ -170,6 +188,7 @@ static void train_args_default(TrainArgs *a) {
     a->o.period_max = 0; /* half the context, once the context is known (check_args) */
     a->repeat_share = a->o.repeat_share, a->span_share = a->o.span_share;
     a->short_repeat_share = a->o.short_repeat_share, a->short_span_share = a->o.short_span_share;
+    a->alpha_share = a->o.alpha_share, a->embed_share = a->o.embed_share;
     a->checkpoint_every = 200;
     a->sample_bytes = 160;
     a->kernels = -1;
@@ -219,6 +238,26 @@ static int names_file(const char *option, const char *path) {
     return cli_fail(what, path);
 }
 
+/* The copying curriculum's ranges. 0, or 2 after the error line. */
+static int check_copying(const TrainArgs *a) {
+    const TrainOptions *o = &a->o;
+    if (o->copy_from >= o->steps && (o->alpha_share > 0 || o->embed_share > 0))
+        return fail_int("--copy-from must be below --steps", o->steps, o->copy_from);
+    if (o->alpha_share > 0 && o->alpha_min > o->alpha_max)
+        return fail_int("--alphabet-min must be at most --alphabet-max", o->alpha_max, o->alpha_min);
+    if (o->embed_share <= 0) return 0;
+    if (o->embed_min > o->embed_max)
+        return fail_int("--embed-min must be at most --embed-max", o->embed_max, o->embed_min);
+    if (2 * o->embed_max > a->cfg.N - 1)
+        return fail_int("--embed-max must be at most (--ctx - 1)/2", (a->cfg.N - 1) / 2, o->embed_max);
+    if (o->embed_share + o->repeat_share > 1.0f + 1e-6f) {
+        char v[32];
+        snprintf(v, sizeof v, "%g", (double)o->embed_share);
+        return cli_fail("--embed-share plus --repeat-share must be at most 1", v);
+    }
+    return 0;
+}
+
 /* The checks that need no file, and the rates into a->o. 0, or 2 after the error line. */
 static int check_args(TrainArgs *a) {
     char v[64], what[128];
@@ -253,9 +292,11 @@ static int check_args(TrainArgs *a) {
     a->o.repeat_share = (float)a->repeat_share, a->o.span_share = (float)a->span_share;
     a->o.short_repeat_share = (float)a->short_repeat_share;
     a->o.short_span_share = (float)a->short_span_share;
+    a->o.alpha_share = (float)a->alpha_share, a->o.embed_share = (float)a->embed_share;
     const int auto_max = !a->o.period_max;
     if (auto_max) a->o.period_max = a->cfg.N / 2 > 0 ? a->cfg.N / 2 : 1;
-    return check_mix(a, auto_max);
+    const int mix = check_mix(a, auto_max);
+    return mix ? mix : check_copying(a);
 }
 
 /* The default checkpoint: the output folder's path + ".ckpt", spelled without trailing

@@ -18,5 +18,6 @@ int cmd_heads(int argc, char **argv);
 int cmd_loss(int argc, char **argv);
 int cmd_kvvalues(int argc, char **argv);
 int cmd_frontier(int argc, char **argv);
+int cmd_copying(int argc, char **argv);
 
 #endif

@@ -27,6 +27,7 @@ static const struct {
     {"train", cmd_train, "train a byte-level GPT-2 on a text file (checkpoints, log, chart)"},
     {"heads", cmd_heads, "what each attention head does: previous token, induction, sink"},
     {"loss", cmd_loss, "loss at every position: full cache vs a window with and without sinks"},
+    {"copying", cmd_copying, "greedy copying of many sentences: full cache, forgetful, a window"},
     {"kvvalues", cmd_kvvalues, "K and V channel by channel; int8 per token vs per channel"},
     {"frontier", cmd_frontier, "quality per KV byte: precision, eviction policies, head groups"},
 };

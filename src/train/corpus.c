@@ -56,9 +56,38 @@ size_t corpus_val_windows(const Corpus *c, int T) {
 }
 
 /* Byte i (0 .. T) of a sequence whose content starts at s: seg repeated with period p
- * (p > 0), else the text x. */
-static int seq_byte(const unsigned char *x, const unsigned char *seg, int p, int s, int i) {
-    return p > 0 ? seg[(i - s) % p] : x[i];
+ * (p > 0), the text x with its span a .. a+q−1 (content positions) repeated once
+ * (p < 0, q = −p), else the text x. */
+static int seq_byte(const unsigned char *x, const unsigned char *seg, int p, int a, int s, int i) {
+    if (p > 0) return seg[(i - s) % p];
+    if (p < 0 && i - s >= a - p) return x[i + p];
+    return x[i];
+}
+
+/* uniform in [lo, hi] */
+static int draw(uint64_t *st, int lo, int hi) {
+    return lo + (int)(rng_next(st) % (uint64_t)(hi - lo + 1));
+}
+
+static unsigned char printable(uint64_t *st) {
+    return (unsigned char)(CORPUS_RANDOM_LO + rng_next(st) % (CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1));
+}
+
+/* The segment of repeat b (period p, drawn here) into seg. */
+static int draw_segment(uint64_t *st, const CorpusMix *mix, int b, const unsigned char *x,
+                        unsigned char *seg, int cap) {
+    const int B = mix->B, text_span = b >= B - mix->nspan, alpha = b < B - mix->nrep + mix->nalpha;
+    int p = draw(st, mix->period_min, mix->period_max);
+    if (p > cap) p = cap;
+    if (alpha) { /* k symbols, then p draws among them */
+        unsigned char sym[CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1];
+        const int k = draw(st, mix->alpha_min, mix->alpha_max);
+        for (int j = 0; j < k; j++) sym[j] = printable(st);
+        for (int j = 0; j < p; j++) seg[j] = sym[rng_next(st) % (uint64_t)k];
+        return p;
+    }
+    for (int j = 0; j < p; j++) seg[j] = text_span ? x[j] : printable(st);
+    return p;
 }
 
 void corpus_batch(const Corpus *c, uint64_t seed, int step, const CorpusMix *mix, int *inputs,
@@ -66,25 +95,22 @@ void corpus_batch(const Corpus *c, uint64_t seed, int step, const CorpusMix *mix
     uint64_t st = rng_stream(seed, (uint64_t)step);
     const int B = mix->B, T = mix->T, s = mix->bos >= 0 ? 1 : 0;
     const size_t span = c->ntrain - (size_t)T; /* starts 0 .. ntrain − T − 1: T + 1 bytes each */
-    const uint64_t nper = (uint64_t)(mix->period_max - mix->period_min + 1);
     unsigned char seg[4096];
     for (int b = 0; b < B; b++) {
         const unsigned char *x = c->train + rng_next(&st) % span;
         int *in = inputs + (size_t)b * T, *tg = targets + (size_t)b * T;
-        const int rep = b >= B - mix->nrep, text_span = b >= B - mix->nspan;
-        int p = 0;
-        if (rep) {
-            p = mix->period_min + (int)(rng_next(&st) % nper);
-            if (p > (int)sizeof seg) p = (int)sizeof seg;
-            for (int j = 0; j < p; j++)
-                seg[j] = text_span ? x[j]
-                                   : (unsigned char)(CORPUS_RANDOM_LO +
-                                                     rng_next(&st) % (CORPUS_RANDOM_HI - CORPUS_RANDOM_LO + 1));
+        const int rep = b >= B - mix->nrep, embed = !rep && b >= B - mix->nrep - mix->nembed;
+        int p = 0, a = 0;
+        if (rep) p = draw_segment(&st, mix, b, x, seg, (int)sizeof seg);
+        if (embed) { /* a span of q bytes at content position a, q bytes again after it */
+            const int q = draw(&st, mix->embed_min, mix->embed_max);
+            a = draw(&st, 0, T - s - 2 * q);
+            p = -q;
         }
         if (periods) periods[b] = p;
         for (int i = 0; i < T; i++) {
-            in[i] = i < s ? mix->bos : seq_byte(x, seg, p, s, i);
-            tg[i] = seq_byte(x, seg, p, s, i + 1);
+            in[i] = i < s ? mix->bos : seq_byte(x, seg, p, a, s, i);
+            tg[i] = seq_byte(x, seg, p, a, s, i + 1);
         }
     }
 }

@@ -50,21 +50,36 @@ size_t corpus_val_windows(const Corpus *c, int T);
  *     for i >= s + p: the pattern an induction head completes. The period p is drawn per
  *     sequence, uniform in [period_min, period_max]. seg is p random printable bytes
  *     (CORPUS_RANDOM_LO..HI), or for the last nspan repeats the text span text[o .. o+p−1]
- *     (which only copying predicts once the text itself is learnt). */
+ *     (which only copying predicts once the text itself is learnt). The first nalpha
+ *     random repeats draw their p bytes from a small alphabet instead: k symbols (k uniform
+ *     in [alpha_min, alpha_max]) drawn per sequence from the printable bytes, so a byte
+ *     recurs many times inside the segment and only several bytes before a place name it.
+ *   embedded repeats (the nembed sequences before the repeats): text in which one span
+ *     of q bytes (q uniform in [embed_min, embed_max]) is repeated once, then the text
+ *     goes on: with content y[j] = x[s + j], a span start a uniform in [0, T − s − 2q],
+ *     x'[s + j] = y[j] for j < a + q, y[j − q] after: the second copy ends where the text
+ *     after the first copy begins, so copying must stop (the repeats above never do).
+ * The sequences in order: plain text, embedded, random repeats (small alphabet first),
+ * text-span repeats. */
 typedef struct {
     int B;                      /* sequences */
     int T;                      /* tokens per sequence, <= the model's context */
     int bos;                    /* the start byte (0..255) at position 0, or -1: none */
     int nrep, nspan;            /* repeats, of them text spans (nspan <= nrep <= B) */
     int period_min, period_max; /* 1 <= period_min <= period_max */
+    int nalpha;                 /* random repeats from a small alphabet (<= nrep − nspan) */
+    int alpha_min, alpha_max;   /* 1 <= alpha_min <= alpha_max <= 95 */
+    int nembed;                 /* embedded repeats (<= B − nrep) */
+    int embed_min, embed_max;   /* 1 <= embed_min <= embed_max, 2·embed_max <= T − 1 */
 } CorpusMix;
 
 /* The batch of optimizer step `step` (0, 1, ...) as mix says, into inputs and targets
  * (B,T) of the mix. Everything is drawn from the stream rng_stream(seed, step) (rng.h): the offset
  * o of each sequence, uniform over the training split, then its period and random bytes,
  * so a batch depends on the seed, the step and the mix alone (resuming draws the batches
- * an unbroken run draws). periods (B) gets each sequence's period (0: plain text), or is
- * NULL. Needs ntrain > T. */
+ * an unbroken run draws). periods (B) gets each sequence's period (0: plain text; an
+ * embedded repeat: minus its span's length), or is NULL. Needs ntrain > T. A mix without
+ * small-alphabet or embedded repeats draws what it drew before they existed. */
 enum { CORPUS_RANDOM_LO = 32, CORPUS_RANDOM_HI = 126 };
 void corpus_batch(const Corpus *c, uint64_t seed, int step, const CorpusMix *mix, int *inputs,
                   int *targets, int *periods);

@@ -27,7 +27,9 @@ TrainOptions train_options_default(void) {
                       .clip = 1.0f, .seed = 1, .init_std = 0.08f, .eval_every = 400, .bos = 255,
                       .repeat_share = 0.25f, .span_share = 0.5f, .period_min = 8, .period_max = 128,
                       .short_steps = 0, .short_ctx = 128, .short_B = 32, .short_repeat_share = 1.0f,
-                      .short_span_share = 0.0f, .heads_every = 100};
+                      .short_span_share = 0.0f, .heads_every = 100,
+                      .copy_from = 0, .alpha_share = 0.0f, .alpha_min = 4, .alpha_max = 8,
+                      .embed_share = 0.0f, .embed_min = 16, .embed_max = 96};
     return o;
 }
 
@@ -44,6 +46,13 @@ CorpusMix train_mix(const TrainOptions *o, int s, int N) {
     }
     m.nrep = share_of(short_phase ? o->short_repeat_share : o->repeat_share, m.B);
     m.nspan = share_of(short_phase ? o->short_span_share : o->span_share, m.nrep);
+    m.alpha_min = o->alpha_min, m.alpha_max = o->alpha_max;
+    m.embed_min = o->embed_min, m.embed_max = o->embed_max;
+    if (!short_phase && s >= o->copy_from) {
+        m.nalpha = share_of(o->alpha_share, m.nrep - m.nspan);
+        m.nembed = share_of(o->embed_share, m.B);
+        if (m.nembed > m.B - m.nrep) m.nembed = m.B - m.nrep;
+    }
     return m;
 }
 

@@ -49,13 +49,21 @@ typedef struct {
     int short_B;        /* its sequences per batch: short_B·short_ctx <= B·N (the buffers) */
     float short_repeat_share, short_span_share; /* its mix; periods up to short_ctx/2 */
     int heads_every;    /* head scores (trainer_head_scores) every this many steps; 0: never */
+    /* the copying curriculum, from step copy_from on (after the short phase) */
+    int copy_from;      /* the first step (0-based) with the two kinds below */
+    float alpha_share;  /* share of the random repeats drawn from a small alphabet */
+    int alpha_min, alpha_max; /* its symbols per sequence, uniform in [min, max] */
+    float embed_share;  /* share of each batch's sequences: text with one span repeated once */
+    int embed_min, embed_max; /* that span's length, uniform in [min, max] */
 } TrainOptions;
 
 TrainOptions train_options_default(void);
 /* The batch of step s (0-based) for a model of context N: while s < short_steps,
  * short_B sequences of short_ctx tokens with the short phase's shares and periods in
  * [period_min, min(period_max, short_ctx/2)]; then B sequences of N tokens with the main
- * shares. A share of the sequences is round(share · sequences). */
+ * shares, and from step copy_from on (not in the short phase) the small-alphabet share of
+ * the random repeats and the embedded repeats (at most the sequences that do not repeat).
+ * A share of the sequences is round(share · sequences). */
 CorpusMix train_mix(const TrainOptions *o, int s, int N);
 /* The learning rate of step s (0-based): linear warm-up lr·(s+1)/warmup, then cosine
  * from lr down to lr·lr_final at the last step. */

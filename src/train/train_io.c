@@ -22,19 +22,22 @@
  *                  short_B;
  *            float lr, lr_final, weight_decay, clip, init_std, repeat_share, span_share,
  *                  short_repeat_share, short_span_share;
- *            uint64 corpus_size, corpus_hash
+ *            uint64 corpus_size, corpus_hash;
+ *            int32 copy_from, alpha_min, alpha_max, embed_min, embed_max;
+ *            float alpha_share, embed_share
  *   float params[params], adam_m[params], adam_v[params]
  *   log_rows × { int32 step; float train_loss, val_loss, lr, grad_norm, tokens_per_s;
  *                double seconds; float induction, prev_token, sink }
  *   uint64 checksum of every byte before it (CkSum)
  * The size is checked against these counts before anything is read, the checksum after
- * the last byte. Version 2 was the same without the checksum: its header still tells
- * whose run it is (train_checkpoint_owner), but it is not resumed. Version 1 had no run
- * block: it is refused with its version named. */
+ * the last byte. Version 2 had neither the checksum nor the copying curriculum's options
+ * (--copy-from, --repeat-alphabet, --embed-share and their ranges) and version 1 no run
+ * block: they are refused with their version named. */
 
 enum { CKPT_VERSION = 3 };
 static const char CKPT_MAGIC[8] = {'K', 'V', 'S', 'C', 'K', 'P', 'T', CKPT_VERSION};
-enum { CKPT_RUN = 8 * 4 + 9 * 4 + 2 * 8, CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
+enum { CKPT_RUN = 8 * 4 + 9 * 4 + 2 * 8 + 5 * 4 + 2 * 4,
+       CKPT_HEAD = 8 + 6 * 4 + 8 + 2 * 4 + 8 + CKPT_RUN,
        CKPT_ROW = 4 + 5 * 4 + 8 + 3 * 4, CKPT_SUM = 8 };
 
 typedef struct {
@@ -46,6 +49,8 @@ typedef struct {
     float lr, lr_final, weight_decay, clip, init_std, repeat_share, span_share, short_repeat_share,
         short_span_share;
     uint64_t corpus_size, corpus_hash;
+    int32_t copy_from, alpha_min, alpha_max, embed_min, embed_max;
+    float alpha_share, embed_share;
 } CkptHead;
 
 /* The checksum: the bytes as 8-byte words (the last one padded with zeros), each xored
@@ -117,7 +122,9 @@ static int head_io(CkIo *f, CkptHead *h, int (*rw)(CkIo *, void *, size_t)) {
            rw(f, &h->weight_decay, 4) || rw(f, &h->clip, 4) || rw(f, &h->init_std, 4) ||
            rw(f, &h->repeat_share, 4) || rw(f, &h->span_share, 4) ||
            rw(f, &h->short_repeat_share, 4) || rw(f, &h->short_span_share, 4) ||
-           rw(f, &h->corpus_size, 8) || rw(f, &h->corpus_hash, 8);
+           rw(f, &h->corpus_size, 8) || rw(f, &h->corpus_hash, 8) || rw(f, &h->copy_from, 4) ||
+           rw(f, &h->alpha_min, 4) || rw(f, &h->alpha_max, 4) || rw(f, &h->embed_min, 4) ||
+           rw(f, &h->embed_max, 4) || rw(f, &h->alpha_share, 4) || rw(f, &h->embed_share, 4);
 }
 static int put_rw(CkIo *f, void *p, size_t n) { return put(f, p, n); }
 
@@ -129,7 +136,8 @@ static CkptHead make_head(const Trainer *tr, const TrainOptions *o, const TrainL
                         o->period_min, o->period_max, o->short_steps, o->short_ctx, o->short_B,
                         o->lr, o->lr_final, o->weight_decay, o->clip, o->init_std,
                         o->repeat_share, o->span_share, o->short_repeat_share, o->short_span_share,
-                        o->corpus_size, o->corpus_hash};
+                        o->corpus_size, o->corpus_hash, o->copy_from, o->alpha_min, o->alpha_max,
+                        o->embed_min, o->embed_max, o->alpha_share, o->embed_share};
     return h;
 }
 
@@ -184,7 +192,9 @@ static const char *ckpt_mismatch(const CkptHead *h, const Config *c, int B0, con
         {"steps", h->total, o->steps}, {"warmup", h->warmup, o->warmup}, {"bos", h->bos, o->bos},
         {"period-min", h->period_min, o->period_min}, {"period-max", h->period_max, o->period_max},
         {"short-steps", h->short_steps, o->short_steps}, {"short-ctx", h->short_ctx, o->short_ctx},
-        {"short-batch", h->short_B, o->short_B},
+        {"short-batch", h->short_B, o->short_B}, {"copy-from", h->copy_from, o->copy_from},
+        {"alphabet-min", h->alpha_min, o->alpha_min}, {"alphabet-max", h->alpha_max, o->alpha_max},
+        {"embed-min", h->embed_min, o->embed_min}, {"embed-max", h->embed_max, o->embed_max},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].have != f[i].want) {
@@ -198,6 +208,8 @@ static const char *ckpt_mismatch(const CkptHead *h, const Config *c, int B0, con
         {"repeat-text", h->span_share, o->span_share},
         {"short-repeat-share", h->short_repeat_share, o->short_repeat_share},
         {"short-repeat-text", h->short_span_share, o->short_span_share},
+        {"repeat-alphabet", h->alpha_share, o->alpha_share},
+        {"embed-share", h->embed_share, o->embed_share},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         if (memcmp(&r[i].have, &r[i].want, sizeof(float)) != 0) { /* the same bits, or another run */
