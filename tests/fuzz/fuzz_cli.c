@@ -3,9 +3,12 @@
  * shares: the model and prompt options, --kv-dtype/--window/--sink/--max-*, the heatmap
  * options; a table of the kinds only single commands use (train's rates above a bound,
  * an automatic default, a callback, lists, bits, --quiet, --force; their names as
- * train and batch spell them); then the values they take (numbers, lists, layer and head selections,
- * --record lists) through their own parsers, and the checks of --out/--plots paths (no
- * side effects: stat, realpath, opendir).
+ * train and batch spell them); then each option's value through the parsers of its kind
+ * (numbers, lists, type words; a string as a layer or head selection and a --record
+ * list), and the first string value with '.' or '/' through the checks of --out/--plots
+ * paths (no side effects: stat, realpath, opendir). The first MAX_ARGS arguments are
+ * read: one parser per value and one path per input keep the pace at tens of thousands
+ * of inputs a second.
  * Every command line must be parsed or refused with exit code 2 — never a crash, a
  * hang, a value out of its range or an output path that passes its checks while it is
  * the current folder or one above it. Run with `make fuzz` (tests/fuzz/fuzz.mk). */
@@ -27,17 +30,9 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc;
-    (void)argv;
-    /* the parser prints one line per refused option, --help its help: keep those out of
-     * the log (the fuzzer and the sanitizers write to file descriptor 2, not stdio) */
-    FILE *null = fopen("/dev/null", "w");
-    if (null) stderr = stdout = null;
-    return 0;
-}
-
-#define MAX_ARGS 256
+/* Arguments past MAX_ARGS are not read: each run stays quick (CI runs with -max_len=4096). */
+#define MAX_ARGS 32
+#define MAX_SIZE 4096
 
 /* The option kinds the shared tables lack. */
 typedef struct {
@@ -99,44 +94,113 @@ static const Option OPTIONS[] = {
 };
 static const Command CMD = {"fuzz", "[options]", "", OPTIONS, NULL};
 
-/* A value, through every parser it might meet; *paths: how many more may go through the
- * file-system checks. */
-static void check_value(const char *v, int *paths) {
-    Selection s;
-    unsigned what;
-    Dtype dt;
-    int ids[64], n = 0;
-    long long x;
-    double d;
-    if (select_parse(&s, v, 16) == 0)
-        for (int i = 0; i < 16; i++)
-            if (s.on[i] != 0 && s.on[i] != 1) abort();
-    if (record_parse(v, &what) == 0 && (what & ~((unsigned)REC_TIMING * 2 - 1))) abort();
-    if (dtype_parse(v, &dt) == 0 && (dt < 0 || dt >= DT_COUNT)) abort();
-    if (opts_int_list("--x", v, -5, 70000, ids, 64, &n) == 0) {
-        if (n < 1 || n > 64) abort();
-        for (int i = 0; i < n; i++)
-            if (ids[i] < -5 || ids[i] > 70000) abort();
+/* The options that take a value, by name: a hash table filled once from OPTIONS, so that
+ * each value goes only through the parsers of its option's kind (trying every parser on
+ * every argument cost more than the option parser itself). */
+enum { SLOTS = 256 };
+static const Option *slot[SLOTS];
+static char cwd[4096]; /* the folder the fuzzer runs in: it does not change */
+
+static unsigned name_hash(const char *s) {
+    unsigned h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static void index_options(const Option *t) {
+    for (; t->kind != OPT_KIND_END; t++) {
+        if (t->kind == OPT_KIND_INCLUDE) index_options(t->sub);
+        else if (t->kind > OPT_KIND_INCLUDE && t->arg) {
+            unsigned h = name_hash(t->name);
+            while (slot[h % SLOTS] && strcmp(slot[h % SLOTS]->name, t->name) != 0) h++;
+            if (!slot[h % SLOTS]) slot[h % SLOTS] = t; /* the first of a name wins, as in find */
+        }
     }
-    if (opts_whole(v, -3, 3, &x) == 0 && (x < -3 || x > 3)) abort();
-    if (opts_number(v, &d) == 0 && (d != d || d - d != 0)) abort(); /* NaN or ±inf passed */
-    /* only a value with '.' or '/' can name the current folder or one above it (a bare
-     * name lies inside it), and only the first few of a long command line go on: the
-     * file system costs more than all the parsing above */
-    if (!strpbrk(v, "./") || *paths <= 0) return;
-    --*paths;
+}
+
+/* The option called name that takes a value, or NULL. */
+static const Option *lookup(const char *name) {
+    if (name[0] != '-' || name[1] != '-' || strlen(name) > 32) return NULL;
+    for (unsigned h = name_hash(name);; h++) {
+        const Option *o = slot[h % SLOTS];
+        if (!o || strcmp(o->name, name) == 0) return o;
+    }
+}
+
+/* A path given to a folder option must not pass the output-folder checks while it is the
+ * current folder or one above it (no side effects: stat, realpath, opendir). */
+static void check_path(const char *v) {
     OutDir o;
-    char err[8400], cwd[4096];
+    char err[8400];
     if (outdir_check(&o, v, "run", "--out", OUTDIR_FORCE | OUTDIR_PARENTS, err, sizeof err) == 0 &&
-        getcwd(cwd, sizeof cwd)) {
+        cwd[0]) {
         size_t k = strlen(o.real);
         if (strcmp(o.real, "/") == 0 || (strncmp(o.real, cwd, k) == 0 && (cwd[k] == '\0' || cwd[k] == '/')))
             abort(); /* the current folder, or one above it, passed the check */
     }
 }
 
+/* Value v of option o through the parsers of o's kind, each result in its range;
+ * *paths: how many more may go through the file-system checks. */
+static void check_value(const Option *o, const char *v, int *paths) {
+    long long x;
+    double d;
+    switch (o->kind) {
+    case OPT_KIND_INT:
+        if (opts_whole(v, (long long)o->lo, (long long)o->hi, &x) == 0 && (x < o->lo || x > o->hi))
+            abort();
+        break;
+    case OPT_KIND_U64:
+    case OPT_KIND_DOUBLE:
+        if (opts_number(v, &d) == 0 && (d != d || d - d != 0)) abort(); /* NaN or ±inf passed */
+        if (opts_whole(v, -3, 3, &x) == 0 && (x < -3 || x > 3)) abort();
+        break;
+    case OPT_KIND_INTS: {
+        int ids[64], n = 0;
+        const int cap = o->cap < 64 ? (int)o->cap : 64;
+        if (opts_int_list(o->name, v, (long long)o->lo, (long long)o->hi, ids, cap, &n) == 0) {
+            if (n < 1 || n > cap) abort();
+            for (int i = 0; i < n; i++)
+                if (ids[i] < o->lo || ids[i] > o->hi) abort();
+        }
+        break;
+    }
+    case OPT_KIND_CHOICE: {
+        Dtype dt;
+        if (dtype_parse(v, &dt) == 0 && (dt < 0 || dt >= DT_COUNT)) abort();
+        break;
+    }
+    default: { /* strings and callbacks: a selection, a --record list, a folder */
+        Selection s;
+        unsigned what;
+        if (select_parse(&s, v, 16) == 0)
+            for (int i = 0; i < 16; i++)
+                if (s.on[i] != 0 && s.on[i] != 1) abort();
+        if (record_parse(v, &what) == 0 && (what & ~((unsigned)REC_TIMING * 2 - 1))) abort();
+        /* only a value with '.' or '/' can name the current folder or one above it (a bare
+         * name lies inside it), and the file system costs more than all the parsing */
+        if (o->kind == OPT_KIND_STRING && *paths > 0 && strpbrk(v, "./")) {
+            --*paths;
+            check_path(v);
+        }
+    }
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    /* the parser prints one line per refused option, --help its help: keep those out of
+     * the log (the fuzzer and the sanitizers write to file descriptor 2, not stdio) */
+    FILE *null = fopen("/dev/null", "w");
+    if (null) stderr = stdout = null;
+    index_options(OPTIONS);
+    if (!getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 16384) return 0;
+    if (size > MAX_SIZE) return 0;
     char *buf = malloc(size + 1);
     if (!buf) return 0;
     memcpy(buf, data, size);
@@ -156,8 +220,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     a.kinds.lr = 1e-3, a.kinds.steps = 1, a.kinds.bos = 255;
     int rc = opts_parse(&CMD, argc, argv, &a);
     if (rc != 0 && rc != 2 && rc != OPTS_HELP) abort();
-    int paths = 4;
-    for (int i = 0; i < argc; i++) check_value(argv[i], &paths);
+    int paths = 1;
+    for (int i = 0; i + 1 < argc; i++) {
+        const Option *o = lookup(argv[i]);
+        if (o) check_value(o, argv[++i], &paths);
+    }
     if (rc == 0) { /* everything was taken: every field is in its range */
         const Config *c = &a.model.cfg;
         if (c->L < 1 || c->L > MODEL_MAX_LAYERS || c->NH < 1 || c->NH > MODEL_MAX_HEADS ||
