@@ -148,16 +148,18 @@ START_TEST(test_force_not_system) {
     snprintf(f, sizeof f, "%s/passwd", victim);
     ck_assert_int_eq(mkdir(victim, 0755), 0);
     ck_assert_int_eq(write_text_file(f, "root:x:0:0"), 0);
-    const char *cwds[] = {dir, "/"};
-    for (int c = 0; c < 2; c++) {
-        const char *km[] = {"kvmem", "--out", victim, "--force", NULL};
-        int rc = run_kvscope_at(cwds[c], home, km, so, se);
+    /* also from inside it (cd /etc; --out ssh), and with $HOME saying it is the home:
+     * the current folder counts only when it is the user's, the home is the passwd one */
+    const char *cwds[] = {dir, "/", base, base};
+    for (int c = 0; c < 4; c++) {
+        const char *km[] = {"kvmem", "--out", c == 2 ? "etc" : victim, "--force", NULL};
+        int rc = run_kvscope_at(cwds[c], c == 3 ? base : home, km, so, se);
         char *kept = read_file(f, NULL);
         int same = kept && strcmp(kept, "root:x:0:0") == 0;
         free(kept);
         if (rc != 2 || !same) remove_tree(base); /* a failure leaves nothing in /var/tmp */
         ck_assert_msg(rc == 2 && same, "cwd %s: exit %d", cwds[c], rc);
-        const char *n[] = {"is a system folder", "even with --force", victim, NULL};
+        const char *n[] = {"is a system folder", "even with --force", c == 2 ? "etc" : victim, NULL};
         one_line(n);
     }
     remove_tree(base);
@@ -518,6 +520,122 @@ START_TEST(test_chart_scripts_found) {
 }
 END_TEST
 
+/* ---- the adversarial round: models never lost --------------------------------------- */
+
+/* No file output replaces a file of a model folder, --force or not: verify --csv, run
+ * --html over model.safetensors or config.json exit 2 with one line, the bytes kept. */
+START_TEST(test_model_files_never_replaced) {
+    char w[PATH_MAX], copy[PATH_MAX], cmd[3 * PATH_MAX];
+    const char *ex[] = {"export", TINY, "--quiet", "--out", "mm", NULL};
+    ck_assert_int_eq(kv(ex), 0);
+    at(w, sizeof w, "mm/model.safetensors");
+    at(copy, sizeof copy, "weights.copy");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s/mm/config.json' '%s/config.copy'", w, copy, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *v[] = {"verify", TINY, "--steps", "1", "--csv", "mm/model.safetensors", "--force", NULL};
+    const char *r1[] = {"run", TINY, "--steps", "1", "--quiet", "--html", "mm/model.safetensors", "--force", NULL};
+    const char *r2[] = {"run", TINY, "--steps", "1", "--quiet", "--html", "mm/config.json", "--force", NULL};
+    const char *const *all[] = {v, r1, r2};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(kv(all[i]), 2);
+        const char *n[] = {"a file of a model folder", "even with --force", NULL};
+        one_line(n);
+    }
+    ck_assert(files_equal(w, copy));
+    char c1[PATH_MAX], c2[PATH_MAX];
+    ck_assert(files_equal(at(c1, sizeof c1, "mm/config.json"), at(c2, sizeof c2, "config.copy")));
+}
+END_TEST
+
+/* A folder that holds a model at any depth is never replaced, --force or not, by any
+ * command (kvmem, run, export): the line names the model folder. */
+START_TEST(test_folder_holding_models) {
+    char cmd[3 * PATH_MAX], w[PATH_MAX], copy[PATH_MAX];
+    const char *ex[] = {"export", TINY, "--quiet", "--out", "models/x/a", NULL};
+    ck_assert_int_eq(kv(ex), 2); /* the folder it goes in does not exist */
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/models/x'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(kv(ex), 0);
+    at(w, sizeof w, "models/x/a/model.safetensors");
+    at(copy, sizeof copy, "weights.copy");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", w, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *km[] = {"kvmem", "--preset", "gpt2", "--out", "models", "--force", NULL};
+    const char *rn[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "models", "--force", NULL};
+    const char *e2[] = {"export", TINY, "--quiet", "--out", "models", "--force", NULL};
+    const char *const *all[] = {km, rn, e2};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(kv(all[i]), 2);
+        const char *n[] = {"holds a model folder", "models/x/a", NULL};
+        one_line(n);
+        ck_assert(files_equal(w, copy));
+    }
+}
+END_TEST
+
+/* Weights are told by their extension, in any case, beside config.json: each such
+ * folder is refused to kvmem --force as a model. */
+START_TEST(test_model_weights_by_extension) {
+    static const char *const names[] = {
+        "model-00001-of-00002.safetensors", "model.bin", "model.pt", "model.gguf",
+        "consolidated.00.pth", "adapter_model.safetensors", "MODEL.SAFETENSORS", "tf.H5",
+        "flax.msgpack", "last.ckpt",
+    };
+    char d[PATH_MAX], f[2 * PATH_MAX];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(d, sizeof d, "%s/m%zu", dir, i);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        snprintf(f, sizeof f, "%s/config.json", d);
+        ck_assert_int_eq(write_text_file(f, "{}"), 0);
+        snprintf(f, sizeof f, "%s/%s", d, names[i]);
+        ck_assert_int_eq(write_text_file(f, "weights"), 0);
+        const char *km[] = {"kvmem", "--preset", "gpt2", "--out", d, "--force", NULL};
+        ck_assert_msg(kv(km) == 2, "%s not taken for a model", names[i]);
+        const char *n[] = {"holds a model", NULL};
+        one_line(n);
+        holds(f, "weights");
+    }
+    /* config.json beside a text file is no model: --force replaces it */
+    snprintf(d, sizeof d, "%s/notes", dir);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(f, sizeof f, "%s/config.json", d);
+    ck_assert_int_eq(write_text_file(f, "{}"), 0);
+    snprintf(f, sizeof f, "%s/binary.txt", d);
+    ck_assert_int_eq(write_text_file(f, "x"), 0);
+    const char *km[] = {"kvmem", "--preset", "gpt2", "--out", d, "--force", NULL};
+    ck_assert_int_eq(kv(km), 0);
+}
+END_TEST
+
+/* `run | head -c 10`: SIGPIPE ends the run (status 141) and its temporary folder goes
+ * with it, at once, not at the next run. */
+START_TEST(test_sigpipe_cleans) {
+    char bin[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(KVSCOPE_BIN, bin));
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        close(p[0]); /* no reader: the first write raises SIGPIPE */
+        dup2(p[1], 1);
+        int e = open("/dev/null", O_WRONLY);
+        dup2(e, 2);
+        if (chdir(dir) != 0 || setenv("HOME", home, 1) != 0) _exit(126);
+        execl(bin, bin, "run", TINY, "--steps", "4", "--out", "r", (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    close(p[1]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %d", st);
+    ck_assert_int_eq(count_entries(dir), 1); /* home/ alone: no r, no r.tmp.* */
+}
+END_TEST
+
 Suite *make_folders_suite(void) {
     Suite *s = suite_create("folders");
     TCase *tc = tcase_create("folders");
@@ -537,6 +655,10 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_full_disk_at_once);
     tcase_add_test(tc, test_verify_csv_and_quiet);
     tcase_add_test(tc, test_chart_scripts_found);
+    tcase_add_test(tc, test_model_files_never_replaced);
+    tcase_add_test(tc, test_folder_holding_models);
+    tcase_add_test(tc, test_model_weights_by_extension);
+    tcase_add_test(tc, test_sigpipe_cleans);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,8 +35,8 @@
  * A symlink to a folder is followed: the folder it points to is replaced, the link
  * stays.
  *
- * SIGINT, SIGTERM and SIGHUP remove the temporary folders of every begun OutDir and
- * OutFile, then end the process with the signal's own status (130, 143, 129). This
+ * SIGINT, SIGTERM, SIGHUP and SIGPIPE remove the temporary folders of every begun OutDir and
+ * OutFile, then end the process with the signal's own status (130, 143, 129, 141). This
  * needs the one piece of process-wide state in kvscope: the list of those folders,
  * which a signal handler can only reach at file scope. A command that handles SIGINT
  * itself (compare) overrides it while it runs.

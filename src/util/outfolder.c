@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,15 +44,58 @@ static int is_file(const char *dir, const char *name) {
     return path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int outfolder_is_model(const char *dir) {
-    static const char *const weights[] = {
-        "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-        "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack",
-    };
-    if (!is_file(dir, "config.json")) return 0;
-    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
-        if (is_file(dir, weights[i])) return 1;
+/* 1 if name ends with one of the extensions model weights are saved with (any case). */
+static int weights_name(const char *name) {
+    static const char *const ext[] = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5",
+                                      ".msgpack", ".ckpt"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && strcasecmp(name + n - k, ext[i]) == 0) return 1;
+    }
     return 0;
+}
+
+int outfolder_is_model(const char *dir) {
+    if (!is_file(dir, "config.json")) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = weights_name(e->d_name) && is_file(dir, e->d_name);
+    closedir(d);
+    return found;
+}
+
+/* 1 if a model folder lies below dir (not dir itself), at most 16 levels down, not
+ * through symlinks, with its path below dir in found. */
+static int model_below(const char *dir, const char *rel, char *found, size_t size, int depth) {
+    char path[PATH_MAX], sub[PATH_MAX];
+    if (depth > 16 || snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path)
+        return 0;
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int hit = 0;
+    for (struct dirent *e; !hit && (e = readdir(d));) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (outfolder_is_model(path)) {
+            snprintf(found, size, "%s", sub);
+            hit = 1;
+        } else {
+            hit = model_below(dir, sub, found, size, depth + 1);
+        }
+    }
+    closedir(d);
+    return hit;
+}
+
+int outfolder_holds_model(const char *dir, char *found, size_t size) {
+    return model_below(dir, "", found, size, 0);
 }
 
 /* 1 if real lies strictly inside the folder base (a path, resolved here). "/" as
@@ -64,12 +108,18 @@ static int strictly_inside(const char *real, const char *base) {
 }
 
 const char *outfolder_not_users(const char *real) {
-    char cwd[PATH_MAX], pwbuf[16384];
+    char cwd[PATH_MAX], pwbuf[16384], rhome[PATH_MAX], rtmp[PATH_MAX];
     struct passwd pw, *r = NULL;
+    /* the home of the password database: $HOME can say anything */
     const char *pwhome = getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &r) == 0 && r ? r->pw_dir : NULL;
     const char *here = getcwd(cwd, sizeof cwd);
-    if (!strictly_inside(real, getenv("HOME")) && !strictly_inside(real, pwhome) &&
-        !strictly_inside(real, here) && !strictly_inside(real, "/tmp"))
+    /* the current folder counts only when it is itself the user's (cd /etc gives nothing) */
+    int here_users = here && ((pwhome && realpath(pwhome, rhome) && strcmp(rhome, "/") != 0 &&
+                               (strcmp(here, rhome) == 0 || strictly_inside(here, pwhome))) ||
+                              (realpath("/tmp", rtmp) && (strcmp(here, rtmp) == 0 ||
+                                                          strictly_inside(here, "/tmp"))));
+    if (!strictly_inside(real, pwhome) && !(here_users && strictly_inside(real, here)) &&
+        !strictly_inside(real, "/tmp"))
         return "is a system folder (not under your home, the current folder or /tmp)";
     struct stat st;
     if (lstat(real, &st) == 0 && st.st_uid != geteuid()) return "belongs to another user";
