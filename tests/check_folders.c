@@ -621,7 +621,7 @@ START_TEST(test_sigpipe_cleans) {
         signal(SIGPIPE, SIG_DFL);
         close(p[0]); /* no reader: the first write raises SIGPIPE */
         dup2(p[1], 1);
-        int e = open("/dev/null", O_WRONLY);
+        int e = open(se, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(e, 2);
         if (chdir(dir) != 0 || setenv("HOME", home, 1) != 0) _exit(126);
         execl(bin, bin, "run", TINY, "--steps", "4", "--out", "r", (char *)NULL);
@@ -631,8 +631,35 @@ START_TEST(test_sigpipe_cleans) {
     close(p[1]);
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %d", st);
-    ck_assert_int_eq(count_entries(dir), 1); /* home/ alone: no r, no r.tmp.* */
+    char *e = read_file(se, NULL);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %d: %s", st, e ? e : "");
+    free(e);
+    ck_assert_int_eq(count_entries(dir), 2); /* home/ and stderr: no r, no r.tmp.* */
+}
+END_TEST
+
+/* export, heads, loss, kvvalues and compare print their summary before the swap: with
+ * stdout on /dev/full each exits 2 and the previous folder stays (the same inode). */
+START_TEST(test_stdout_full_five_commands) {
+    char t[PATH_MAX], e[PATH_MAX];
+    ck_assert_int_eq(write_text_file(at(t, sizeof t, "t.txt"), "the cat sat on the mat. the cat sat."), 0);
+    at(e, sizeof e, "e");
+    static const char *const cmds[] = {"export", "heads", "loss", "kvvalues", "compare"};
+    for (int i = 0; i < 5; i++) {
+        const int text = i == 2 || i == 3;
+        const char *first[] = {cmds[i], TINY, "--out", "e", "--quiet", text ? "--text" : NULL, "t.txt", NULL};
+        ck_assert_msg(kv(first) == 0, "%s", cmds[i]);
+        struct stat before, after;
+        ck_assert_int_eq(stat(e, &before), 0);
+        const char *again[] = {cmds[i], TINY, "--out", "e", "--force", text ? "--text" : NULL, "t.txt", NULL};
+        ck_assert_int_eq(run_kvscope_at(dir, home, again, "/dev/full", se), 2);
+        const char *n[] = {"No space left on device", "stdout", NULL};
+        one_line(n);
+        ck_assert_int_eq(stat(e, &after), 0);
+        ck_assert_msg(before.st_ino == after.st_ino, "%s replaced e", cmds[i]);
+        ck_assert_int_eq(remove_tree(e), 0);
+        ck_assert_int_eq(count_entries(dir), 4); /* home, t.txt, stderr, stdout: no e.tmp.* */
+    }
 }
 END_TEST
 
@@ -659,6 +686,7 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_folder_holding_models);
     tcase_add_test(tc, test_model_weights_by_extension);
     tcase_add_test(tc, test_sigpipe_cleans);
+    tcase_add_test(tc, test_stdout_full_five_commands);
     suite_add_tcase(s, tc);
     return s;
 }
