@@ -224,8 +224,22 @@ START_TEST(test_user_files_survive) {
     ck_assert_int_eq(mkdir(at(f, sizeof f, "r/drafts"), 0755), 0);
     ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/drafts/a.txt"), "draft"), 0);
     ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/heatmaps/look.txt"), "see L0"), 0);
-    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv"), "edited"), 0); /* kvscope's */
+    /* kvscope's tokens.csv, edited: the user's now, and in the way of the new one */
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv"), "edited"), 0);
     const char *again[] = {"run", TINY, "--steps", "3", "--quiet", "--heatmaps", "--out", "r", NULL};
+    ck_assert_int_eq(kv(again), 2);
+    const char *nt[] = {"holds tokens.csv, which kvscope did not write", NULL};
+    one_line(nt);
+    holds(at(f, sizeof f, "r/tokens.csv"), "edited");
+    ck_assert_int_eq(unlink(f), 0);
+    /* a folder where kvscope wrote a file is the user's too */
+    ck_assert_int_eq(mkdir(f, 0755), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv/mine.txt"), "mine"), 0);
+    ck_assert_int_eq(kv(again), 2);
+    one_line(nt);
+    holds(f, "mine");
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(rmdir(at(f, sizeof f, "r/tokens.csv")), 0);
     ck_assert_int_eq(kv(again), 0);
     holds(at(f, sizeof f, "r/NOTES.md"), "mine");
     holds(at(f, sizeof f, "r/drafts/a.txt"), "draft");

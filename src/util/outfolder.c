@@ -180,8 +180,36 @@ int outfolder_git_tracked(const char *real, char *top, size_t size) {
 #define LIST_HEAD "written:" /* the marker's line before the list of the run's entries */
 #define LIST_LIMIT (64u << 20)
 
+/* Names compare up to a tab: a list line is "name" or "name\tSIZE HASH". */
+static int cmp_key(const char *a, const char *b) {
+    for (;; a++, b++) {
+        int ca = *a == '\t' ? 0 : (unsigned char)*a, cb = *b == '\t' ? 0 : (unsigned char)*b;
+        if (ca != cb || !ca) return ca - cb;
+    }
+}
+
 static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return cmp_key(*(char *const *)a, *(char *const *)b);
+}
+
+/* "SIZE HASH" of a regular file: its size and a 64-bit hash of its bytes (FNV-1a over
+ * 8-byte words), what tells the file a run wrote from one the user put in its place.
+ * Content, not mtime: the marker stays the same run to run. 0 or -1. */
+static int file_stamp(const char *path, char *out, size_t size) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    unsigned long long h = 1469598103934665603ull, total = 0;
+    unsigned char buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n < 0) continue;
+        for (ssize_t i = 0; i < n; i++) h = (h ^ buf[i]) * 1099511628211ull;
+        total += (unsigned long long)n;
+    }
+    close(fd);
+    if (n < 0) return -1;
+    snprintf(out, size, "%llu %016llx", total, h);
+    return 0;
 }
 
 /* Sort l's names (qsort must not see the NULL of an empty list). */
@@ -216,7 +244,7 @@ static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
     if (!d) return -1;
     int rc = 0;
     for (struct dirent *e; rc == 0 && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strchr(e->d_name, '\n') ||
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strpbrk(e->d_name, "\n\t") ||
             (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
             continue;
         struct stat st;
@@ -225,10 +253,14 @@ static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
             rc = -1;
             break;
         }
+        char line[PATH_MAX + 64], stamp[48];
         if (S_ISDIR(st.st_mode)) {
-            char slash[PATH_MAX + 1];
-            snprintf(slash, sizeof slash, "%s/", sub);
-            rc = names_push(l, slash) || walk(dir, sub, l, depth + 1);
+            snprintf(line, sizeof line, "%s/", sub);
+            rc = names_push(l, line) || walk(dir, sub, l, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            rc = file_stamp(path, stamp, sizeof stamp);
+            if (rc == 0) snprintf(line, sizeof line, "%s\t%s", sub, stamp);
+            rc = rc || names_push(l, line);
         } else {
             rc = names_push(l, sub);
         }
@@ -278,8 +310,20 @@ static int read_list(const char *dir, OutNames *l) {
     return rc;
 }
 
-static int listed(const OutNames *l, const char *name) {
-    return l->n > 0 && bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
+/* The list's line for name, or NULL. */
+static const char *listed(const OutNames *l, const char *name) {
+    char **hit = l->n > 0 ? bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) : NULL;
+    return hit ? *hit : NULL;
+}
+
+/* 1 if the entry at path (lstat st), listed as line, is still what the run wrote: a
+ * folder for "name/", and for a file line with a stamp, a regular file of that size and
+ * hash (a line without one, of an earlier kvscope, goes by the name). */
+static int as_written(const char *line, const char *path, const struct stat *st) {
+    const char *tab = strchr(line, '\t');
+    char stamp[48];
+    if (!tab) return 1;
+    return S_ISREG(st->st_mode) && file_stamp(path, stamp, sizeof stamp) == 0 && strcmp(stamp, tab + 1) == 0;
 }
 
 
@@ -305,8 +349,10 @@ static int unlisted(const char *dir, const char *rel, const OutNames *list, OutN
             break;
         }
         snprintf(slash, sizeof slash, "%s/", sub);
+        const char *line = listed(list, sub);
+        /* a folder where the run wrote a file, a file it did not write byte for byte: the user's */
         if (S_ISDIR(st.st_mode) && listed(list, slash)) rc = names_push(&here, sub);
-        else if (!listed(list, sub)) rc = names_push(user, sub);
+        else if (S_ISDIR(st.st_mode) || !line || !as_written(line, path, &st)) rc = names_push(user, sub);
     }
     closedir(d);
     for (int i = 0; rc == 0 && i < here.n; i++) rc = unlisted(dir, here.v[i], list, user, depth + 1);

@@ -43,9 +43,12 @@ int outfolder_git_tracked(const char *real, char *top, size_t size);
 /* ---- the entries a run wrote, and the user's ----
  * At its commit a run appends to its marker the line "written:" and then every entry it
  * wrote, one a line, sorted, paths below the folder, a folder as "name/" followed by its
- * entries. At the next commit, every entry of the old folder the list does not hold is
- * the user's (a folder not listed is the user's whole). A marker without the list (an
- * earlier kvscope's) says every entry is kvscope's. */
+ * entries, a file as "name<TAB>SIZE HASH" (its size and a 64-bit hash of its bytes:
+ * content, not mtime, so the marker is the same run to run). At the next commit, every
+ * entry of the old folder the list does not hold as it is now is the user's: one not
+ * listed, a folder where the run wrote a file (the user's whole), a file whose size or
+ * hash differs. A marker without the list (an earlier kvscope's) says every entry is
+ * kvscope's; a file line without the stamp goes by its name. */
 typedef struct {
     char **v; /* malloc'ed strings */
     int n, cap;
