@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1086,6 +1087,36 @@ START_TEST(test_cli_resume_other_shape) {
 }
 END_TEST
 
+/* Two trainings with one --checkpoint at once: the second meets the first's flock on
+ * CHECKPOINT.lock and stops (exit 2, one line) before writing anything; alone, the run
+ * trains and leaves no lock file behind. (The lock is held here as a run would hold it.) */
+START_TEST(test_cli_checkpoint_locked) {
+    char dir[64], corpus[128], out[128], lock[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(lock, sizeof lock, "%s/m.ckpt.lock", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    int fd = open(lock, O_RDWR | O_CREAT, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strstr(e, "in use by another training run") && strstr(e, "m.ckpt") &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out));
+    close(fd);
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 0);
+    ck_assert(exists(out));
+    ck_assert(!exists(lock));
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -1114,6 +1145,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_short_ctx);
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
+    tcase_add_test(t, test_cli_checkpoint_locked);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -38,6 +40,9 @@ typedef struct {
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
     OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
     int saved;            /* checkpoints this run wrote */
+    int lock_fd;          /* the flock on CHECKPOINT.lock for the run's duration, or -1 */
+    char lock_path[4300];
+    int lock_slot;        /* its place on the signal cleanup list (cleanup.h), or -1 */
     char scripts_found[4096]; /* --scripts' default, found from the binary */
 } TrainArgs;
 
@@ -652,22 +657,65 @@ static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
     return rc == TRAIN_NOMEM ? cli_fail("out of memory", "training") : cli_error(err);
 }
 
+/* Two runs at once with one --checkpoint would write over each other's saves (the
+ * header check at the start sees nothing yet): the run holds an advisory lock, flock(2)
+ * on CHECKPOINT.lock, from before that check to its end; a second run meets it and
+ * stops. The lock dies with the process (kill -9 included); the file goes at the end.
+ * 0, or 2 after the error line. (A lock file that cannot be made locks nothing: the
+ * checks that follow name what is wrong with the path.) */
+static int lock_checkpoint(TrainArgs *a) {
+    a->lock_fd = -1;
+    if (!a->out || snprintf(a->lock_path, sizeof a->lock_path, "%s.lock", a->checkpoint) >=
+                       (int)sizeof a->lock_path)
+        return 0;
+    int fd = open(a->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) return 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return cli_fail("--checkpoint is in use by another training run right now (it holds "
+                        "CHECKPOINT.lock); wait for it to end, or give this run another --checkpoint",
+                        a->checkpoint);
+    }
+    a->lock_fd = fd;
+    char real[4096]; /* a stop while the folder is written ends the process there: listed */
+    a->lock_slot = path_resolve(a->lock_path, real, sizeof real) == 0 ? cleanup_add(real) : -1;
+    return 0;
+}
+
+static void unlock_checkpoint(TrainArgs *a) {
+    if (a->lock_fd < 0) return;
+    unlink(a->lock_path); /* while still held: no other run holds this file */
+    cleanup_drop(a->lock_slot);
+    close(a->lock_fd);
+    a->lock_fd = -1;
+}
+
+static int train_locked(TrainArgs *a);
+
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     train_args_default(&a);
     int rc = opts_parse(&TRAIN, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
-    OutDir od;
-    if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = check_outputs(&a, &od)))
+    if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = lock_checkpoint(&a)))
         return rc;
-    set_threads(&a);
-    if (a.out) outfile_clean_stale(&a.ckpt); /* what killed saves left, saving or not */
-    if (a.out) cli_note_left(a.ckpt.left, a.ckpt.nleft);
+    rc = train_locked(&a);
+    unlock_checkpoint(&a);
+    return rc;
+}
+
+static int train_locked(TrainArgs *a) {
+    OutDir od;
+    int rc = check_outputs(a, &od);
+    if (rc) return rc;
+    set_threads(a);
+    if (a->out) outfile_clean_stale(&a->ckpt); /* what killed saves left, saving or not */
+    if (a->out) cli_note_left(a->ckpt.left, a->ckpt.nleft);
     Corpus c;
     Trainer tr;
     TrainLog log = {0};
-    if ((rc = setup(&a, &c, &tr, &log))) return rc;
-    rc = a.grads_out ? run_grads(&a, &c, &tr, &log, &od) : run_training(&a, &c, &tr, &log, &od);
+    if ((rc = setup(a, &c, &tr, &log))) return rc;
+    rc = a->grads_out ? run_grads(a, &c, &tr, &log, &od) : run_training(a, &c, &tr, &log, &od);
     train_log_free(&log);
     trainer_free(&tr);
     corpus_free(&c);
