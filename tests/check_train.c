@@ -1117,6 +1117,35 @@ START_TEST(test_cli_checkpoint_locked) {
 }
 END_TEST
 
+/* --grads-out never replaces a model folder, --force or not: exit 2, the weights kept. */
+START_TEST(test_cli_grads_out_spares_model) {
+    char dir[64], corpus[128], m[128], w[160], copy[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(m, sizeof m, "%s/m", dir);
+    snprintf(w, sizeof w, "%s/model.safetensors", m);
+    snprintf(copy, sizeof copy, "%s/w.copy", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    const char *ex[] = {"export", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256",
+                        "--quiet", "--out", m, NULL};
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", w, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int force = 0; force < 2; force++) {
+        const char *g[] = {"train", "--corpus", corpus, "--grads-out", m, "--layers", "1", "--heads",
+                           "2", "--dim", "16", "--ctx", "32", force ? "--force" : NULL, NULL};
+        ck_assert_int_eq(run_kvscope(g, NULL, err), 2);
+        char *e = read_file(err, NULL);
+        ck_assert_msg(e && strstr(e, "--grads-out holds a model"), "%s", e ? e : "");
+        free(e);
+        ck_assert(files_equal(w, copy));
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -1146,6 +1175,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_test(t, test_cli_checkpoint_locked);
+    tcase_add_test(t, test_cli_grads_out_spares_model);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

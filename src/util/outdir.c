@@ -293,6 +293,12 @@ static int may_replace(const OutDir *o, char *err, size_t errsize) {
         return -1;
     }
     if (outfolder_is_model(o->real)) {
+        if (strcmp(o->option, "--grads-out") == 0) { /* gradients, not a model */
+            snprintf(err, errsize, "%s holds a model (config.json and its weights), which a "
+                     "gradient dump never replaces, even with --force; choose another folder: %s",
+                     o->option, o->target);
+            return -1;
+        }
         if (!writes_models(o->command)) {
             snprintf(err, errsize, "%s holds a model (config.json and its weights), which only "
                      "train or export replace, and only with --force; choose another folder: %s",
