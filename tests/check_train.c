@@ -1146,6 +1146,32 @@ START_TEST(test_cli_grads_out_spares_model) {
 }
 END_TEST
 
+/* train > /dev/full: the run stops before training, with the full disk's own words
+ * ("No space left on device"), exit 2, nothing written. */
+START_TEST(test_cli_stdout_full) {
+    char dir[64], corpus[128], out[128], ckpt[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/m.ckpt", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    int n = 0;
+    while (args[n]) n++;
+    ck_assert_str_eq(args[n - 1], "--quiet");
+    args[n - 1] = NULL; /* it prints */
+    ck_assert_int_eq(run_kvscope(args, "/dev/full", err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strcmp(e, "kvscope: cannot write (No space left on device): stdout\n") == 0,
+                  "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out) && !exists(ckpt));
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -1176,6 +1202,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_test(t, test_cli_checkpoint_locked);
     tcase_add_test(t, test_cli_grads_out_spares_model);
+    tcase_add_test(t, test_cli_stdout_full);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -620,7 +621,14 @@ static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
         printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
                "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
                a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
-    fflush(stdout);
+    /* a stdout that fails (train > /dev/full) fails the run now, not after hours, and
+     * with the errno of the failed write (a later flush would find nothing to write) */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        snprintf(err, errsize, "cannot write (%s): stdout", write_error_text(errno));
+        for (int i = 0; i < NSTOP; i++)
+            if (caught[i]) sigaction(STOP_SIGNALS[i], &old[i], NULL);
+        return TRAIN_BAD;
+    }
     Progress p = {.quiet = a->quiet, .first_step = -1};
     const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p,
                               &a->saved};
