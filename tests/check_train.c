@@ -601,6 +601,27 @@ START_TEST(test_resume_same_bytes) {
     ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o2, &steps, err, sizeof err),
                      TRAIN_OTHER_RUN);
     ck_assert_msg(strstr(err, "--seed 41, this run has 5") != NULL, "message: %s", err);
+    /* a flipped byte in the header's options (--lr, at 56 + 8 int32s: magic, shape, rows,
+     * steps, params, then the run block) is damage, not another run: checked by the sum first */
+    bytes = read_file(ckpt, &len);
+    ck_assert_ptr_nonnull(bytes);
+    bytes[56 + 32 + 1] ^= 0x01;
+    f = fopen(ckpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o, &steps, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "checksum mismatch") && !strstr(err, "--lr"), "message: %s", err);
+    trainer_free(&d);
+    ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "checksum mismatch") && !strstr(err, "another run"), "message: %s", err);
+    bytes[56 + 32 + 1] ^= 0x01;
+    f = fopen(ckpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(bytes);
     /* a truncated file is refused before anything is read */
     ck_assert_int_eq(truncate(ckpt, 200), 0);
     ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
