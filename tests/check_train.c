@@ -1189,6 +1189,15 @@ START_TEST(test_cli_stdout_full) {
                   "%s", e ? e : "");
     free(e);
     ck_assert(!exists(out) && !exists(ckpt));
+    /* --scripts naming a folder without the chart script: refused before training */
+    args[n - 1] = "--scripts", args[n] = "/nonexistent-kvscope", args[n + 1] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    e = read_file(err, NULL);
+    ck_assert_msg(e && strncmp(e, "kvscope: --scripts: /nonexistent-kvscope/train_loss.gp",
+                          strlen("kvscope: --scripts: /nonexistent-kvscope/train_loss.gp")) == 0 &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out) && !exists(ckpt));
     remove_tree(dir);
 }
 END_TEST

@@ -247,6 +247,14 @@ static int check_args(TrainArgs *a) {
         snprintf(v, sizeof v, "%d", a->o.warmup);
         return cli_fail("--warmup must be below --steps", v);
     }
+    if (a->scripts && !a->grads_out) { /* given: a folder without the script is bad input, now */
+        char script[4300], err[4600], what[4700];
+        snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
+        if (gnuplot_check_script(script, err, sizeof err) != 0) {
+            snprintf(what, sizeof what, "--scripts: %s", err);
+            return cli_error(what);
+        }
+    }
     if (!a->scripts) { /* the install's; where there is none, the chart's note says so */
         cli_find_scripts(a->scripts_found, sizeof a->scripts_found);
         a->scripts = a->scripts_found;
