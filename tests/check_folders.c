@@ -677,6 +677,26 @@ START_TEST(test_stdout_full_five_commands) {
 }
 END_TEST
 
+/* run --plots and compare --out keep the user's file with the same note as run --out. */
+START_TEST(test_kept_note_plots_compare) {
+    char f[PATH_MAX];
+    const char *r[] = {"run", TINY, "--steps", "2", "--quiet", "--heatmaps", "--out", "r", "--plots", "pp", NULL};
+    const char *c[] = {"compare", TINY, "--quiet", "--out", "cc", NULL};
+    const char *const *all[] = {r, c};
+    const char *names[] = {"pp", "cc"}, *opts[] = {"note: --plots: kept NOTES.md", "note: --out: kept NOTES.md"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(kv(all[i]), 0);
+        char rel[32];
+        snprintf(rel, sizeof rel, "%s/NOTES.md", names[i]);
+        ck_assert_int_eq(write_text_file(at(f, sizeof f, rel), "mine"), 0);
+        ck_assert_int_eq(kv(all[i]), 0);
+        holds(f, "mine");
+        const char *n[] = {opts[i], names[i], NULL};
+        one_line(n);
+    }
+}
+END_TEST
+
 Suite *make_folders_suite(void) {
     Suite *s = suite_create("folders");
     TCase *tc = tcase_create("folders");
@@ -701,6 +721,7 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_model_weights_by_extension);
     tcase_add_test(tc, test_sigpipe_cleans);
     tcase_add_test(tc, test_stdout_full_five_commands);
+    tcase_add_test(tc, test_kept_note_plots_compare);
     suite_add_tcase(s, tc);
     return s;
 }
