@@ -1202,6 +1202,38 @@ START_TEST(test_cli_stdout_full) {
 }
 END_TEST
 
+/* A chart that gnuplot fails to draw: the note names the output folder as the user
+ * named it, never its temporary folder (dir/m.tmp.<pid>.*). */
+START_TEST(test_cli_chart_note_names_out) {
+    char dir[64], corpus[128], out[128], sc[128], gp[160], err[160];
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "check_train.c: test_cli_chart_note_names_out: skipped: no gnuplot\n");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(sc, sizeof sc, "%s/sc", dir);
+    snprintf(gp, sizeof gp, "%s/train_loss.gp", sc);
+    snprintf(err, sizeof err, "%s/err", dir);
+    ck_assert_int_eq(mkdir(sc, 0755), 0);
+    ck_assert_int_eq(write_text_file(gp, "print \"cannot write \".out.\".png\"\nexit status 3\n"), 0);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    int n = 0;
+    while (args[n]) n++;
+    args[n++] = "--scripts", args[n++] = sc, args[n] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 0);
+    char *e = read_file(err, NULL), want[200];
+    snprintf(want, sizeof want, "cannot write %s/loss.png\n", out);
+    ck_assert_msg(e && strstr(e, "no loss chart") && strstr(e, want) && !strstr(e, ".tmp."), "%s",
+                  e ? e : "");
+    free(e);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -1233,6 +1265,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_checkpoint_locked);
     tcase_add_test(t, test_cli_grads_out_spares_model);
     tcase_add_test(t, test_cli_stdout_full);
+    tcase_add_test(t, test_cli_chart_note_names_out);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

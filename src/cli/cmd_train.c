@@ -557,8 +557,10 @@ static void draw_chart(const TrainArgs *a, const OutDir *od) {
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
     char out[4400], missing[4500];
     snprintf(out, sizeof out, "%s/loss", od->tmp);
+    char shown[600]; /* gnuplot's words name the temporary folder: the user's name instead */
+    outdir_shown(od, msg, shown, sizeof shown);
     if (rc) fprintf(stderr, "kvscope: note: no loss chart: gnuplot failed on %s (status %d): %s\n",
-                    script, rc, msg[0] ? msg : "no message");
+                    script, rc, shown[0] ? shown : "no message");
     else if (!gnuplot_wrote(out, missing, sizeof missing))
         fprintf(stderr, "kvscope: note: no loss chart: gnuplot wrote no %s/%s: %s\n", a->out,
                 strrchr(missing, '/') + 1, script);
