@@ -148,16 +148,18 @@ START_TEST(test_force_not_system) {
     snprintf(f, sizeof f, "%s/passwd", victim);
     ck_assert_int_eq(mkdir(victim, 0755), 0);
     ck_assert_int_eq(write_text_file(f, "root:x:0:0"), 0);
-    const char *cwds[] = {dir, "/"};
-    for (int c = 0; c < 2; c++) {
-        const char *km[] = {"kvmem", "--out", victim, "--force", NULL};
-        int rc = run_kvscope_at(cwds[c], home, km, so, se);
+    /* also from inside it (cd /etc; --out ssh), and with $HOME saying it is the home:
+     * the current folder counts only when it is the user's, the home is the passwd one */
+    const char *cwds[] = {dir, "/", base, base};
+    for (int c = 0; c < 4; c++) {
+        const char *km[] = {"kvmem", "--out", c == 2 ? "etc" : victim, "--force", NULL};
+        int rc = run_kvscope_at(cwds[c], c == 3 ? base : home, km, so, se);
         char *kept = read_file(f, NULL);
         int same = kept && strcmp(kept, "root:x:0:0") == 0;
         free(kept);
         if (rc != 2 || !same) remove_tree(base); /* a failure leaves nothing in /var/tmp */
         ck_assert_msg(rc == 2 && same, "cwd %s: exit %d", cwds[c], rc);
-        const char *n[] = {"is a system folder", "even with --force", victim, NULL};
+        const char *n[] = {"is a system folder", "even with --force", c == 2 ? "etc" : victim, NULL};
         one_line(n);
     }
     remove_tree(base);
@@ -222,8 +224,22 @@ START_TEST(test_user_files_survive) {
     ck_assert_int_eq(mkdir(at(f, sizeof f, "r/drafts"), 0755), 0);
     ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/drafts/a.txt"), "draft"), 0);
     ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/heatmaps/look.txt"), "see L0"), 0);
-    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv"), "edited"), 0); /* kvscope's */
+    /* kvscope's tokens.csv, edited: the user's now, and in the way of the new one */
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv"), "edited"), 0);
     const char *again[] = {"run", TINY, "--steps", "3", "--quiet", "--heatmaps", "--out", "r", NULL};
+    ck_assert_int_eq(kv(again), 2);
+    const char *nt[] = {"holds tokens.csv, which kvscope did not write", NULL};
+    one_line(nt);
+    holds(at(f, sizeof f, "r/tokens.csv"), "edited");
+    ck_assert_int_eq(unlink(f), 0);
+    /* a folder where kvscope wrote a file is the user's too */
+    ck_assert_int_eq(mkdir(f, 0755), 0);
+    ck_assert_int_eq(write_text_file(at(f, sizeof f, "r/tokens.csv/mine.txt"), "mine"), 0);
+    ck_assert_int_eq(kv(again), 2);
+    one_line(nt);
+    holds(f, "mine");
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(rmdir(at(f, sizeof f, "r/tokens.csv")), 0);
     ck_assert_int_eq(kv(again), 0);
     holds(at(f, sizeof f, "r/NOTES.md"), "mine");
     holds(at(f, sizeof f, "r/drafts/a.txt"), "draft");
@@ -518,6 +534,169 @@ START_TEST(test_chart_scripts_found) {
 }
 END_TEST
 
+/* ---- the adversarial round: models never lost --------------------------------------- */
+
+/* No file output replaces a file of a model folder, --force or not: verify --csv, run
+ * --html over model.safetensors or config.json exit 2 with one line, the bytes kept. */
+START_TEST(test_model_files_never_replaced) {
+    char w[PATH_MAX], copy[PATH_MAX], cmd[3 * PATH_MAX];
+    const char *ex[] = {"export", TINY, "--quiet", "--out", "mm", NULL};
+    ck_assert_int_eq(kv(ex), 0);
+    at(w, sizeof w, "mm/model.safetensors");
+    at(copy, sizeof copy, "weights.copy");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s/mm/config.json' '%s/config.copy'", w, copy, dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *v[] = {"verify", TINY, "--steps", "1", "--csv", "mm/model.safetensors", "--force", NULL};
+    const char *r1[] = {"run", TINY, "--steps", "1", "--quiet", "--html", "mm/model.safetensors", "--force", NULL};
+    const char *r2[] = {"run", TINY, "--steps", "1", "--quiet", "--html", "mm/config.json", "--force", NULL};
+    const char *const *all[] = {v, r1, r2};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(kv(all[i]), 2);
+        const char *n[] = {"a file of a model folder", "even with --force", NULL};
+        one_line(n);
+    }
+    ck_assert(files_equal(w, copy));
+    char c1[PATH_MAX], c2[PATH_MAX];
+    ck_assert(files_equal(at(c1, sizeof c1, "mm/config.json"), at(c2, sizeof c2, "config.copy")));
+}
+END_TEST
+
+/* A folder that holds a model at any depth is never replaced, --force or not, by any
+ * command (kvmem, run, export): the line names the model folder. */
+START_TEST(test_folder_holding_models) {
+    char cmd[3 * PATH_MAX], w[PATH_MAX], copy[PATH_MAX];
+    const char *ex[] = {"export", TINY, "--quiet", "--out", "models/x/a", NULL};
+    ck_assert_int_eq(kv(ex), 2); /* the folder it goes in does not exist */
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/models/x'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    ck_assert_int_eq(kv(ex), 0);
+    at(w, sizeof w, "models/x/a/model.safetensors");
+    at(copy, sizeof copy, "weights.copy");
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", w, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    const char *km[] = {"kvmem", "--preset", "gpt2", "--out", "models", "--force", NULL};
+    const char *rn[] = {"run", TINY, "--steps", "1", "--quiet", "--out", "models", "--force", NULL};
+    const char *e2[] = {"export", TINY, "--quiet", "--out", "models", "--force", NULL};
+    const char *const *all[] = {km, rn, e2};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(kv(all[i]), 2);
+        const char *n[] = {"holds a model folder", "models/x/a", NULL};
+        one_line(n);
+        ck_assert(files_equal(w, copy));
+    }
+}
+END_TEST
+
+/* Weights are told by their extension, in any case, beside config.json: each such
+ * folder is refused to kvmem --force as a model. */
+START_TEST(test_model_weights_by_extension) {
+    static const char *const names[] = {
+        "model-00001-of-00002.safetensors", "model.bin", "model.pt", "model.gguf",
+        "consolidated.00.pth", "adapter_model.safetensors", "MODEL.SAFETENSORS", "tf.H5",
+        "flax.msgpack", "last.ckpt",
+    };
+    char d[PATH_MAX], f[2 * PATH_MAX];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(d, sizeof d, "%s/m%zu", dir, i);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        snprintf(f, sizeof f, "%s/config.json", d);
+        ck_assert_int_eq(write_text_file(f, "{}"), 0);
+        snprintf(f, sizeof f, "%s/%s", d, names[i]);
+        ck_assert_int_eq(write_text_file(f, "weights"), 0);
+        const char *km[] = {"kvmem", "--preset", "gpt2", "--out", d, "--force", NULL};
+        ck_assert_msg(kv(km) == 2, "%s not taken for a model", names[i]);
+        const char *n[] = {"holds a model", NULL};
+        one_line(n);
+        holds(f, "weights");
+    }
+    /* config.json beside a text file is no model: --force replaces it */
+    snprintf(d, sizeof d, "%s/notes", dir);
+    ck_assert_int_eq(mkdir(d, 0755), 0);
+    snprintf(f, sizeof f, "%s/config.json", d);
+    ck_assert_int_eq(write_text_file(f, "{}"), 0);
+    snprintf(f, sizeof f, "%s/binary.txt", d);
+    ck_assert_int_eq(write_text_file(f, "x"), 0);
+    const char *km[] = {"kvmem", "--preset", "gpt2", "--out", d, "--force", NULL};
+    ck_assert_int_eq(kv(km), 0);
+}
+END_TEST
+
+/* `run | head -c 10`: SIGPIPE ends the run (status 141) and its temporary folder goes
+ * with it, at once, not at the next run. */
+START_TEST(test_sigpipe_cleans) {
+    char bin[PATH_MAX];
+    ck_assert_ptr_nonnull(realpath(KVSCOPE_BIN, bin));
+    int p[2];
+    ck_assert_int_eq(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        close(p[0]); /* no reader: the first write raises SIGPIPE */
+        dup2(p[1], 1);
+        int e = open(se, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(e, 2);
+        if (chdir(dir) != 0 || setenv("HOME", home, 1) != 0) _exit(126);
+        execl(bin, bin, "run", TINY, "--steps", "4", "--out", "r", (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    close(p[1]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    char *e = read_file(se, NULL);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "status %d: %s", st, e ? e : "");
+    free(e);
+    ck_assert_int_eq(count_entries(dir), 2); /* home/ and stderr: no r, no r.tmp.* */
+}
+END_TEST
+
+/* export, heads, loss, kvvalues and compare print their summary before the swap: with
+ * stdout on /dev/full each exits 2 and the previous folder stays (the same inode). */
+START_TEST(test_stdout_full_five_commands) {
+    char t[PATH_MAX], e[PATH_MAX];
+    ck_assert_int_eq(write_text_file(at(t, sizeof t, "t.txt"), "the cat sat on the mat. the cat sat."), 0);
+    at(e, sizeof e, "e");
+    static const char *const cmds[] = {"export", "heads", "loss", "kvvalues", "compare"};
+    for (int i = 0; i < 5; i++) {
+        const int text = i == 2 || i == 3;
+        const char *first[] = {cmds[i], TINY, "--out", "e", "--quiet", text ? "--text" : NULL, "t.txt", NULL};
+        ck_assert_msg(kv(first) == 0, "%s", cmds[i]);
+        struct stat before, after;
+        ck_assert_int_eq(stat(e, &before), 0);
+        const char *again[] = {cmds[i], TINY, "--out", "e", "--force", text ? "--text" : NULL, "t.txt", NULL};
+        ck_assert_int_eq(run_kvscope_at(dir, home, again, "/dev/full", se), 2);
+        const char *n[] = {"No space left on device", "stdout", NULL};
+        one_line(n);
+        ck_assert_int_eq(stat(e, &after), 0);
+        ck_assert_msg(before.st_ino == after.st_ino, "%s replaced e", cmds[i]);
+        ck_assert_int_eq(remove_tree(e), 0);
+        ck_assert_int_eq(count_entries(dir), 4); /* home, t.txt, stderr, stdout: no e.tmp.* */
+    }
+}
+END_TEST
+
+/* run --plots and compare --out keep the user's file with the same note as run --out. */
+START_TEST(test_kept_note_plots_compare) {
+    char f[PATH_MAX];
+    const char *r[] = {"run", TINY, "--steps", "2", "--quiet", "--heatmaps", "--out", "r", "--plots", "pp", NULL};
+    const char *c[] = {"compare", TINY, "--quiet", "--out", "cc", NULL};
+    const char *const *all[] = {r, c};
+    const char *names[] = {"pp", "cc"}, *opts[] = {"note: --plots: kept NOTES.md", "note: --out: kept NOTES.md"};
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(kv(all[i]), 0);
+        char rel[32];
+        snprintf(rel, sizeof rel, "%s/NOTES.md", names[i]);
+        ck_assert_int_eq(write_text_file(at(f, sizeof f, rel), "mine"), 0);
+        ck_assert_int_eq(kv(all[i]), 0);
+        holds(f, "mine");
+        const char *n[] = {opts[i], names[i], NULL};
+        one_line(n);
+    }
+}
+END_TEST
+
 Suite *make_folders_suite(void) {
     Suite *s = suite_create("folders");
     TCase *tc = tcase_create("folders");
@@ -537,6 +716,12 @@ Suite *make_folders_suite(void) {
     tcase_add_test(tc, test_full_disk_at_once);
     tcase_add_test(tc, test_verify_csv_and_quiet);
     tcase_add_test(tc, test_chart_scripts_found);
+    tcase_add_test(tc, test_model_files_never_replaced);
+    tcase_add_test(tc, test_folder_holding_models);
+    tcase_add_test(tc, test_model_weights_by_extension);
+    tcase_add_test(tc, test_sigpipe_cleans);
+    tcase_add_test(tc, test_stdout_full_five_commands);
+    tcase_add_test(tc, test_kept_note_plots_compare);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -198,8 +198,9 @@ static void commit_twice(unsigned flags) {
         /* then the list of what the run wrote: this round's file alone */
         char *list = strstr(m, "\nwritten:\n"), want[64];
         ck_assert_ptr_nonnull(list);
-        snprintf(want, sizeof want, "\nwritten:\nround%d.csv\n", round);
-        ck_assert_str_eq(list, want);
+        snprintf(want, sizeof want, "\nwritten:\nround%d.csv\t", round);
+        ck_assert_msg(strncmp(list, want, strlen(want)) == 0 && !strchr(list + strlen(want), '/') &&
+                      strchr(list + strlen(want), '\n') == list + strlen(list) - 1, "%s", list);
         *list = '\0';
         if (round == 0) snprintf(first, sizeof first, "%s", m);
         else ck_assert_str_eq(m, first);
@@ -877,7 +878,11 @@ START_TEST(test_outfolder) {
     ck_assert_int_eq(outfolder_note_written(d), 0);
     snprintf(f, sizeof f, "%s/" OUTDIR_MARKER, d);
     char *m = read_file(f, NULL);
-    ck_assert_msg(m && strstr(m, "\nwritten:\nb.csv\nsub/\nsub/a.png\n"), "%s", m);
+    /* each file with its size and FNV-1a 64 of its bytes ("x": computed here by hand) */
+    unsigned long long hx = (1469598103934665603ull ^ 'x') * 1099511628211ull;
+    char want[160];
+    snprintf(want, sizeof want, "\nwritten:\nb.csv\t1 %016llx\nsub/\nsub/a.png\t1 %016llx\n", hx, hx);
+    ck_assert_msg(m && strstr(m, want), "%s", m);
     free(m);
     const char *mine[] = {"NOTES.md", "sub/mine.txt", "zz"};
     for (int i = 0; i < 3; i++) {
@@ -890,6 +895,26 @@ START_TEST(test_outfolder) {
     ck_assert_int_eq(u.n, 3); /* zz/ whole, not zz/deep.txt */
     for (int i = 0; i < 3; i++) ck_assert_str_eq(u.v[i], mine[i]);
     outfolder_names_free(&u);
+    /* a listed file the user rewrote (same size, other bytes) and a folder where the run
+     * wrote a file are the user's; the file as written is not */
+    snprintf(f, sizeof f, "%s/b.csv", d);
+    ck_assert_int_eq(write_text_file(f, "y"), 0);
+    snprintf(f, sizeof f, "%s/sub/a.png", d);
+    ck_assert_int_eq(unlink(f), 0);
+    ck_assert_int_eq(mkdir(f, 0755), 0);
+    ck_assert_int_eq(outfolder_user_files(d, &u), 0);
+    const char *now[] = {"NOTES.md", "b.csv", "sub/a.png", "sub/mine.txt", "zz"};
+    ck_assert_int_eq(u.n, 5);
+    for (int i = 0; i < 5; i++) ck_assert_str_eq(u.v[i], now[i]);
+    outfolder_names_free(&u);
+    snprintf(f, sizeof f, "%s/b.csv", d);
+    ck_assert_int_eq(write_text_file(f, "x"), 0); /* the bytes the run wrote: kvscope's again */
+    ck_assert_int_eq(outfolder_user_files(d, &u), 0);
+    ck_assert_int_eq(u.n, 4);
+    ck_assert_str_eq(u.v[1], "sub/a.png");
+    outfolder_names_free(&u);
+    snprintf(f, sizeof f, "%s/sub/a.png", d);
+    ck_assert_int_eq(rmdir(f), 0);
     /* a model: config.json and weights */
     ck_assert_int_eq(outfolder_is_model(d), 0);
     snprintf(f, sizeof f, "%s/config.json", d);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -683,6 +684,27 @@ START_TEST(test_resume_same_bytes) {
     ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o2, &steps, err, sizeof err),
                      TRAIN_OTHER_RUN);
     ck_assert_msg(strstr(err, "--seed 41, this run has 5") != NULL, "message: %s", err);
+    /* a flipped byte in the header's options (--lr, at 56 + 8 int32s: magic, shape, rows,
+     * steps, params, then the run block) is damage, not another run: checked by the sum first */
+    bytes = read_file(ckpt, &len);
+    ck_assert_ptr_nonnull(bytes);
+    bytes[56 + 32 + 1] ^= 0x01;
+    f = fopen(ckpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(train_checkpoint_owner(ckpt, &cfg, 3, &o, &steps, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "checksum mismatch") && !strstr(err, "--lr"), "message: %s", err);
+    trainer_free(&d);
+    ck_assert_int_eq(trainer_init(&d, &cfg, 3, o.seed), 0);
+    ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
+    ck_assert_msg(strstr(err, "checksum mismatch") && !strstr(err, "another run"), "message: %s", err);
+    bytes[56 + 32 + 1] ^= 0x01;
+    f = fopen(ckpt, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(bytes);
     /* a truncated file is refused before anything is read */
     ck_assert_int_eq(truncate(ckpt, 200), 0);
     ck_assert_int_eq(train_checkpoint_load(&d, &o, &lb, ckpt, err, sizeof err), TRAIN_BAD);
@@ -1169,6 +1191,132 @@ START_TEST(test_cli_resume_other_shape) {
 }
 END_TEST
 
+/* Two trainings with one --checkpoint at once: the second meets the first's flock on
+ * CHECKPOINT.lock and stops (exit 2, one line) before writing anything; alone, the run
+ * trains and leaves no lock file behind. (The lock is held here as a run would hold it.) */
+START_TEST(test_cli_checkpoint_locked) {
+    char dir[64], corpus[128], out[128], lock[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(lock, sizeof lock, "%s/m.ckpt.lock", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    int fd = open(lock, O_RDWR | O_CREAT, 0644);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strstr(e, "in use by another training run") && strstr(e, "m.ckpt") &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out));
+    close(fd);
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 0);
+    ck_assert(exists(out));
+    ck_assert(!exists(lock));
+    remove_tree(dir);
+}
+END_TEST
+
+/* --grads-out never replaces a model folder, --force or not: exit 2, the weights kept. */
+START_TEST(test_cli_grads_out_spares_model) {
+    char dir[64], corpus[128], m[128], w[160], copy[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(m, sizeof m, "%s/m", dir);
+    snprintf(w, sizeof w, "%s/model.safetensors", m);
+    snprintf(copy, sizeof copy, "%s/w.copy", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    const char *ex[] = {"export", "--layers", "1", "--heads", "2", "--dim", "16", "--vocab", "256",
+                        "--quiet", "--out", m, NULL};
+    ck_assert_int_eq(run_kvscope(ex, NULL, NULL), 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", w, copy);
+    ck_assert_int_eq(system(cmd), 0);
+    for (int force = 0; force < 2; force++) {
+        const char *g[] = {"train", "--corpus", corpus, "--grads-out", m, "--layers", "1", "--heads",
+                           "2", "--dim", "16", "--ctx", "32", force ? "--force" : NULL, NULL};
+        ck_assert_int_eq(run_kvscope(g, NULL, err), 2);
+        char *e = read_file(err, NULL);
+        ck_assert_msg(e && strstr(e, "--grads-out holds a model"), "%s", e ? e : "");
+        free(e);
+        ck_assert(files_equal(w, copy));
+    }
+    remove_tree(dir);
+}
+END_TEST
+
+/* train > /dev/full: the run stops before training, with the full disk's own words
+ * ("No space left on device"), exit 2, nothing written. */
+START_TEST(test_cli_stdout_full) {
+    char dir[64], corpus[128], out[128], ckpt[160], err[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/m.ckpt", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    int n = 0;
+    while (args[n]) n++;
+    ck_assert_str_eq(args[n - 1], "--quiet");
+    args[n - 1] = NULL; /* it prints */
+    ck_assert_int_eq(run_kvscope(args, "/dev/full", err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strcmp(e, "kvscope: cannot write (No space left on device): stdout\n") == 0,
+                  "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out) && !exists(ckpt));
+    /* --scripts naming a folder without the chart script: refused before training */
+    args[n - 1] = "--scripts", args[n] = "/nonexistent-kvscope", args[n + 1] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    e = read_file(err, NULL);
+    ck_assert_msg(e && strncmp(e, "kvscope: --scripts: /nonexistent-kvscope/train_loss.gp",
+                          strlen("kvscope: --scripts: /nonexistent-kvscope/train_loss.gp")) == 0 &&
+                  strchr(e, '\n') == e + strlen(e) - 1, "%s", e ? e : "");
+    free(e);
+    ck_assert(!exists(out) && !exists(ckpt));
+    remove_tree(dir);
+}
+END_TEST
+
+/* A chart that gnuplot fails to draw: the note names the output folder as the user
+ * named it, never its temporary folder (dir/m.tmp.<pid>.*). */
+START_TEST(test_cli_chart_note_names_out) {
+    char dir[64], corpus[128], out[128], sc[128], gp[160], err[160];
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "check_train.c: test_cli_chart_note_names_out: skipped: no gnuplot\n");
+        return;
+    }
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus, 200000);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(sc, sizeof sc, "%s/sc", dir);
+    snprintf(gp, sizeof gp, "%s/train_loss.gp", sc);
+    snprintf(err, sizeof err, "%s/err", dir);
+    ck_assert_int_eq(mkdir(sc, 0755), 0);
+    ck_assert_int_eq(write_text_file(gp, "print \"cannot write \".out.\".png\"\nexit status 3\n"), 0);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    int n = 0;
+    while (args[n]) n++;
+    args[n++] = "--scripts", args[n++] = sc, args[n] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 0);
+    char *e = read_file(err, NULL), want[200];
+    snprintf(want, sizeof want, "cannot write %s/loss.png\n", out);
+    ck_assert_msg(e && strstr(e, "no loss chart") && strstr(e, want) && !strstr(e, ".tmp."), "%s",
+                  e ? e : "");
+    free(e);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *make_train_suite(void) {
     Suite *s = suite_create("train");
     TCase *t = tcase_create("model");
@@ -1199,6 +1347,10 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_short_ctx);
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
+    tcase_add_test(t, test_cli_checkpoint_locked);
+    tcase_add_test(t, test_cli_grads_out_spares_model);
+    tcase_add_test(t, test_cli_stdout_full);
+    tcase_add_test(t, test_cli_chart_note_names_out);
     tcase_add_loop_test(t, test_cli_bad_input, 0, (int)(sizeof bad_cases / sizeof bad_cases[0]));
     suite_add_tcase(s, t);
     return s;

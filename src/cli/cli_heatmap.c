@@ -131,14 +131,5 @@ int heatmap_opts_finish(HeatmapOpts *o, int status) {
 int heatmap_opts_commit(HeatmapOpts *o, int status) {
     if (!o->begun || !o->own_dir) return status;
     o->own_dir = 0;
-    if (status != 0) {
-        outdir_abort(&o->od);
-        return status;
-    }
-    char err[8400];
-    if (outdir_commit(&o->od, err, sizeof err) != 0) {
-        fprintf(stderr, "kvscope: %s\n", err);
-        return 2;
-    }
-    return 0;
+    return cli_outdir_end(&o->od, status, 0); /* with its notes: the user's files it kept */
 }

@@ -276,23 +276,21 @@ static int run_sweep(const CompareArgs *a, Loaded *ld, const CompareSpec *spec, 
  * finished, no charts), or 2 (the caller removes what was not committed). */
 static int finish(const CompareArgs *a, const CompareResult *res, const CompareSpec *spec,
                   OutDir *od, OutDir *charts, double t0) {
-    char err[8400];
     int rc = compare_write(res, spec, od) ? 2 : 0;
     if (rc) fprintf(stderr, "kvscope: --out: cannot write its files (%s): %s\n",
                     write_error_text(errno), a->out);
     if (rc == 0 && a->charts && !interrupted) rc = draw_charts(a, charts, od->tmp);
-    if (rc == 0 && outdir_commit(od, err, sizeof err)) rc = cli_error(err);
     if (rc) return rc;
+    /* the text before the swaps: a stdout that fails keeps both old folders (cli.h) */
     if (!a->quiet) printf("wrote %s/ in %.1f s\n", a->out, now_seconds() - t0);
+    for (size_t i = 0; a->charts && !interrupted && i < NCHARTS && !a->quiet; i++)
+        printf("wrote %s/%s.png and .svg\n", a->charts, CHARTS[i].chart);
+    if ((rc = cli_outdir_end(od, 0, 0))) return rc;
     if (interrupted) {
         if (a->charts) outdir_abort(charts);
         return 130;
     }
-    if (!a->charts) return 0;
-    if (outdir_commit(charts, err, sizeof err)) return cli_error(err);
-    for (size_t i = 0; i < NCHARTS && !a->quiet; i++)
-        printf("wrote %s/%s.png and .svg\n", a->charts, CHARTS[i].chart);
-    return 0;
+    return a->charts ? cli_outdir_end(charts, 0, 0) : 0;
 }
 
 int cmd_compare(int argc, char **argv) {

@@ -49,11 +49,12 @@ int cmd_export(int argc, char **argv) {
         int e = hf_export(&ld.model, od.tmp, err, sizeof err);
         if (e == HF_NOMEM) fprintf(stderr, "kvscope: out of memory: export\n");
         else if (e) cli_outdir_error(&od, err);
+        /* the text before the swap: a stdout that fails keeps the old folder */
+        if (!e && !a.quiet)
+            printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, float32)\n", a.out,
+                   a.out, ld.model.w.num_params);
         rc = cli_outdir_end(&od, e ? 2 : 0, 0);
     }
-    if (rc == 0 && !a.quiet)
-        printf("wrote %s/config.json and %s/model.safetensors (%zu parameters, float32)\n", a.out,
-               a.out, ld.model.w.num_params);
     loaded_free(&ld);
     return rc;
 }

@@ -179,7 +179,9 @@ static int draw(const HeadsArgs *a, const Loaded *ld, const OutDir *dir, const c
     return cli_chart(dir, script, vars, "heads");
 }
 
-/* The CSVs, the chart, then the commits: a chart that fails leaves both folders as
+static void summary(const HeadsArgs *a, const Config *c, const HeadsReport *r);
+
+/* The CSVs, the chart, the summary on stdout, then the commits: a chart that fails leaves both folders as
  * they were. 0, or 2. */
 static int write_outputs(const HeadsArgs *a, const Loaded *ld, const HeadsSpec *sp,
                          const HeadsReport *r, OutDir *od, OutDir *op, int sep) {
@@ -192,6 +194,7 @@ static int write_outputs(const HeadsArgs *a, const Loaded *ld, const HeadsSpec *
     }
     if (heads_write(r, &ld->model.cfg, sp, od, err, sizeof err)) rc = cli_error(err);
     if (rc == 0) rc = draw(a, ld, sep ? op : od, od->tmp);
+    if (rc == 0 && !a->quiet) summary(a, &ld->model.cfg, r); /* before the swaps: see cli.h */
     if (sep) rc = cli_outdir_end(op, rc, 0);
     return cli_outdir_end(od, rc, 0);
 }
@@ -257,8 +260,8 @@ static int measure(HeadsArgs *a, OutDir *od, OutDir *op, int sep) {
         const int m = heads_measure(&ld.model, &sp, &r);
         if (m) rc = cli_fail(m == -1 ? "out of memory" : "a forward pass failed (non-finite logits?)",
                              "heads");
-        else if ((rc = write_outputs(a, &ld, &sp, &r, od, op, sep)) == 0 && !a->quiet)
-            summary(a, c, &r);
+        else
+            rc = write_outputs(a, &ld, &sp, &r, od, op, sep);
         if (!m) heads_report_free(&r);
     }
     ld.model.head_off = NULL;

@@ -85,7 +85,8 @@ static int measure(KVValuesArgs *a, OutDir *od) {
                          "kvvalues");
     else if ((rc = cli_outdir_begin(od)) == 0) {
         if (kvvalues_write(&r, od, err, sizeof err)) rc = cli_error(err);
-        if ((rc = cli_outdir_end(od, rc, 0)) == 0 && !a->quiet) summary(a, &r);
+        if (rc == 0 && !a->quiet) summary(a, &r); /* before the swap: a failing stdout keeps od */
+        rc = cli_outdir_end(od, rc, 0);
     }
     if (!m) kvvalues_free(&r);
     loaded_free(&ld);

@@ -123,7 +123,9 @@ static int draw(const LossArgs *a, const Loaded *ld, const OutDir *dir, const ch
     return cli_chart(dir, script, vars, "loss");
 }
 
-/* The CSVs, the chart, then the commits: a chart that fails leaves both folders as
+static void summary(const LossArgs *a, const Config *c, const LossReport *r);
+
+/* The CSVs, the chart, the summary on stdout, then the commits: a chart that fails leaves both folders as
  * they were. 0, or 2. */
 static int write_outputs(const LossArgs *a, const Loaded *ld, const LossReport *r, OutDir *od,
                          OutDir *op, int sep) {
@@ -136,6 +138,7 @@ static int write_outputs(const LossArgs *a, const Loaded *ld, const LossReport *
     }
     if (loss_write(r, ld->prompt, od, err, sizeof err)) rc = cli_error(err);
     if (rc == 0) rc = draw(a, ld, sep ? op : od, od->tmp);
+    if (rc == 0 && !a->quiet) summary(a, &ld->model.cfg, r); /* before the swaps: see cli.h */
     if (sep) rc = cli_outdir_end(op, rc, 0);
     return cli_outdir_end(od, rc, 0);
 }
@@ -165,8 +168,8 @@ static int measure(LossArgs *a, OutDir *od, OutDir *op, int sep) {
         const int m = loss_measure(&ld.model, ld.prompt, ld.T, a->window, a->sinks, &r);
         if (m) rc = cli_fail(m == -1 ? "out of memory" : "a forward pass failed (non-finite logits?)",
                              "loss");
-        else if ((rc = write_outputs(a, &ld, &r, od, op, sep)) == 0 && !a->quiet)
-            summary(a, &ld.model.cfg, &r);
+        else
+            rc = write_outputs(a, &ld, &r, od, op, sep);
         if (!m) loss_report_free(&r);
     }
     loaded_free(&ld);

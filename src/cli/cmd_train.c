@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -38,6 +41,9 @@ typedef struct {
     char ckpt_path[4200]; /* the default checkpoint, DIR.ckpt */
     OutFile ckpt;         /* the checkpoint as an output file: only over a checkpoint */
     int saved;            /* checkpoints this run wrote */
+    int lock_fd;          /* the flock on CHECKPOINT.lock for the run's duration, or -1 */
+    char lock_path[4300];
+    int lock_slot;        /* its place on the signal cleanup list (cleanup.h), or -1 */
     char scripts_found[4096]; /* --scripts' default, found from the binary */
 } TrainArgs;
 
@@ -279,6 +285,14 @@ static int check_args(TrainArgs *a) {
     if (a->o.warmup >= a->o.steps && a->o.steps > 1) {
         snprintf(v, sizeof v, "%d", a->o.warmup);
         return cli_fail("--warmup must be below --steps", v);
+    }
+    if (a->scripts && !a->grads_out) { /* given: a folder without the script is bad input, now */
+        char script[4300], err[4600], what[4700];
+        snprintf(script, sizeof script, "%s/train_loss.gp", a->scripts);
+        if (gnuplot_check_script(script, err, sizeof err) != 0) {
+            snprintf(what, sizeof what, "--scripts: %s", err);
+            return cli_error(what);
+        }
     }
     if (!a->scripts) { /* the install's; where there is none, the chart's note says so */
         cli_find_scripts(a->scripts_found, sizeof a->scripts_found);
@@ -584,8 +598,10 @@ static void draw_chart(const TrainArgs *a, const OutDir *od) {
     const int rc = gnuplot_run(script, vars, msg, sizeof msg);
     char out[4400], missing[4500];
     snprintf(out, sizeof out, "%s/loss", od->tmp);
+    char shown[600]; /* gnuplot's words name the temporary folder: the user's name instead */
+    outdir_shown(od, msg, shown, sizeof shown);
     if (rc) fprintf(stderr, "kvscope: note: no loss chart: gnuplot failed on %s (status %d): %s\n",
-                    script, rc, msg[0] ? msg : "no message");
+                    script, rc, shown[0] ? shown : "no message");
     else if (!gnuplot_wrote(out, missing, sizeof missing))
         fprintf(stderr, "kvscope: note: no loss chart: gnuplot wrote no %s/%s: %s\n", a->out,
                 strrchr(missing, '/') + 1, script);
@@ -656,7 +672,14 @@ static int train_caught(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
         printf("training %zu parameters (L=%d NH=%d C=%d N=%d V=%d) on %zu bytes, batch %d x %d, "
                "%d steps, %s kernels\n", tr->model.w.num_params, a->cfg.L, a->cfg.NH, a->cfg.C,
                a->cfg.N, a->cfg.V, c->ntrain, a->o.B, a->cfg.N, a->o.steps, kern_name(tr->lv));
-    fflush(stdout);
+    /* a stdout that fails (train > /dev/full) fails the run now, not after hours, and
+     * with the errno of the failed write (a later flush would find nothing to write) */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        snprintf(err, errsize, "cannot write (%s): stdout", write_error_text(errno));
+        for (int i = 0; i < NSTOP; i++)
+            if (caught[i]) sigaction(STOP_SIGNALS[i], &old[i], NULL);
+        return TRAIN_BAD;
+    }
     Progress p = {.quiet = a->quiet, .first_step = -1};
     const TrainLoopCtl ctl = {a->checkpoint, a->checkpoint_every, &stop_signal, progress, &p,
                               &a->saved};
@@ -693,22 +716,65 @@ static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
     return rc == TRAIN_NOMEM ? cli_fail("out of memory", "training") : cli_error(err);
 }
 
+/* Two runs at once with one --checkpoint would write over each other's saves (the
+ * header check at the start sees nothing yet): the run holds an advisory lock, flock(2)
+ * on CHECKPOINT.lock, from before that check to its end; a second run meets it and
+ * stops. The lock dies with the process (kill -9 included); the file goes at the end.
+ * 0, or 2 after the error line. (A lock file that cannot be made locks nothing: the
+ * checks that follow name what is wrong with the path.) */
+static int lock_checkpoint(TrainArgs *a) {
+    a->lock_fd = -1;
+    if (!a->out || snprintf(a->lock_path, sizeof a->lock_path, "%s.lock", a->checkpoint) >=
+                       (int)sizeof a->lock_path)
+        return 0;
+    int fd = open(a->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) return 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return cli_fail("--checkpoint is in use by another training run right now (it holds "
+                        "CHECKPOINT.lock); wait for it to end, or give this run another --checkpoint",
+                        a->checkpoint);
+    }
+    a->lock_fd = fd;
+    char real[4096]; /* a stop while the folder is written ends the process there: listed */
+    a->lock_slot = path_resolve(a->lock_path, real, sizeof real) == 0 ? cleanup_add(real) : -1;
+    return 0;
+}
+
+static void unlock_checkpoint(TrainArgs *a) {
+    if (a->lock_fd < 0) return;
+    unlink(a->lock_path); /* while still held: no other run holds this file */
+    cleanup_drop(a->lock_slot);
+    close(a->lock_fd);
+    a->lock_fd = -1;
+}
+
+static int train_locked(TrainArgs *a);
+
 int cmd_train(int argc, char **argv) {
     TrainArgs a;
     train_args_default(&a);
     int rc = opts_parse(&TRAIN, argc, argv, &a);
     if (rc) return rc == OPTS_HELP ? 0 : rc;
-    OutDir od;
-    if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = check_outputs(&a, &od)))
+    if ((rc = check_args(&a)) || (rc = default_checkpoint(&a)) || (rc = lock_checkpoint(&a)))
         return rc;
-    set_threads(&a);
-    if (a.out) outfile_clean_stale(&a.ckpt); /* what killed saves left, saving or not */
-    if (a.out) cli_note_left(a.ckpt.left, a.ckpt.nleft);
+    rc = train_locked(&a);
+    unlock_checkpoint(&a);
+    return rc;
+}
+
+static int train_locked(TrainArgs *a) {
+    OutDir od;
+    int rc = check_outputs(a, &od);
+    if (rc) return rc;
+    set_threads(a);
+    if (a->out) outfile_clean_stale(&a->ckpt); /* what killed saves left, saving or not */
+    if (a->out) cli_note_left(a->ckpt.left, a->ckpt.nleft);
     Corpus c;
     Trainer tr;
     TrainLog log = {0};
-    if ((rc = setup(&a, &c, &tr, &log))) return rc;
-    rc = a.grads_out ? run_grads(&a, &c, &tr, &log, &od) : run_training(&a, &c, &tr, &log, &od);
+    if ((rc = setup(a, &c, &tr, &log))) return rc;
+    rc = a->grads_out ? run_grads(a, &c, &tr, &log, &od) : run_training(a, &c, &tr, &log, &od);
     train_log_free(&log);
     trainer_free(&tr);
     corpus_free(&c);

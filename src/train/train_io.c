@@ -284,6 +284,26 @@ static int open_ckpt(const char *path, CkIo *io, CkptHead *h, int *version, char
     return TRAIN_BAD;
 }
 
+/* After open_ckpt: 1 if the file is as long as its header says and its last 8 bytes are
+ * the checksum of every byte before them (io's position is then unspecified). A damaged
+ * file must be called damaged before its header's options are believed: a flipped bit
+ * in --clip is no other run. */
+static int sum_holds(CkIo *io, const CkptHead *h) {
+    const long size = (long)(CKPT_HEAD + 12 * h->params + (uint64_t)h->rows * CKPT_ROW + CKPT_SUM);
+    unsigned char buf[1 << 16];
+    uint64_t stored = 0;
+    if (fseek(io->f, 0, SEEK_END) != 0 || ftell(io->f) != size || fseek(io->f, 0, SEEK_SET) != 0)
+        return 0;
+    CkSum sum = {.h = 0x6B7673636B707433ULL};
+    for (long left = size - CKPT_SUM; left > 0;) {
+        const size_t n = left < (long)sizeof buf ? (size_t)left : sizeof buf;
+        if (fread(buf, 1, n, io->f) != n) return 0;
+        sum_add(&sum, buf, n);
+        left -= (long)n;
+    }
+    return fread(&stored, 1, 8, io->f) == 8 && stored == sum_end(&sum);
+}
+
 int train_checkpoint_owner(const char *path, const Config *cfg, int B, const TrainOptions *o,
                            int *steps, char *msg, size_t msgsize) {
     CkIo io;
@@ -291,10 +311,16 @@ int train_checkpoint_owner(const char *path, const Config *cfg, int B, const Tra
     int version = 0;
     const int rc = open_ckpt(path, &io, &h, &version, msg, msgsize);
     if (rc) return rc;
+    const int damaged = version == CKPT_VERSION && !sum_holds(&io, &h);
     fclose(io.f);
     *steps = h.steps;
     char why[160];
     if (ckpt_mismatch(&h, cfg, B, o, why, sizeof why)) {
+        if (damaged) { /* its options cannot be believed: a flipped byte is no other run */
+            snprintf(msg, msgsize, "%s: checksum mismatch or wrong size: the checkpoint was "
+                     "altered or damaged after it was written", path);
+            return TRAIN_BAD;
+        }
         snprintf(msg, msgsize, "%s", why);
         return TRAIN_OTHER_RUN;
     }
@@ -324,6 +350,9 @@ int train_checkpoint_load(Trainer *tr, const TrainOptions *o, TrainLog *log, con
                  "run over: --force instead of --resume)", path, version, CKPT_VERSION);
     } else if (fseek(io.f, 0, SEEK_END) != 0 || ftell(io.f) != size) {
         snprintf(err, errsize, "%s: checkpoint size does not match its header (truncated?)", path);
+    } else if (!sum_holds(&io, &h)) { /* before the options: a flipped byte is no other run */
+        snprintf(err, errsize, "%s: checksum mismatch: the checkpoint was altered or damaged after "
+                 "it was written (start the run over: --force instead of --resume)", path);
     } else if (ckpt_mismatch(&h, &tr->model.cfg, tr->B0, o, why, sizeof why)) {
         snprintf(err, errsize, "%s: checkpoint from another run (%s)", path, why);
     } else if (h.params != tr->model.w.num_params) {

@@ -27,7 +27,7 @@ static struct {
 static atomic_int holding = 0, held_sig = 0, active = 0;
 static int installed = 0;
 
-static const int SIGNALS[] = {SIGINT, SIGTERM, SIGHUP};
+static const int SIGNALS[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE}; /* SIGPIPE: `run | head` */
 #define NSIGNALS (sizeof SIGNALS / sizeof SIGNALS[0])
 
 /* A record of getdents64(2). */

@@ -1,7 +1,7 @@
 /* cleanup.h — temporary outputs that a signal must not leave behind.
  *
- * outdir.c lists here every temporary folder or file it creates. When SIGINT, SIGTERM
- * or SIGHUP arrives, the handler removes each listed path (with async-signal-safe
+ * outdir.c lists here every temporary folder or file it creates. When SIGINT, SIGTERM,
+ * SIGHUP or SIGPIPE (`kvscope run | head`) arrives, the handler removes each listed path (with async-signal-safe
  * calls only: openat, getdents64, unlinkat; never into a folder on another mount; a
  * folder's .kvscope-output last, so a removal cut short still carries its marker),
  * then ends the process with the signal's default action, so the shell sees 128 + the

@@ -285,7 +285,20 @@ static int may_replace(const OutDir *o, char *err, size_t errsize) {
     char cmd[32], opt[32];
     const int force = (o->flags & OUTDIR_FORCE) != 0;
     const int ours = outfolder_marker(o->real, cmd, sizeof cmd, opt, sizeof opt);
+    char inner[PATH_MAX];
+    if (outfolder_holds_model(o->real, inner, sizeof inner)) {
+        snprintf(err, errsize, "%s holds a model folder (config.json and its weights), which kvscope "
+                 "never removes, even with --force (choose another folder): %s/%s", o->option,
+                 o->target, inner);
+        return -1;
+    }
     if (outfolder_is_model(o->real)) {
+        if (strcmp(o->option, "--grads-out") == 0) { /* gradients, not a model */
+            snprintf(err, errsize, "%s holds a model (config.json and its weights), which a "
+                     "gradient dump never replaces, even with --force; choose another folder: %s",
+                     o->option, o->target);
+            return -1;
+        }
         if (!writes_models(o->command)) {
             snprintf(err, errsize, "%s holds a model (config.json and its weights), which only "
                      "train or export replace, and only with --force; choose another folder: %s",
@@ -808,6 +821,14 @@ static int check_file(OutFile *f, char *err, size_t errsize) {
         if (!S_ISREG(st.st_mode)) {
             snprintf(err, errsize, "%s is %s, not a file kvscope can replace, even with --force "
                      "(choose another path): %s", f->option, infile_kind(st.st_mode), f->target);
+            return -1;
+        }
+        char parent[4096];
+        parent_of(f->real, parent, sizeof parent);
+        if (outfolder_is_model(parent)) {
+            snprintf(err, errsize, "%s is a file of a model folder (config.json and its weights), "
+                     "which kvscope never replaces, even with --force (choose another path): %s",
+                     f->option, f->target);
             return -1;
         }
         if (f->flags & OUTFILE_OURS_ONLY) return check_own_file(f, err, errsize);

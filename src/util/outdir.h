@@ -12,8 +12,11 @@
  *           or export and --force is given; a folder whose marker names another
  *           command, or that holds files but no marker (kvscope did not write it),
  *           unless --force is given. --force itself never reaches a folder that is not
- *           the user's (outside their home, the current folder and /tmp, or owned by
+ *           the user's (outside their home — the password database's — and /tmp, or
+ *           the current folder when that is not itself under one of them; or owned by
  *           another user) nor one that holds files git tracks, whoever runs kvscope.
+ *           A folder that holds a model folder at any depth is never replaced, by any
+ *           command, even with --force.
  *           An empty folder has nothing to lose and may be replaced.
  *   begin   remove what killed runs left beside the target (below; what cannot be
  *           removed stays, named in OutDir.left for the caller's note), then create the
@@ -35,8 +38,8 @@
  * A symlink to a folder is followed: the folder it points to is replaced, the link
  * stays.
  *
- * SIGINT, SIGTERM and SIGHUP remove the temporary folders of every begun OutDir and
- * OutFile, then end the process with the signal's own status (130, 143, 129). This
+ * SIGINT, SIGTERM, SIGHUP and SIGPIPE remove the temporary folders of every begun OutDir and
+ * OutFile, then end the process with the signal's own status (130, 143, 129, 141). This
  * needs the one piece of process-wide state in kvscope: the list of those folders,
  * which a signal handler can only reach at file scope. A command that handles SIGINT
  * itself (compare) overrides it while it runs.
@@ -158,7 +161,8 @@ void outfile_abort(OutFile *f, FILE *fp);
 /* ---- one rule for every file kvscope writes (checkpoints, --html, --csv) ----------
  * An output file may replace only a file kvscope wrote: one that starts with the
  * header kvscope writes first (or an empty one), or with OUTDIR_FORCE any regular file;
- * never a folder, device, FIFO or socket, even with --force. With OUTFILE_OURS_ONLY (a
+ * never a folder, device, FIFO or socket, nor a file of a model folder (config.json
+ * beside weights), even with --force. With OUTFILE_OURS_ONLY (a
  * checkpoint) only a non-empty file that starts with the header, named directly (not
  * through a symlink), whatever OUTDIR_FORCE says: a user's file is never replaced by
  * one of kvscope's. No output may be an input of the same command: path_same and

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,15 +44,58 @@ static int is_file(const char *dir, const char *name) {
     return path_join(p, sizeof p, dir, name) == 0 && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int outfolder_is_model(const char *dir) {
-    static const char *const weights[] = {
-        "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-        "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack",
-    };
-    if (!is_file(dir, "config.json")) return 0;
-    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
-        if (is_file(dir, weights[i])) return 1;
+/* 1 if name ends with one of the extensions model weights are saved with (any case). */
+static int weights_name(const char *name) {
+    static const char *const ext[] = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5",
+                                      ".msgpack", ".ckpt"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && strcasecmp(name + n - k, ext[i]) == 0) return 1;
+    }
     return 0;
+}
+
+int outfolder_is_model(const char *dir) {
+    if (!is_file(dir, "config.json")) return 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));)
+        found = weights_name(e->d_name) && is_file(dir, e->d_name);
+    closedir(d);
+    return found;
+}
+
+/* 1 if a model folder lies below dir (not dir itself), at most 16 levels down, not
+ * through symlinks, with its path below dir in found. */
+static int model_below(const char *dir, const char *rel, char *found, size_t size, int depth) {
+    char path[PATH_MAX], sub[PATH_MAX];
+    if (depth > 16 || snprintf(path, sizeof path, "%s%s%s", dir, rel[0] ? "/" : "", rel) >= (int)sizeof path)
+        return 0;
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    int hit = 0;
+    for (struct dirent *e; !hit && (e = readdir(d));) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", e->d_name) >= (int)sizeof sub ||
+            snprintf(path, sizeof path, "%s/%s", dir, sub) >= (int)sizeof path ||
+            lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (outfolder_is_model(path)) {
+            snprintf(found, size, "%s", sub);
+            hit = 1;
+        } else {
+            hit = model_below(dir, sub, found, size, depth + 1);
+        }
+    }
+    closedir(d);
+    return hit;
+}
+
+int outfolder_holds_model(const char *dir, char *found, size_t size) {
+    return model_below(dir, "", found, size, 0);
 }
 
 /* 1 if real lies strictly inside the folder base (a path, resolved here). "/" as
@@ -64,12 +108,18 @@ static int strictly_inside(const char *real, const char *base) {
 }
 
 const char *outfolder_not_users(const char *real) {
-    char cwd[PATH_MAX], pwbuf[16384];
+    char cwd[PATH_MAX], pwbuf[16384], rhome[PATH_MAX], rtmp[PATH_MAX];
     struct passwd pw, *r = NULL;
+    /* the home of the password database: $HOME can say anything */
     const char *pwhome = getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &r) == 0 && r ? r->pw_dir : NULL;
     const char *here = getcwd(cwd, sizeof cwd);
-    if (!strictly_inside(real, getenv("HOME")) && !strictly_inside(real, pwhome) &&
-        !strictly_inside(real, here) && !strictly_inside(real, "/tmp"))
+    /* the current folder counts only when it is itself the user's (cd /etc gives nothing) */
+    int here_users = here && ((pwhome && realpath(pwhome, rhome) && strcmp(rhome, "/") != 0 &&
+                               (strcmp(here, rhome) == 0 || strictly_inside(here, pwhome))) ||
+                              (realpath("/tmp", rtmp) && (strcmp(here, rtmp) == 0 ||
+                                                          strictly_inside(here, "/tmp"))));
+    if (!strictly_inside(real, pwhome) && !(here_users && strictly_inside(real, here)) &&
+        !strictly_inside(real, "/tmp"))
         return "is a system folder (not under your home, the current folder or /tmp)";
     struct stat st;
     if (lstat(real, &st) == 0 && st.st_uid != geteuid()) return "belongs to another user";
@@ -130,8 +180,36 @@ int outfolder_git_tracked(const char *real, char *top, size_t size) {
 #define LIST_HEAD "written:" /* the marker's line before the list of the run's entries */
 #define LIST_LIMIT (64u << 20)
 
+/* Names compare up to a tab: a list line is "name" or "name\tSIZE HASH". */
+static int cmp_key(const char *a, const char *b) {
+    for (;; a++, b++) {
+        int ca = *a == '\t' ? 0 : (unsigned char)*a, cb = *b == '\t' ? 0 : (unsigned char)*b;
+        if (ca != cb || !ca) return ca - cb;
+    }
+}
+
 static int cmp_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return cmp_key(*(char *const *)a, *(char *const *)b);
+}
+
+/* "SIZE HASH" of a regular file: its size and a 64-bit hash of its bytes (FNV-1a over
+ * 8-byte words), what tells the file a run wrote from one the user put in its place.
+ * Content, not mtime: the marker stays the same run to run. 0 or -1. */
+static int file_stamp(const char *path, char *out, size_t size) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    unsigned long long h = 1469598103934665603ull, total = 0;
+    unsigned char buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n < 0) continue;
+        for (ssize_t i = 0; i < n; i++) h = (h ^ buf[i]) * 1099511628211ull;
+        total += (unsigned long long)n;
+    }
+    close(fd);
+    if (n < 0) return -1;
+    snprintf(out, size, "%llu %016llx", total, h);
+    return 0;
 }
 
 /* Sort l's names (qsort must not see the NULL of an empty list). */
@@ -166,7 +244,7 @@ static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
     if (!d) return -1;
     int rc = 0;
     for (struct dirent *e; rc == 0 && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strchr(e->d_name, '\n') ||
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || strpbrk(e->d_name, "\n\t") ||
             (!rel[0] && !strcmp(e->d_name, OUTDIR_MARKER)))
             continue;
         struct stat st;
@@ -175,10 +253,14 @@ static int walk(const char *dir, const char *rel, OutNames *l, int depth) {
             rc = -1;
             break;
         }
+        char line[PATH_MAX + 64], stamp[48];
         if (S_ISDIR(st.st_mode)) {
-            char slash[PATH_MAX + 1];
-            snprintf(slash, sizeof slash, "%s/", sub);
-            rc = names_push(l, slash) || walk(dir, sub, l, depth + 1);
+            snprintf(line, sizeof line, "%s/", sub);
+            rc = names_push(l, line) || walk(dir, sub, l, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            rc = file_stamp(path, stamp, sizeof stamp);
+            if (rc == 0) snprintf(line, sizeof line, "%s\t%s", sub, stamp);
+            rc = rc || names_push(l, line);
         } else {
             rc = names_push(l, sub);
         }
@@ -228,8 +310,20 @@ static int read_list(const char *dir, OutNames *l) {
     return rc;
 }
 
-static int listed(const OutNames *l, const char *name) {
-    return l->n > 0 && bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) != NULL;
+/* The list's line for name, or NULL. */
+static const char *listed(const OutNames *l, const char *name) {
+    char **hit = l->n > 0 ? bsearch(&name, l->v, (size_t)l->n, sizeof *l->v, cmp_names) : NULL;
+    return hit ? *hit : NULL;
+}
+
+/* 1 if the entry at path (lstat st), listed as line, is still what the run wrote: a
+ * folder for "name/", and for a file line with a stamp, a regular file of that size and
+ * hash (a line without one, of an earlier kvscope, goes by the name). */
+static int as_written(const char *line, const char *path, const struct stat *st) {
+    const char *tab = strchr(line, '\t');
+    char stamp[48];
+    if (!tab) return 1;
+    return S_ISREG(st->st_mode) && file_stamp(path, stamp, sizeof stamp) == 0 && strcmp(stamp, tab + 1) == 0;
 }
 
 
@@ -255,8 +349,10 @@ static int unlisted(const char *dir, const char *rel, const OutNames *list, OutN
             break;
         }
         snprintf(slash, sizeof slash, "%s/", sub);
+        const char *line = listed(list, sub);
+        /* a folder where the run wrote a file, a file it did not write byte for byte: the user's */
         if (S_ISDIR(st.st_mode) && listed(list, slash)) rc = names_push(&here, sub);
-        else if (!listed(list, sub)) rc = names_push(user, sub);
+        else if (S_ISDIR(st.st_mode) || !line || !as_written(line, path, &st)) rc = names_push(user, sub);
     }
     closedir(d);
     for (int i = 0; rc == 0 && i < here.n; i++) rc = unlisted(dir, here.v[i], list, user, depth + 1);

@@ -5,8 +5,9 @@
  *               entries that command wrote; any other entry is the user's.
  *   a model     config.json beside weights (model.safetensors or a Hugging Face
  *               sibling): an hour of training, or a download.
- *   the user's  not under their home folder, the current folder (unless that is "/")
- *               or /tmp; or owned by another user; or holding files git tracks.
+ *   the user's  under their home folder (the password database's, not $HOME), /tmp, or
+ *               the current folder when that itself is under the home or /tmp; owned
+ *               by the user; holding no files git tracks.
  * Nothing here prints; only outfolder_note_written writes (to a marker); git ls-files runs
  * to ask git.
  */
@@ -20,9 +21,13 @@
  * "kvscope CMD OPTION". */
 int outfolder_marker(const char *dir, char *command, size_t csize, char *option, size_t osize);
 
-/* 1 if dir holds config.json and a weights file of a Hugging Face model (kvscope's
- * export and train write config.json + model.safetensors). */
+/* 1 if dir holds config.json and a weights file: any regular file whose name ends in
+ * .safetensors, .bin, .pt, .pth, .gguf, .h5, .msgpack or .ckpt, in any case (sharded,
+ * adapters, llama.cpp, PyTorch; kvscope's export and train write model.safetensors). */
 int outfolder_is_model(const char *dir);
+/* 1 if a model folder lies inside dir (not dir itself; 16 levels down at most, not
+ * through symlinks), with its path below dir in found. */
+int outfolder_holds_model(const char *dir, char *found, size_t size);
 
 /* NULL when real (resolved, absolute, existing) is a folder --force may replace: under
  * the user's home, the current folder or /tmp, and owned by the user. Else what it is,
@@ -38,9 +43,12 @@ int outfolder_git_tracked(const char *real, char *top, size_t size);
 /* ---- the entries a run wrote, and the user's ----
  * At its commit a run appends to its marker the line "written:" and then every entry it
  * wrote, one a line, sorted, paths below the folder, a folder as "name/" followed by its
- * entries. At the next commit, every entry of the old folder the list does not hold is
- * the user's (a folder not listed is the user's whole). A marker without the list (an
- * earlier kvscope's) says every entry is kvscope's. */
+ * entries, a file as "name<TAB>SIZE HASH" (its size and a 64-bit hash of its bytes:
+ * content, not mtime, so the marker is the same run to run). At the next commit, every
+ * entry of the old folder the list does not hold as it is now is the user's: one not
+ * listed, a folder where the run wrote a file (the user's whole), a file whose size or
+ * hash differs. A marker without the list (an earlier kvscope's) says every entry is
+ * kvscope's; a file line without the stamp goes by its name. */
 typedef struct {
     char **v; /* malloc'ed strings */
     int n, cap;
