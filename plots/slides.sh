@@ -56,14 +56,15 @@ export LC_ALL=C
 for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
     n=${md#"$ldir"/lesson}; n=${n%.md}
     awk -v n="$n" -v md="$md" '
-    function clean(s) {
+    # keep: 1 keeps the backquotes of inline code (a caption: the deck moves its code to the notes)
+    function clean(s, keep) {
         gsub(/\t/, " ", s)
         gsub(/\(\[SVG\]\([^)]*\)\)/, "", s); gsub(/\[SVG\]\([^)]*\)/, "", s)
         while (match(s, /\[[^]]*\]\([^)]*\)/)) {
             t = substr(s, RSTART + 1, RLENGTH); sub(/\]\(.*/, "", t)
             s = substr(s, 1, RSTART - 1) t substr(s, RSTART + RLENGTH)
         }
-        gsub(/\*\*/, "", s); gsub(/`/, "", s)
+        gsub(/\*\*/, "", s); if (!keep) gsub(/`/, "", s)
         gsub(/  +/, " ", s); sub(/^ +/, "", s); sub(/ +$/, "", s)
         return s
     }
@@ -91,7 +92,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
     function emit(cap,   rec) {
         if (kind == "") return
         flushheld(sect)
-        rec = kind "\t" n "\t" md "\t" files "\t" alts (kind == "T" ? "\t" heads : "") "\t" clean(italic(cap)) "\t"
+        rec = kind "\t" n "\t" md "\t" files "\t" alts (kind == "T" ? "\t" heads : "") "\t" clean(italic(cap), 1) "\t"
         if (lead == "") held = rec; else print rec clean(lead)
         kind = ""
     }
