@@ -140,10 +140,12 @@ function divider(i,   y, sec, lead) {
     endpage("divider", "", dget(sec, "notes") != "" ? dget(sec, "notes") : LWHY[i])
 }
 # whether a divider's lead line says again what the title above it says: it starts with
-# the title, or half its words of 4 letters or more are the title's
-function repeats(lead, title,   lw, tw, n, i, k, m, T) {
+# the title or with the title's part after its ":", or half its words of 4 letters or more
+# are the title's
+function repeats(lead, title,   lw, tw, n, i, k, m, T, after) {
     lead = tolower(lead); title = tolower(title)
     if (index(lead, title) == 1) return 1
+    after = title; if (sub(/^[^:]*: /, "", after) && index(lead, after) == 1) return 1
     gsub(/[^a-z0-9 ]/, " ", lead); gsub(/[^a-z0-9 ]/, " ", title)
     n = split(title, tw, " "); for (i = 1; i <= n; i++) T[tw[i]] = 1
     n = split(lead, lw, " "); k = 0; m = 0
