@@ -170,6 +170,8 @@ function figure_pages(f, cap, note, label, alt, whole,   full, pc, m, PC, i, t, 
     }
     px = CAPPX; lh = CAPLH
     if (wrap(shown, px, CAPW, 0) > CAPLINES) { px = MINPX; lh = int(MINPX * 1.3 + 0.5) }
+    if (wrap(shown, px, CAPW, 0) > CAPLINES)
+        printf "slides: the caption of %s: its first sentence alone is %d lines at %d px (over %d, not cut): shorten it in the lesson\n", f, wrap(shown, px, CAPW, 0), px, CAPLINES > LONGCAP
     cut = (shown != full)
     if (cut) printf "slides: the caption of %s: %d of %d sentences on its page, the whole in the notes\n", f, i - 1, m > LONGCAP
     k = (shown == "" ? 0 : wrap(shown, px, CAPW, 0))
