@@ -349,7 +349,7 @@ function refs_pages(   k, j, r, IT, SB, m, figs, fl, q, pg, s) {
                 pg = APAGE["plots/" fl[x]]
                 if (pg == "") { printf "slides: warning: %s: reference %d names plots/%s, which no lesson links (left out)\n", deck, j, fl[x] > "/dev/stderr"; continue }
                 nm = upfirst(ALT["plots/" fl[x]])
-                s = s (++shown == 1 ? " — " : "; ") nm " (" S["page"] " " pg ")"
+                s = s (++shown == 1 ? " — " : "; ") nm " (" S["page"] "\302\240" pg ")"   # a no-break space: "p. 41" on one line
             }
         }
         SB[j] = "→ " s
