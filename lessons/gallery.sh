@@ -20,11 +20,13 @@ words_en() {
     echo "offline in a browser, to step through prefill and decode and hover any cell."
     echo
     echo "**For a lecture:** [slides.pdf](slides.pdf) (\`make slides\`) is a deck with a lecture's shape: a"
-    echo "title page, an outline, a divider per lesson, every figure the lessons link with its caption"
-    echo "whole (a caption too long for one page goes on over a second page with the same figure;"
-    echo "figures in a table row side by side, then each enlarged; the animation as a strip of its"
-    echo "frames), a page of take-aways and one of questions and their answers per lesson, and the"
-    echo "papers the lessons cite with the pages of the figures they go with. Every page has a page"
+    echo "title page, an outline, a divider per lesson, every figure the lessons link on a page of its"
+    echo "own with its caption (at most 3 lines on the page, whole sentences, a parenthesis of inline"
+    echo "code left out; when the page shows less, its footer says \"(continued in the notes)\" and its"
+    echo "speaker note holds the whole caption; figures in a table row each on its own page; the"
+    echo "animation as 4 of its frames, 2 × 2), a page of take-aways and one of questions and their"
+    echo "answers per lesson, a closing summary (one line per lesson) and a questions page, and the"
+    echo "papers the lessons cite with the titles and pages of the figures they go with. Every page has a page"
     echo "number and no text under 18 px at 1280×720 (\`make check-slides\` measures it). Its speaker"
     echo "notes, one section per page, are [slides.notes.md](slides.notes.md). The lecture's own words"
     echo "(title, take-aways, questions, answers, references, notes) are in one file,"
@@ -51,7 +53,7 @@ words_zh() {
     echo
     echo "[English](README.md) · 各课的全部图表，均由 kvscope 生成（\`make lessons\` 重新生成全部）。点击缩略图看完整的 PNG；SVG 是同一张图的矢量版，适合放进幻灯片。热力图由 \`kvscope run\` 自己绘制；折线图、柱状图由本目录下的 gnuplot 脚本绘制。图中文字为英文，每张图的中文说明写在表格里。每课的运行还有一个探索页面（\`kvscope run --html\`）：一个可离线在浏览器中打开的 HTML 文件，可逐步查看预填充（prefill）与解码（decode），鼠标悬停查看任一格的数值。"
     echo
-    echo "**做讲座：** [slides.pdf](slides.pdf)（\`make slides\`）是一套按讲座组织的幻灯片：标题页、提纲、每课一页分隔页，各课链接的每一张图都附完整说明（一页放不下的说明接到下一页，图不变；表格里并排的图先按表格并排，再逐张放大；动画以帧条呈现），每课一页要点、一页课堂提问及答案，最后是各课引用的论文及对应图所在页码。每页有页码，在 1280×720 下没有小于 18 px 的文字（\`make check-slides\` 实测）。讲者备注每页一节，见 [slides.notes.md](slides.notes.md)。讲座自己的文字（标题、要点、提问与答案、参考文献、备注）都在 [lessons/deck.md](../lessons/deck.md)；图和说明直接取自各课，所以先运行 \`make lessons\`。某课链接的图缺失或其 SVG 无法被 librsvg 读取时，\`make slides\` 以一行指明该文件的错误退出（退出码 2），原有 PDF 不变。中文版幻灯片尚未生成（字符串表 plots/slides.LANG.tsv 已为第二种语言留好位置）。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片：\`pdftocairo -png -scale-to 1280 -f N -l N plots/slides.pdf page\`。"
+    echo "**做讲座：** [slides.pdf](slides.pdf)（\`make slides\`）是一套按讲座组织的幻灯片：标题页、提纲、每课一页分隔页，各课链接的每一张图各占一页并附说明（页面上最多 3 行、只在句末截断，括号里的命令和文件路径留给备注；页面放不下时页脚注明“(continued in the notes)”，该页讲者备注里有完整说明；表格里并排的图各占一页；动画取 4 帧，2 × 2 排列），每课一页要点、一页课堂提问及答案，然后是全课总结（每课一行）和一页答疑，最后是各课引用的论文及对应图的标题和页码。每页有页码，在 1280×720 下没有小于 18 px 的文字（\`make check-slides\` 实测）。讲者备注每页一节，见 [slides.notes.md](slides.notes.md)。讲座自己的文字（标题、要点、提问与答案、参考文献、备注）都在 [lessons/deck.md](../lessons/deck.md)；图和说明直接取自各课，所以先运行 \`make lessons\`。某课链接的图缺失或其 SVG 无法被 librsvg 读取时，\`make slides\` 以一行指明该文件的错误退出（退出码 2），原有 PDF 不变。中文版幻灯片尚未生成（字符串表 plots/slides.LANG.tsv 已为第二种语言留好位置）。LaTeX 用 \`\\includegraphics[page=N]{plots/slides.pdf}\` 取一页；PowerPoint 和 Keynote 可插入下表中的 SVG（插入 → 图片），或把一页转成图片：\`pdftocairo -png -scale-to 1280 -f N -l N plots/slides.pdf page\`。"
     echo
     echo "**投影时的探索页面：** 在 1280×720（或任何低于 860 px 的窗口）下页面分三栏，K 和 V 占满主区域的高度；**projector**（P 键）放大所有文字。点击阶梯图或 K、V 中的一格，它的数值留在 *Selected cell* 面板里（悬停也显示在那里；Esc 清除）。**+**、**−** 以选中的格为中心缩放阶梯图（×2 到 ×8），K、V 显示同样的位置。地址就是当前画面的链接：\`explorer.html#step=8&layer=1&head=4&view=weights\`（还有 \`zoom=2\`、\`present=1\`、选中格 \`q=66&k=14\`）打开该视图并随操作更新；页面没有的步、层或头会打开最近的一个，并有提示说明。\`kvscope run --html-view\`（如 \`layer=1,head=4,step=last\`）设定页面打开时的视图：第 2、3 课打开在所讲的归纳头上。"
 }

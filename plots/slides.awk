@@ -132,88 +132,105 @@ function divider(i,   y, sec, lead) {
     BODY = BODY text(MX + 40, 250, 32, S["lesson"] " " LNUM[i], ACCENT, 1, "")
     y = para(MX + 40, 310, 48, 58, W - 2 * MX - 80, LTITLE[i], INK, 1)
     lead = dget(sec, "lead")
+    if (lead != "" && repeats(lead, LTITLE[i])) {
+        printf "slides: warning: %s: the lead of lesson %s repeats its title (left out): %s\n", deck, LNUM[i], lead > "/dev/stderr"
+        lead = ""
+    }
     if (lead != "") y = para(MX + 40, y + 24, 28, 38, W - 2 * MX - 80, lead, MUTED, 0)
     endpage("divider", "", dget(sec, "notes") != "" ? dget(sec, "notes") : LWHY[i])
 }
-# a figure page: the figure as large as its caption leaves room for; a caption longer
-# than CAPLINES lines goes on over the next page, with the same figure, broken between
-# sentences (or clauses, if one sentence alone is longer)
-function figure_pages(f, cap, note, label, alt,   np, i, k, h, y, first, part, nl) {
-    np = capparts(cap)
-    if (np > 1) printf "slides: the caption of %s needs %d lines at %d px: on %d pages\n", f, wrap(cap, CAPPX, CAPW, 0), CAPPX, np > LONGCAP
-    for (i = 1; i <= np; i++) {
-        part = (i > 1 ? "(" S["continued"] ") " : "") CP[i]
-        k = (part == "" ? 0 : wrap(part, CAPPX, CAPW, 0))
-        newpage(); PKIND_NOW = "figure"
-        h = H - 10 - (k > 0 ? k * CAPLH + 22 : 30)
-        fit(f, W - 2 * 12, h)
-        BODY = BODY image((W - BW) / 2, 8, BW, BH, f)
-        place(f, BW)
-        y = 8 + BH + 26
-        for (nl = 1; nl <= k; nl++) { BODY = BODY text(MX, y, CAPPX, LN[nl], INK, 0, ""); y += CAPLH }
-        endpage("figure", label, i == 1 ? note : S["notes_cont"])
-        PWHAT[NP] = alt " · " f
-    }
+# whether a divider's lead line says again what the title above it says: it starts with
+# the title or with the title's part after its ":", or half its words of 4 letters or more
+# are the title's
+function repeats(lead, title,   lw, tw, n, i, k, m, T, after) {
+    lead = tolower(lead); title = tolower(title)
+    if (index(lead, title) == 1) return 1
+    after = title; if (sub(/^[^:]*: /, "", after) && index(lead, after) == 1) return 1
+    gsub(/[^a-z0-9 ]/, " ", lead); gsub(/[^a-z0-9 ]/, " ", title)
+    n = split(title, tw, " "); for (i = 1; i <= n; i++) T[tw[i]] = 1
+    n = split(lead, lw, " "); k = 0; m = 0
+    for (i = 1; i <= n; i++) if (length(lw[i]) >= 4) { m++; if (lw[i] in T) k++ }
+    return m > 0 && 2 * k >= m
 }
-# the caption in pages' worth, CP[1..n]: whole sentences, CAPLINES lines at most each
-function capparts(cap,   m, PC, n, cur, t, i) {
-    m = pieces(cap, PC)
-    n = 0; cur = ""
+# a figure page: the figure as large as its caption leaves room for. The page shows at most
+# CAPLINES lines of the caption, whole sentences from its start (a first sentence longer
+# than that at MINPX); a parenthesis holding inline code (a command, a file) is left to the
+# notes. When the page shows less than the whole caption it says so on its footer, and its
+# note ends with the whole caption: the notes always complete what the page shows.
+function figure_pages(f, cap, note, label, alt, whole,   full, pc, m, PC, i, t, shown, px, lh, k, h, y, nl, cut) {
+    full = (whole != "" ? whole : cap); gsub(/`/, "", full)
+    pc = cap
+    while (match(pc, / ?\([^()]*`[^()]*\)/)) pc = substr(pc, 1, RSTART - 1) substr(pc, RSTART + RLENGTH)
+    gsub(/`/, "", pc)
+    m = sentences(pc, PC); shown = ""
     for (i = 1; i <= m; i++) {
-        t = (cur == "" ? PC[i] : cur " " PC[i])
-        if (cur != "" && wrap((n > 0 ? "(" S["continued"] ") " : "") t, CAPPX, CAPW, 0) > CAPLINES) { CP[++n] = cur; cur = PC[i] }
-        else cur = t
+        t = (shown == "" ? PC[i] : shown " " PC[i])
+        if (shown != "" && wrap(t, CAPPX, CAPW, 0) > CAPLINES) break
+        shown = t
     }
-    CP[++n] = cur
-    return n
+    px = CAPPX; lh = CAPLH
+    if (wrap(shown, px, CAPW, 0) > CAPLINES) { px = MINPX; lh = int(MINPX * 1.3 + 0.5) }
+    if (wrap(shown, px, CAPW, 0) > CAPLINES)
+        printf "slides: the caption of %s: its first sentence alone is %d lines at %d px (over %d, not cut): shorten it in the lesson\n", f, wrap(shown, px, CAPW, 0), px, CAPLINES > LONGCAP
+    cut = (shown != full)
+    if (cut) printf "slides: the caption of %s: %d of %d sentences on its page, the whole in the notes\n", f, i - 1, m > LONGCAP
+    k = (shown == "" ? 0 : wrap(shown, px, CAPW, 0))
+    newpage(); PKIND_NOW = "figure"
+    h = H - 10 - (k > 0 ? k * lh + 22 : 30) - (cut && i <= m ? 24 : 0)
+    fit(f, W - 2 * 12, h)
+    BODY = BODY image((W - BW) / 2, 8, BW, BH, f)
+    place(f, BW)
+    y = 8 + BH + 26
+    for (nl = 1; nl <= k; nl++) { BODY = BODY text(MX, y, px, LN[nl], INK, 0, ""); y += lh }
+    if (cut && i <= m) BODY = BODY text(MX, y - lh + 26, MINPX, "(" S["cont_notes"] ")", MUTED, 0, "")
+    if (cut) note = note (note != "" ? "\n\n" : "") S["notes_caption"] " " full
+    endpage("figure", label, note)
+    PWHAT[NP] = alt " · " f
+    if (!(f in ALT)) { ALT[f] = alt; APAGE[f] = NP }
 }
-# sentences of s, a sentence longer than CAPLINES lines cut after its "; " or ": "
-function pieces(s, PC,   m, rest, k, sent, j, c, d, ch) {
-    m = 0; rest = s
-    while (rest != "") {
-        k = match(rest, /[.!?] /)
-        if (k) { sent = substr(rest, 1, RSTART); rest = substr(rest, RSTART + 2) } else { sent = rest; rest = "" }
-        if (wrap(sent, CAPPX, CAPW, 0) <= CAPLINES) { PC[++m] = sent; continue }
-        # after a "; " or ": " outside parentheses
-        d = 0; j = 1
-        for (c = 1; c < length(sent); c++) {
-            ch = substr(sent, c, 1)
-            if (ch == "(") d++; else if (ch == ")") d--
-            else if (d == 0 && (ch == ";" || ch == ":") && substr(sent, c + 1, 1) == " ") { PC[++m] = substr(sent, j, c - j + 1); j = c + 2 }
-        }
-        if (j <= length(sent)) PC[++m] = substr(sent, j)
+# the sentences of s, PC[1..n] (a sentence ends at ". ", "! " or "? " outside parentheses)
+function sentences(s, PC,   m, d, j, c, ch) {
+    m = 0; d = 0; j = 1
+    for (c = 1; c < length(s); c++) {
+        ch = substr(s, c, 1)
+        if (ch == "(") d++; else if (ch == ")") d--
+        else if (d <= 0 && ch ~ /[.!?]/ && substr(s, c + 1, 1) == " ") { PC[++m] = substr(s, j, c - j + 1); j = c + 2 }
     }
+    if (j <= length(s)) PC[++m] = substr(s, j)
     return m
 }
-function table_pages(files, alts, heads, cap, note, label,   k, fl, al, hl, i, cw, h, n, y, x, tp, j) {
+# figures in a table row: each on a page of its own, large (side by side they would be
+# thumbnails too small to read); a caption of "Left: … Right: …" is split between the two
+# pages, any other caption goes with each figure
+function table_pages(files, alts, heads, cap, note, label,   k, fl, al, hl, i, CC, l, r) {
     k = split(files, fl, "|"); split(alts, al, "|"); split(heads, hl, "|")
-    n = (cap == "" ? 0 : wrap(cap, CAPPX, CAPW, 0))
-    newpage(); PKIND_NOW = "table"; tp = NP
-    cw = (W - 2 * MX - (k - 1) * 24) / k
-    h = H - 10 - 60 - n * CAPLH - 22
-    for (i = 1; i <= k; i++) {
-        x = MX + (i - 1) * (cw + 24)
-        BODY = BODY text(x + cw / 2, 44, 26, hl[i] != "" ? hl[i] : al[i], INK, 1, "middle")
-        fit(fl[i], cw, h)
-        BODY = BODY image(x + (cw - BW) / 2, 60, BW, BH, fl[i])
-        place(fl[i], BW)
+    for (i = 1; i <= k; i++) CC[i] = cap
+    l = index(cap, "Left: "); r = index(cap, " Right: ")
+    if (k == 2 && l == 1 && r > 0) {
+        CC[1] = upfirst(substr(cap, 7, r - 7)); CC[2] = upfirst(substr(cap, r + 8))
     }
-    y = 60 + BH + 28
-    for (j = 1; j <= n; j++) { BODY = BODY text(MX, y, CAPPX, LN[j], INK, 0, ""); y += CAPLH }
-    endpage("table", label, note)
-    PWHAT[NP] = files
     for (i = 1; i <= k; i++)
-        figure_pages(fl[i], al[i] " (" S["enlarged"] " " tp ")", S["notes_zoom"], label, al[i])
+        figure_pages(fl[i], CC[i], i == 1 ? note : S["notes_next"], label, al[i], cap)
 }
+function upfirst(s) { return toupper(substr(s, 1, 1)) substr(s, 2) }
 function strip_page(gif, alt, cap, note, label,   cmd, fr, nf, i, cols, rows, cw, ch, x, y, n, s, j) {
     cmd = "cat " sizes
     nf = 0
     while ((getline line < sizes) > 0) if (line ~ /^frame /) { split(line, a, " "); if (index(a[2], FRAMEKEY(gif)) == 1) FR[++nf] = a[2] }
     close(sizes)
+    # four frames, first to last, evenly spaced, two by two: eight side by side are too
+    # small to read (the notes name the rest)
+    if (nf > 4) {
+        for (i = 1; i <= 4; i++) SEL[i] = FR[1 + int((i - 1) * (nf - 1) / 3 + 0.5)]
+        for (i = 1; i <= 4; i++) FR[i] = SEL[i]
+        note = note (note != "" ? " " : "") sprintf(S["notes_frames"], nf)
+        nf = 4
+    }
+    gsub(/`/, "", cap)
     newpage(); PKIND_NOW = "strip"
     y = para(MX, 56, 32, 40, W - 2 * MX, alt, INK, 1)
     n = (cap == "" ? 0 : wrap(cap, CAPPX, CAPW, 0))
-    cols = (nf > 4 ? int((nf + 1) / 2) : nf); rows = (nf > cols ? 2 : 1)
+    cols = (nf > 2 ? int((nf + 1) / 2) : nf); rows = (nf > cols ? 2 : 1)
     cw = (W - 2 * MX - (cols - 1) * 16) / cols
     ch = (H - y - 10 - n * CAPLH - 22 - rows * 34) / rows
     fit(FR[1], cw, ch); ch = BH
@@ -230,6 +247,7 @@ function strip_page(gif, alt, cap, note, label,   cmd, fr, nf, i, cols, rows, cw
     for (j = 1; j <= n; j++) { BODY = BODY text(MX, y, CAPPX, LN[j], INK, 0, ""); y += CAPLH }
     endpage("strip", label, (note != "" ? note " " : "") S["notes_strip"])
     PWHAT[NP] = alt " · " gif
+    if (!(gif in ALT)) { ALT[gif] = alt; APAGE[gif] = NP }
 }
 function FRAMEKEY(gif,   d, b, h, t) {
     d = gif; sub(/[^\/]*$/, "", d); b = gif; sub(/.*\//, "", b); sub(/\.gif$/, "", b)
@@ -279,23 +297,45 @@ END {
             kind = IT_F[t, 1]; label = LNUM[i]
             if (kind == "T") {
                 f = IT_F[t, 4]; note = fnote(f, IT_F[t, 8])
-                k = split(f, ff, "|"); for (j = 1; j <= k; j++) if (!(ff[j] in FIRSTPAGE)) FIRSTPAGE[ff[j]] = NP + 1
                 table_pages(f, IT_F[t, 5], IT_F[t, 6], IT_F[t, 7], note, label)
             } else {
                 f = IT_F[t, 4]; note = fnote(f, IT_F[t, 7])
-                FIRSTPAGE[f] = NP + 1
                 if (kind == "G") strip_page(f, IT_F[t, 5], IT_F[t, 6], note, label)
                 else figure_pages(f, IT_F[t, 6], note, label, IT_F[t, 5])
             }
         }
         lesson_end(i)
     }
+    closing_pages()
     refs_pages()
     write_all()
 }
 function fnote(f, lead,   first) {
     first = f; sub(/\|.*/, "", first)
-    return dget("figures", first) != "" ? dget("figures", first) : lead
+    return dget("figures", first) != "" ? dget("figures", first) : buildless(lead)
+}
+# a lesson's paragraph as a speaker note, without its sentences about building the lesson
+# ("This section appears once make timing has measured it."): they speak to whoever
+# regenerates the lesson, not to the room
+function buildless(s,   m, PC, i, out) {
+    m = sentences(s, PC); out = ""
+    for (i = 1; i <= m; i++)
+        if (PC[i] !~ /(appears|is drawn|is written) once make [a-z]+/ && PC[i] !~ /^(Run|Regenerate) .*make [a-z]+/)
+            out = (out == "" ? PC[i] : out " " PC[i])
+    return out != "" ? out : s
+}
+# the end of the lecture: one line per lesson (lessons/deck.md, ## closing: line), then the
+# questions page left on screen while the room asks (## closing: qa)
+function closing_pages(   k, j, IT, SB) {
+    CLOSESTART = NP + 1
+    k = DN["closing", "line"]
+    for (j = 1; j <= k; j++) { IT[j] = D["closing", "line", j]; SB[j] = "" }
+    BODYPX = 24; BODYLH = 32   # nine lines on one page
+    if (k > 0) list_pages(S["summary_head"], "closing", "", dget("closing", "summary-notes"), k, IT, SB, 1)
+    BODYPX = 27; BODYLH = 36
+    k = DN["closing", "qa"]
+    for (j = 1; j <= k; j++) { IT[j] = D["closing", "qa", j]; SB[j] = "" }
+    if (k > 0) list_pages(S["qa_head"], "closing", "", dget("closing", "qa-notes"), k, IT, SB, 0)
 }
 function refs_pages(   k, j, r, IT, SB, m, figs, fl, q, pg, s) {
     k = DN["references", "ref"]
@@ -306,10 +346,10 @@ function refs_pages(   k, j, r, IT, SB, m, figs, fl, q, pg, s) {
         if (m >= 5) {
             q = split(r[5], fl, " "); shown = 0
             for (x = 1; x <= q; x++) {
-                pg = FIRSTPAGE["plots/" fl[x]]
+                pg = APAGE["plots/" fl[x]]
                 if (pg == "") { printf "slides: warning: %s: reference %d names plots/%s, which no lesson links (left out)\n", deck, j, fl[x] > "/dev/stderr"; continue }
-                nm = fl[x]; sub(/.*\//, "", nm); sub(/\.[a-z]+$/, "", nm)
-                s = s (++shown == 1 ? " — " : ", ") nm " " S["page"] " " pg
+                nm = upfirst(ALT["plots/" fl[x]])
+                s = s (++shown == 1 ? " — " : "; ") nm " (" S["page"] "\302\240" pg ")"   # a no-break space: "p. 41" on one line
             }
         }
         SB[j] = "→ " s
@@ -342,6 +382,9 @@ function write_all(   p, f, body, n, notehead) {
         printf "%s", PLACE[p] > layout
         notehead = PKIND[p] (PLABEL[p] != "" ? ", " tolower(S["lesson"]) " " PLABEL[p] : "")
         n = PNOTE[p]
+        # the deck's own size, known only now: {{pages}}, {{lessonpages}} (pages per lesson)
+        gsub(/\{\{pages\}\}/, NP, n)
+        gsub(/\{\{lessonpages\}\}/, sprintf("%.0f", (CLOSESTART - LSTART[LNUM[1]]) / NL), n)
         while (match(n, /\{\{p [0-9]+\}\}/)) n = substr(n, 1, RSTART - 1) substr(n, RSTART + 4, RLENGTH - 6) substr(n, RSTART + RLENGTH)
         printf "\n## %d (%s)%s\n\n%s\n", p, notehead, PWHAT[p] != "" ? " " PWHAT[p] : "", n > notes
     }

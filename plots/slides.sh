@@ -3,14 +3,16 @@
 # notes, OUT without .pdf + .notes.md (one section per page). What `make slides` runs:
 #   sh plots/slides.sh plots/slides.pdf
 # The deck has a lecture's shape: a title page, an outline, then for every lesson a divider,
-# every figure the lesson links in the lesson's order (a figure in a table row as that table,
-# side by side under its column heads, then each one enlarged; an animation, a .gif, as a
-# strip of its frames), a page of take-aways, a page of questions and one of their answers;
-# a references page at the end. Each figure page: the figure (its SVG, so the page stays
-# vector; PNG when it has no SVG), the figure's own title as the page's one title, and its
-# caption whole (the italic paragraph under it in the lesson): a caption longer than
-# CAPLINES lines goes on over a second page showing the same figure. Every page has a page
-# number; every text is at least 18 px at 1280×720 (tests/slides/ measures it).
+# every figure the lesson links in the lesson's order, one page each (the figures of a table
+# row too; an animation, a .gif, as 4 of its frames, 2 × 2), a page of take-aways, a page of
+# questions and one of their answers; then a closing summary (one line per lesson), a
+# questions page, and the references. Each figure page: the figure (its SVG, so the page
+# stays vector; PNG when it has no SVG), the figure's own title as the page's one title, and
+# its caption (the italic paragraph under it in the lesson), CAPLINES lines at most, whole
+# sentences: when the page shows less than the whole caption (or leaves out a parenthesis
+# of inline code), its note ends with the whole caption and a cut page says "(continued in
+# the notes)". Every page has a page number; every text is at least 18 px at 1280×720
+# (tests/slides/ measures it).
 #
 # Sources. The figures, captions and lesson titles are read from the lessons as they are
 # (lessons/lessonN.md): a figure linked or unlinked changes the deck without a list to keep.
@@ -56,14 +58,15 @@ export LC_ALL=C
 for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
     n=${md#"$ldir"/lesson}; n=${n%.md}
     awk -v n="$n" -v md="$md" '
-    function clean(s) {
+    # keep: 1 keeps the backquotes of inline code (a caption: the deck moves its code to the notes)
+    function clean(s, keep) {
         gsub(/\t/, " ", s)
         gsub(/\(\[SVG\]\([^)]*\)\)/, "", s); gsub(/\[SVG\]\([^)]*\)/, "", s)
         while (match(s, /\[[^]]*\]\([^)]*\)/)) {
             t = substr(s, RSTART + 1, RLENGTH); sub(/\]\(.*/, "", t)
             s = substr(s, 1, RSTART - 1) t substr(s, RSTART + RLENGTH)
         }
-        gsub(/\*\*/, "", s); gsub(/`/, "", s)
+        gsub(/\*\*/, "", s); if (!keep) gsub(/`/, "", s)
         gsub(/  +/, " ", s); sub(/^ +/, "", s); sub(/ +$/, "", s)
         return s
     }
@@ -91,7 +94,7 @@ for md in $(ls "$ldir"/lesson[0-9]*.md 2> /dev/null | sort -V); do
     function emit(cap,   rec) {
         if (kind == "") return
         flushheld(sect)
-        rec = kind "\t" n "\t" md "\t" files "\t" alts (kind == "T" ? "\t" heads : "") "\t" clean(italic(cap)) "\t"
+        rec = kind "\t" n "\t" md "\t" files "\t" alts (kind == "T" ? "\t" heads : "") "\t" clean(italic(cap), 1) "\t"
         if (lead == "") held = rec; else print rec clean(lead)
         kind = ""
     }
@@ -229,7 +232,7 @@ done < "$tmp/items.tsv" > "$tmp/sizes.txt"
 awk -F'\t' -v strings="$strings" -v deck="$deck" -v sizes="$tmp/sizes.txt" \
     -v pagepre="plots/.slide$$." -v notes="$tmp/notes.md" -v layout="$tmp/layout.tsv" \
     -v list="$tmp/pages.txt" -v LONGCAP="$tmp/longcaps.txt" -f "$here/slides.awk" "$tmp/items.tsv"
-# the captions too long for one page: a list for whoever shortens them in the lessons
+# the captions a page shows in part: a list for whoever shortens them in the lessons
 [ ! -s "$tmp/longcaps.txt" ] || cat "$tmp/longcaps.txt"
 
 # 4. One PDF; a fixed date (cairo reads SOURCE_DATE_EPOCH): the same input gives the same

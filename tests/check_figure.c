@@ -563,7 +563,12 @@ START_TEST(test_slides_deck) {
                                            "![Beta](../plots/lesson1/b.png)\n\n*Beta & <co>.*\n\n"
                                            "![Alpha again](../plots/lesson1/a.png)\n"), 0);
     snprintf(path, sizeof path, "%s/lessons/lesson2.md", dir);
-    ck_assert_int_eq(write_text_file(path, "# Lesson 2 — Two\n\n![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last.*\n"), 0);
+    ck_assert_int_eq(write_text_file(path, "# Lesson 2 — Two\n\n![Gamma](../plots/lesson2/c.png)\n\n*Gamma, last. "
+                                           "A second sentence long enough to fill more than one caption line on the page by itself alone, "
+                                           "with a clause added to make sure of it and then some more words. "
+                                           "A third sentence long enough to fill more than one caption line on the page by itself alone, "
+                                           "with a clause added to make sure of it and then some more words. "
+                                           "A fourth sentence, the one a page of three caption lines has no room for: the notes.*\n"), 0);
     snprintf(path, sizeof path, "%s/lessons/deck.md", dir);
     ck_assert_int_eq(write_text_file(path, "# Deck title\n\n## title\nnotes: hello\n\n## lesson 1\n"
                                            "take-away: First point.\nquestion: Why?\nanswer: Because.\n\n"
@@ -580,7 +585,16 @@ START_TEST(test_slides_deck) {
     ck_assert_msg(t && a && b && w && q && c && r && t < a && a < b && b < w && w < q && q < c && c < r,
                   "pages out of order or a caption cut: %s", out);
     ck_assert_msg(strstr(out, "Because."), "no answer page: %s", out);
-    ck_assert_msg(strstr(out, "c p. 10"), "the reference does not name page 10, Gamma's: %s", out);
+    ck_assert_msg(strstr(out, "Gamma (p. 10)"), "the reference does not name Gamma and its page 10: %s", out);
+    /* a caption over 3 lines: the page shows whole sentences and says the rest is in the
+     * notes; the note of page 10 has the whole caption */
+    const char *notes = strstr(out, "# Speaker notes"), *fourth = strstr(out, "A fourth sentence");
+    ck_assert_msg(notes && fourth && fourth > notes, "the fourth sentence is on a page: %s", out);
+    ck_assert_msg(strstr(out, "(continued in the notes)") && strstr(out, "(continued in the notes)") < notes,
+                  "a cut caption's page does not say so: %s", out);
+    ck_assert_msg(strstr(notes, "The whole caption: Gamma, last. A second sentence") &&
+                      strstr(notes, "has no room for: the notes.\n"),
+                  "the notes do not hold the whole caption: %s", out);
     ck_assert_msg(strstr(out, "## 11 (references)") && !strstr(out, "## 12 "), "a note per page: %s", out);
     ck_assert_msg(strstr(out, "## 4 (figure, lesson 1) Alpha (first) · plots/lesson1/a.png"), "%s", out);
     /* a link to a figure that is not there */
