@@ -67,10 +67,10 @@ do for [fmt in FORMATS] {
             set object n rect from kx - w, yv - 0.035 to kx + w, yv + 0.035 fc rgb ORANGE
         }
         lab = row == 1 ? "MHA: 8 K/V heads (GPT-2, LLaMA-2-7B, 13B)" : row == 2 ? "GQA: 2 K/V heads, 4 queries each\n(Llama-3-8B, Mistral-7B: 32 : 8; LLaMA-2-70B)" : "MQA: 1 K/V head for all queries"
-        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.115 : 0.075) left font ',17' textcolor rgb '#222222'
+        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.115 : 0.075) left font ',23' textcolor rgb '#222222'
     }
-    set label 20 "{/:Bold ■} query head     " at screen 0.02, screen 0.05 left font ',17' textcolor rgb BLUE
-    set label 21 "{/:Bold ■} K/V head: what the cache keeps" at screen 0.135, screen 0.05 left font ',17' textcolor rgb '#B07800'
+    set label 20 "{/:Bold ■} query head     " at screen 0.02, screen 0.05 left font ',23' textcolor rgb BLUE
+    set label 21 "{/:Bold ■} K/V head: what the cache keeps" at screen 0.135, screen 0.05 left font ',23' textcolor rgb '#B07800'
     plot NaN notitle
     unset object; unset arrow; unset label
     # ---- right: bytes against the tokens a batch holds ----
@@ -87,12 +87,12 @@ do for [fmt in FORMATS] {
     set yrange [0.05 : 10000]
     set format x '10^{/*1.1 %T}'
     set format y '%g'
-    set xlabel 'tokens held: batch × context' font ',20'
-    set ylabel 'KV cache (GiB, fp16)' font ',20'
-    set key top left Left reverse font ',17' spacing 1.1 samplen 2 opaque
-    set label 1 sprintf("80 GB GPU less %.0f GB of weights", W_l3 / 1e9) at 1.3e3, ROOM / GiB * 1.7 left font ',17' textcolor rgb '#555555'
+    set xlabel 'tokens held: batch × context' font ',23'
+    set ylabel 'KV cache (GiB, fp16)' font ',23'
+    set key top left Left reverse font ',23' spacing 1.1 samplen 2 opaque
+    set label 1 sprintf("80 GB GPU less %.0f GB of weights", W_l3 / 1e9) at 1.3e3, ROOM / GiB * 1.7 left font ',23' textcolor rgb '#555555'
     set label 2 sprintf("Llama-3-8B fills the rest\nat %.0fk tokens: batch %.0f\nat its 8192 context", cross(p_l3) / 1000, floor(cross(p_l3) / 8192)) \
-        at 1.6e5, 0.4 left font ',17' textcolor rgb '#333333'
+        at 1.6e5, 0.4 left font ',23' textcolor rgb '#333333'
     set arrow 1 from cross(p_l3), 0.6 to cross(p_l3), ROOM / GiB / 1.3 lc rgb '#333333' lw 1.5 size screen 0.01,25
     set object 1 circle at cross(p_l3), ROOM / GiB size screen 0.008 fc rgb '#009E73' fs solid front
     plot x * p_l2 / GiB with lines lw 3 lc rgb '#000000' dt 2 title sprintf('LLaMA-2-7B (MHA): %s/token', kib(p_l2)), \

@@ -27,23 +27,23 @@ do for [fmt in FORMATS] {
     set lmargin at screen 0.10; set rmargin at screen 0.97
     set tmargin at screen 0.88; set bmargin at screen 0.52
     set format x ''
-    set ylabel 'loss (nats per byte)' font ',20'
-    set ytics 0.5 font ',18'
-    set xtics 500 font ',18'
+    set ylabel 'loss (nats per byte)' font ',23'
+    set ytics 0.5 font ',23'
+    set xtics 500 font ',23'
     set yrange [0.8 : 3.2]
-    set key top right font ',18' samplen 2 opaque
-    set label 1 sprintf('steps %d–%d', from, to) at (from + to) / 2.0, graph 0.07 center font ',18' textcolor rgb '#8a5a00'
+    set key top right font ',23' samplen 2 opaque
+    set label 1 sprintf('steps %d–%d', from, to) at (from + to) / 2.0, graph 0.07 center font ',23' textcolor rgb '#8a5a00'
     plot in using 'step':'train_loss' with lines lc rgb '#9cc8e6' lw 1 title 'each step', \
          smooth50 using 1:2 with lines ls 1 lw 4 title 'mean of 50 steps', \
          in using 'step':'val_loss' with points ls 7 pt 7 ps 1.2 title 'validation'
     # bottom: the scores
     set tmargin at screen 0.48; set bmargin at screen 0.12
     set format x '%g'
-    set xlabel 'training step' font ',20'
-    set ylabel 'score (best head)' font ',20'
+    set xlabel 'training step' font ',23'
+    set ylabel 'score (best head)' font ',23'
     set yrange [0 : 1.05]
     set ytics 0.25
-    set key bottom right font ',18' samplen 2 opaque
+    set key bottom right font ',23' samplen 2 opaque
     unset label 1
     plot in using 'step':'induction' with linespoints ls 2 title 'induction', \
          in using 'step':'prev_token' with linespoints ls 3 title 'previous token'

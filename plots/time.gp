@@ -30,7 +30,7 @@ yhi = STATS_max_y
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '') noenhanced
-    if (exists('machine')) { set label 90 'measured on: '.machine at screen 0.99, screen 0.025 right noenhanced font ',17' textcolor rgb '#666666'; set bmargin 5 }
+    if (exists('machine')) { set label 90 'measured on: '.machine at screen 0.99, screen 0.025 right noenhanced font ',23' textcolor rgb '#666666'; set bmargin 5 }
     set logscale xy
     set xtics ()
     do for [i = 0 : nrows - 1] {

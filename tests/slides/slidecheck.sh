@@ -153,6 +153,7 @@ done < "$tmp/layout.tsv"
 if [ "$figsmall" -gt 0 ]; then
     worst=$(sort -k3 -n "$tmp/figsmall.txt" | head -1)
     msg="figures' own text under $MIN px as shown: $figsmall of $figpages figure pages (smallest: page ${worst%% *}, $(echo "$worst" | cut -d' ' -f2) at $(echo "$worst" | cut -d' ' -f3) px)"
+    sort -k3 -n "$tmp/figsmall.txt" | awk '{ printf "check-slides: note: page %d: %s, smallest text %s px as shown\n", $1, $2, $3 }'
     if [ "${SLIDES_STRICT:-0}" = 1 ]; then bad "$msg"; else echo "check-slides: note: $msg; those figures are tests/figcheck's to fix (SLIDES_STRICT=1 fails on it)"; fi
 fi
 
