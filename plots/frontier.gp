@@ -26,7 +26,7 @@ do for [fmt in FORMATS] {
     set logscale xy
     set xrange [600 : 8000]
     set yrange [FLOOR / 2 : 40]
-    set format y '10^{%L}'
+    set format y '10^{/*1.15 %L}'
     set xtics font ',23'
     set ytics font ',23'
     set key at screen 0.61, screen 0.9 left top Left reverse vertical font ',23' spacing 1.1 samplen 1.5 nobox

@@ -35,14 +35,14 @@ at = exists('split') ? sprintf('%d', split) : 'the split'
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                      5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
 cols = 'prev_before prev_after induction sink entropy_bits'
-titles = sprintf('"previous token, queries i < %s" "previous token, queries i ≥ %s" "induction, the worst copy length" "sink: weight on position 0" "entropy of the row (bits)"', at, at)
+titles = sprintf('"previous token, i < %s" "previous token, i ≥ %s" "induction, worst R" "sink: weight on 0" "row entropy (bits)"', at, at)
 # the cell's value, printed in black on light cells and white on dark ones
 ink(v, top) = v / top > 0.6 ? 0x000000 : 0xffffff
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set multiplot title sprintf("What the attention heads of %s do: %d layers × %d heads", name, L, NH) \
-        noenhanced font ',23' layout 2, 3 margins 0.05, 0.93, 0.1, 0.86 spacing 0.10, 0.17
+    set multiplot title sprintf("What the attention heads of %s do: %d layers × %d heads (weights in hundredths)", name, L, NH) \
+        noenhanced font ',23' layout 2, 3 margins 0.06, 0.92, 0.12, 0.85 spacing 0.10, 0.17
     do for [k = 1:5] {
         col = word(cols, k)
         top = k == 5 ? emax : 1
@@ -51,16 +51,16 @@ do for [fmt in FORMATS] {
         set yrange [L - 0.5:-0.5]
         set xtics 1 scale 0 font ',23'
         set ytics 1 scale 0 font ',23'
-        set xlabel 'head' font ',23' offset 0, 0.6
-        set ylabel 'layer' font ',23' offset 2, 0
+        if (k > 3) { set xlabel 'head' font ',23' offset 0, 0.6 } else { unset xlabel }
+        if (k == 1 || k == 4) { set ylabel 'layer' font ',23' offset 2, 0 } else { unset ylabel }
         set grid noxtics noytics nomxtics nomytics
         set border 0
         set cbrange [0:top]
-        set cbtics 0, (top == 1 ? 0.5 : 2), top font ',23'
+        if (top == 1) { set cbtics ('0' 0, '100' 1) font ',23' } else { set cbtics 0, 2, top font ',23' }
         set colorbox vertical user origin graph 1.03, graph 0 size character 1.2, graph 1
         plot in using 'head':'layer':(0.5):(0.5):(column(col)) \
                  with boxxyerror fillcolor palette z fillstyle solid 1.0 noborder notitle, \
-             in using 'head':'layer':(sprintf('%.2f', column(col))):(ink(column(col), top)) \
+             in using 'head':'layer':(top == 1 ? sprintf('%.0f', 100 * column(col)) : sprintf('%.1f', column(col))):(ink(column(col), top)) \
                  with labels textcolor rgb variable font ',23' notitle
     }
     # the sixth panel: each head's induction against the copy length R, one line per head;

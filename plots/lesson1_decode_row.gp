@@ -31,7 +31,6 @@ do for [fmt in FORMATS] {
     set xrange [0 : 1600]; set yrange [900 * 0.92 : 0]
     unset border; unset tics; unset grid; unset key
     set style rectangle fillstyle solid 1.0 noborder
-    set style textbox opaque noborder fillcolor rgb LIGHT
     n = 0
     do for [s = 1 : STEPS] {
         t = T0 + s
@@ -61,19 +60,22 @@ do for [fmt in FORMATS] {
         }
         # one cell per number: thin white lines between the channels and between the rows
         do for [c = 1 : hs - 1] {
-            set arrow 1000 * s + 4 * c from x + c * u, yq to x + c * u, yq + u nohead lc rgb 'white' lw 0.5 back
-            set arrow 1000 * s + 4 * c + 1 from x + c * u, yk to x + c * u, yk + t * u nohead lc rgb 'white' lw 0.5 back
-            set arrow 1000 * s + 4 * c + 2 from x + c * u, yv to x + c * u, yv + t * u nohead lc rgb 'white' lw 0.5 back
-            set arrow 1000 * s + 4 * c + 3 from x + c * u, yz to x + c * u, yz + u nohead lc rgb 'white' lw 0.5 back
+            set arrow 1000 * s + 4 * c from x + c * u, yq to x + c * u, yq + u nohead lc rgb 'white' lw 1 back
+            set arrow 1000 * s + 4 * c + 1 from x + c * u, yk to x + c * u, yk + t * u nohead lc rgb 'white' lw 1 back
+            set arrow 1000 * s + 4 * c + 2 from x + c * u, yv to x + c * u, yv + t * u nohead lc rgb 'white' lw 1 back
+            set arrow 1000 * s + 4 * c + 3 from x + c * u, yz to x + c * u, yz + u nohead lc rgb 'white' lw 1 back
         }
         do for [r = 1 : t - 1] {
-            set arrow 1000 * s + 200 + 2 * r + 0 from x, yk + r * u to x + (hs + 1.8) * u, yk + r * u nohead lc rgb 'white' lw 0.5 back
-            set arrow 1000 * s + 200 + 2 * r + 1 from x, yv + r * u to x + (hs + 1.8) * u, yv + r * u nohead lc rgb 'white' lw 0.5 back
+            set arrow 1000 * s + 200 + 2 * r + 0 from x, yk + r * u to x + (hs + 1.8) * u, yk + r * u nohead lc rgb 'white' lw 1 back
+            set arrow 1000 * s + 200 + 2 * r + 1 from x, yv + r * u to x + (hs + 1.8) * u, yv + r * u nohead lc rgb 'white' lw 1 back
         }
         set label 10 * s + 1 sprintf('step %d: %d keys', s, t) at x + hs * u / 2.0, yq - 26 center font ',23'
         set arrow 10 * s + 2 from x + hs * u / 2.0, yv + t * u + 2 to x + hs * u / 2.0, yz - 4 lc rgb '#333333' lw 2 size screen 0.008,25
-        set label 10 * s + 2 sprintf('K (%d×%d)', t, hs) at x + hs * u / 2.0, yk + T0 * u / 2.0 center font ',23' textcolor rgb '#222222' front boxed
-        set label 10 * s + 3 sprintf('V (%d×%d)', t, hs) at x + hs * u / 2.0, yv + T0 * u / 2.0 center font ',23' textcolor rgb '#222222' front boxed
+        # a plain background under the matrix's name, above the cell lines
+        n = n + 1; set object n rect center x + hs * u / 2.0, yk + T0 * u / 2.0 size 150, 36 fc rgb LIGHT front
+        n = n + 1; set object n rect center x + hs * u / 2.0, yv + T0 * u / 2.0 size 150, 36 fc rgb LIGHT front
+        set label 10 * s + 2 sprintf('K (%d×%d)', t, hs) at x + hs * u / 2.0, yk + T0 * u / 2.0 center font ',23' textcolor rgb '#222222' front
+        set label 10 * s + 3 sprintf('V (%d×%d)', t, hs) at x + hs * u / 2.0, yv + T0 * u / 2.0 center font ',23' textcolor rgb '#222222' front
         set arrow 10 * s + 1 from x + hs * u / 2.0, yq + u + 2 to x + hs * u / 2.0, yk - 4 lc rgb '#333333' lw 2 size screen 0.008,25
     }
     # the rows' names, left of the first panel

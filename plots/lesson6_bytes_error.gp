@@ -43,9 +43,9 @@ do for [fmt in FORMATS] {
     set ylabel 'max |Δlogit| and mean |Δlogit|'
     set logscale y
     set format y '10^{/*1.1 %L}'
-    set yrange [emin / 8 : 1]
+    set yrange [emin / 8 : 300]
     set key top left Left reverse font ',23' spacing 1.1
-    set label 1 "error 0\n(the reference)" at 0, emin / 3 center font ',23' textcolor rgb '#333333'
+    set label 1 "fp32: error 0 (the reference)" at -0.4, emin / 3 left font ',23' textcolor rgb '#333333'
     plot short using ($0 - 0.27):(nz(column('max_abs_dlogit'))):xticlabels(lab(strcol('dtype'))) with points ls 2 pointsize 2 title sprintf('max, %s', nshort), \
          long using ($0 - 0.09):(nz(column('max_abs_dlogit'))) with points ls 2 pointtype 4 pointsize 2 title sprintf('max, %s', nlong), \
          short using ($0 + 0.09):(nz(column('mean_abs_dlogit'))) with points ls 1 pointsize 2 title sprintf('mean, %s', nshort), \

@@ -17,7 +17,8 @@ stats in using 'rms_dlogit' nooutput
 rmax = STATS_max
 stats in using 'positions' nooutput
 npos = STATS_max
-lab(k, v) = sprintf("K: %s\nV: %s", k, v)
+ab(g) = g eq 'channel' ? 'ch' : g eq 'token' ? 'tok' : g
+lab(k, v) = sprintf("K: %s\nV: %s", ab(k), ab(v))
 kivi(k, v) = k eq 'channel' && v eq 'token'
 
 do for [fmt in FORMATS] {
@@ -30,7 +31,8 @@ do for [fmt in FORMATS] {
     set boxwidth 0.6
     set bmargin 7
     set xtics font ',23'
-    set xlabel 'each int8 scale covers one token (and head) or one channel' font ',23' offset 0,-0.3
+    unset xlabel
+    set label 4 'each int8 scale covers one token and head (tok) or one channel (ch)' at screen 0.5, 0.11 center font ',23' textcolor rgb '#333333'
     unset key
     set label 3 'orange: KIVI (2024) groups keys per channel and values per token' at screen 0.5, 0.045 center font ',23' textcolor rgb '#333333'
     set title 'largest |Δlogit|' font ',23'
@@ -39,6 +41,7 @@ do for [fmt in FORMATS] {
     plot in using 0:'max_abs_dlogit':(kivi(strcol('k_group'), strcol('v_group')) ? 0xE69F00 : 0x0072B2):xticlabels(lab(strcol('k_group'), strcol('v_group'))) with boxes lc rgb variable, \
          in using 0:'max_abs_dlogit':(sprintf('%.3g', column('max_abs_dlogit'))) with labels offset 0,0.9 font ',23'
     unset label 3
+    unset label 4
     set title 'RMS of Δlogit' font ',23'
     set ylabel 'RMS Δlogit (logit units)'
     set yrange [0 : rmax * 1.2]

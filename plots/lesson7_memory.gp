@@ -56,7 +56,7 @@ do for [fmt in FORMATS] {
     set xrange [-0.6 : 2.6]
     set yrange [0 : 109]
     set format y '%g'
-    set xtics ('preallocate' 0, 'doubling' 1, 'paged' 2) scale 0 font ',23'
+    set xtics ("pre-\nallocate" 0, 'doubling' 1, 'paged' 2) scale 0 font ',23'
     set grid noxtics ytics
     set style fill solid 0.85 border rgb '#444444'
     set boxwidth 0.6

@@ -32,7 +32,7 @@ do for [fmt in FORMATS] {
     set xrange [0 : fresh / G * 1.3]
     set ytics ('from scratch' 1, sprintf('reusing prompt %d''s cache', a) 0) scale 0 font ',23'
     set grid xtics noytics
-    set xlabel sprintf('FLOPs of the prefill of prompt %d (×10^9, counted)', b)
+    set xlabel sprintf('FLOPs of the prefill of prompt %d (×10^{/*1.15 9}, counted)', b)
     set key top right Left reverse
     set object 1 rect from 0, 0.7 to (fresh - reuse) / G, 1.3 fc rgb '#999999' fs solid 0.85 border rgb '#444444'
     set object 2 rect from (fresh - reuse) / G, 0.7 to fresh / G, 1.3 fc rgb '#0072B2' fs solid 0.85 border rgb '#444444'

@@ -40,7 +40,7 @@ do for [fmt in FORMATS] {
     set yrange [0 : fb * 1.25]
     set ytics 2
     set ylabel 'bits per byte' font ',23'
-    set label 1 sprintf('first copy: %.1f (no copying possible)', fb) at graph 0.02, first fb left offset 0, 0.8 font ',23' textcolor rgb '#555555'
+    set label 1 sprintf('first copy: %.1f', fb) at graph 0.02, first fb left offset 0, 0.8 font ',23' textcolor rgb '#555555'
     plot in using 0:'second_bits':(colour(strcol('ablated'))):xtic(strcol('ablated')) with boxes lc rgb variable notitle, \
          in using 0:'second_bits':(sprintf('%.1f', column('second_bits'))):(colour(strcol('ablated'))) with labels offset 0, 0.8 font ',23' textcolor rgb variable notitle, \
          fb with lines ls 8 notitle

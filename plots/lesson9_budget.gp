@@ -12,7 +12,7 @@ evaluate need_columns(in, 'lever policy budget top1')
 array P[4] = ['window', 'h2o', 'snapkv', 'oracle']
 array NAME[4] = ['window + sinks', 'H2O', 'SnapKV', 'oracle']
 array LS[4] = [2, 4, 5, 3]
-array DX[4] = [0.94, 0.98, 1.02, 1.06]
+array DX[4] = [0.88, 0.96, 1.04, 1.12]
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
     set multiplot layout 1, 2 title 'Eviction: attention weight lost and next-token agreement against the budget' font ',23' margins 0.08, 0.98, 0.22, 0.86 spacing 0.09, 0

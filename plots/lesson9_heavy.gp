@@ -17,7 +17,7 @@ do for [fmt in FORMATS] {
     set logscale xy
     stats in using 'rank' nooutput
     set xrange [1 : STATS_max]
-    set format y '10^{%L}'
+    set format y '10^{/*1.15 %L}'
     set xtics font ',23'
     set ytics font ',23'
     set key outside right center vertical font ',23' samplen 2

@@ -193,7 +193,7 @@ static void colorbar_h(Fig *f, int x, int y, int w, int h, float R, const char *
 
 static void titles(Fig *f, const char *title, const char *sub) {
     fig_text(f, HEATFIG_W / 2.0, 44, TITLE_PX, FIG_CENTER, BLACK, title);
-    if (sub) fig_text(f, HEATFIG_W / 2.0, 78, SUB_PX, FIG_CENTER, SOFT, sub);
+    if (sub) fig_text(f, HEATFIG_W / 2.0, 84, SUB_PX, FIG_CENTER, SOFT, sub);
 }
 
 /* "layer 1, head 4", or with the names the run gave: "induction head (layer 1, head 4)

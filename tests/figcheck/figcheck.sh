@@ -9,8 +9,8 @@
 #   - every heatmap (a name with _L<layer>, or _ind and _prev: a lesson's chosen head, drawn
 #     by kvscope) has a Title chunk and says
 #     kvscope drew it;
-#   - every SVG's text (figtext.c): each text at least 18 px when the figure fills a
-#     1280×720 slide (18 · max(W/1280, H/720) px at its published size W×H; a figure
+#   - every SVG's text (figtext.c): each text at least 18 px when the figure is shown at 0.84 of a
+#     1280×720 slide (18 · max(W/1280, H/720) / 0.84 px at its published size W×H; a figure
 #     tests/figcheck/pending.txt names, with the issue redoing it, keeps the old 14 px) and
 #     no two texts overlapping, each failure naming the figure and the texts (their
 #     boxes, glyph counts and sizes). Before that, figtext must fail on a figure made
@@ -70,4 +70,4 @@ done
 echo "check-figures: $pngs PNG, $svgs SVG rendered and compared; largest differences:"
 printf '%s' "$worst" | sort -t' ' -k3,3gr | head -n 3 | sed 's/^/  /'
 [ $fail -eq 0 ] || { echo "check-figures: some figures fail (above)" >&2; exit 1; }
-echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title, no text is under 18 px on a 1280x720 slide or overlaps another"
+echo "check-figures: every SVG matches its PNG, every PNG is at least 800 px, every heatmap has its title, no text is under 18 px at 0.84 of a 1280x720 slide (the deck) or overlaps another"
