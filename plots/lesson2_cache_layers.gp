@@ -24,8 +24,8 @@ xl(l) = left + l * (cw + gap)
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set label 99 sprintf("The KV cache after the prefill: L × 2 × heads × T × hs = %d × 2 × %d × %d × %d = %s numbers = %s B (%d B each)", L, NH, T, hs, group(2 * L * NH * T * hs), group(2 * L * NH * T * hs * eb), eb) at screen 0.5, screen 0.955 center font ',24'
-    set label 98 sprintf("%d B a number; the next decode step appends one position (orange) in every layer, K and V, head: %s B a token", eb, group(2 * L * NH * hs * eb)) at screen 0.5, screen 0.905 center font ',23' textcolor rgb '#333333'
+    set label 99 sprintf("The KV cache after the prefill: %d × 2 × %d × %d × %d = %s numbers = %s B (%d B each)", L, NH, T, hs, group(2 * L * NH * T * hs), group(2 * L * NH * T * hs * eb), eb) at screen 0.5, screen 0.955 center font ',24'
+    set label 98 sprintf("L × 2 × heads × T × hs; the next decode step appends one position (orange) to each: %s B a token", group(2 * L * NH * hs * eb)) at screen 0.5, screen 0.905 center font ',23' textcolor rgb '#333333'
     set lmargin at screen 0; set rmargin at screen 1; set tmargin at screen 0.90; set bmargin at screen 0
     set xrange [0 : 1600]; set yrange [H : 0]
     unset border; unset tics; unset grid; unset key

@@ -12,7 +12,7 @@ load 'plots/style.gp'
 evaluate need_vars('in ok out')
 evaluate need_columns(in, 'step max_abs_diff same_token')
 evaluate need_columns(ok, 'step max_abs_diff same_token')
-ptitle = exists('prompt') ? sprintf(' (prompt "%s")', prompt) : ''
+ptitle = exists('prompt') ? sprintf("\n(prompt \"%s\")", prompt) : ''
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)

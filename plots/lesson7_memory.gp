@@ -52,6 +52,7 @@ do for [fmt in FORMATS] {
     set size 0.34, 0.94
     set title 'share holding tokens'
     unset xlabel
+    set bmargin 5   # the two-line tic label "pre-\nallocate"
     set ylabel 'bytes holding tokens / bytes reserved (%)'
     set xrange [-0.6 : 2.6]
     set yrange [0 : 109]

@@ -25,7 +25,7 @@ do for [fmt in FORMATS] {
     set xrange [0 : smax]
     set object 1 rect from from, graph 0 to to, graph 1 fc rgb '#F6D7B0' fs solid 0.6 noborder behind
     # top: the loss
-    set lmargin at screen 0.10; set rmargin at screen 0.97
+    set lmargin at screen 0.115; set rmargin at screen 0.97
     set tmargin at screen 0.88; set bmargin at screen 0.52
     set format x ''
     set ylabel 'loss (bits per byte)' font ',23'
@@ -38,7 +38,7 @@ do for [fmt in FORMATS] {
          smooth50 using 1:2 with lines ls 1 lw 4 title 'mean of 50 steps', \
          in using 'step':(column('val_loss') / log(2)) with points ls 7 pt 7 ps 1.2 title 'validation'
     # bottom: the scores
-    set tmargin at screen 0.48; set bmargin at screen 0.12
+    set tmargin at screen 0.48; set bmargin at screen 0.16
     set format x '%g'
     set xlabel 'training step' font ',23'
     set ylabel 'score (best head)' font ',23'

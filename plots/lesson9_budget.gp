@@ -15,7 +15,7 @@ array LS[4] = [2, 4, 5, 3]
 array DX[4] = [0.88, 0.96, 1.04, 1.12]
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set multiplot layout 1, 2 title 'Eviction: attention weight lost and next-token agreement against the budget' font ',23' margins 0.08, 0.98, 0.22, 0.86 spacing 0.09, 0
+    set multiplot layout 1, 2 title 'Eviction: attention weight lost and next-token agreement against the budget' font ',23' margins 0.10, 0.98, 0.16, 0.86 spacing 0.09, 0
     set logscale x 2
     set xrange [22 : 180]
     set xtics (32, 64, 128) font ',23'
@@ -28,7 +28,7 @@ do for [fmt in FORMATS] {
          with yerrorlines ls LS[i] title NAME[i]
     set ylabel 'top-1 agreement with the full cache' font ',23'
     set yrange [0.5 : 1.02]
-    set key at screen 0.5, screen 0.06 center horizontal font ',23' samplen 2 spacing 1 width 1
+    set key bottom right Left reverse font ',23' samplen 2 spacing 1.1 opaque
     plot for [i = 1 : 4] in using (strcol('lever') eq 'evict' && strcol('policy') eq P[i] ? column('budget') : NaN):'top1' \
          with linespoints ls LS[i] title NAME[i]
     unset multiplot
