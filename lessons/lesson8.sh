@@ -167,7 +167,7 @@ figure ablation.png "Each head of layer $PREV_L ablated in turn: with the previo
 LOG=data/model/train_log.csv
 if [ "$MODEL_ARGS" = "--model data/model" ] && [ -f "$LOG" ]; then
     awk -F, -v V="$V" "$AWKLIB"'FNR == 1 { header(); next }
-        { st = col("step"); l = col("train_loss"); b = int((st - 1) / 100); s[b] += l; c[b]++
+        { st = col("step"); l = col("train_loss") / log(2); b = int((st - 1) / 100); s[b] += l; c[b]++
           if (col("induction") != "") { n++; step[n] = st; ind[n] = col("induction") } }
         END { f = ind[n]
               for (k = 1; k <= n && ind[k] < 0.8 * f; k++) if (ind[k] < 0.2 * f) from = k
@@ -180,8 +180,8 @@ if [ "$MODEL_ARGS" = "--model data/model" ] && [ -f "$LOG" ]; then
     claim "the steepest fall of the loss after step 300 lies in the phase-change steps" \
         "$(value "$V" phase_steepest_lo) >= $(value "$V" phase_from) && $(value "$V" phase_steepest_hi) <= $(value "$V" phase_to)"
     chart lesson8_phase "$P/phase" -e "in='$LOG'; from=$(value "$V" phase_from); to=$(value "$V" phase_to)"
-    figure phase.png "The phase change: in steps $(value "$V" phase_from)–$(value "$V" phase_to) of training the best induction score rose from $(value "$V" phase_ind_from) to $(value "$V" phase_ind_to) and the loss fell faster than anywhere after step 300 ($(value "$V" phase_steepest_fall) nats/byte in steps $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi))" \
-        "相变（phase change）：训练的第 $(value "$V" phase_from)–$(value "$V" phase_to) 步，最佳归纳分数从 $(value "$V" phase_ind_from) 升到 $(value "$V" phase_ind_to)，损失下降得比第 300 步之后任何时候都快（第 $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi) 步降了 $(value "$V" phase_steepest_fall) 奈特/字节）"
+    figure phase.png "The phase change: in steps $(value "$V" phase_from)–$(value "$V" phase_to) of training the best induction score rose from $(value "$V" phase_ind_from) to $(value "$V" phase_ind_to) and the loss fell faster than anywhere after step 300 ($(value "$V" phase_steepest_fall) bits per byte in steps $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi))" \
+        "相变（phase change）：训练的第 $(value "$V" phase_from)–$(value "$V" phase_to) 步，最佳归纳分数从 $(value "$V" phase_ind_from) 升到 $(value "$V" phase_ind_to)，损失下降得比第 300 步之后任何时候都快（第 $(value "$V" phase_steepest_lo)–$(value "$V" phase_steepest_hi) 步降了 $(value "$V" phase_steepest_fall) 比特/字节）"
     pf=$(value "$V" phase_from) pt=$(value "$V" phase_to) if_=$(value "$V" phase_ind_from) it=$(value "$V" phase_ind_to)
     ifi=$(value "$V" phase_ind_final) lf=$(value "$V" phase_loss_from) lt=$(value "$V" phase_loss_to)
     sl=$(value "$V" phase_steepest_lo) sh=$(value "$V" phase_steepest_hi) sf=$(value "$V" phase_steepest_fall)
@@ -194,12 +194,12 @@ repeats) shows the same:
 
 ![Training loss and the heads' scores against the step](../plots/lesson8/phase.png)
 
-*Top: the training loss (nats per byte) of every step, its mean over 50 steps and the
+*Top: the training loss (bits per byte) of every step, its mean over 50 steps and the
 validation loss. Bottom: the best induction score and the best previous-token score of any
 head, measured on the training batches (not the random bytes of \`kvscope heads\`). The
 previous-token head forms first; in steps $pf–$pt (shaded) the induction score rises from
 $if_ to $it (of its final $ifi) and the mean loss falls from $lf (steps $((pf - 99))–$pf) to $lt
-(steps $((pt - 99))–$pt): its fastest fall after step 300, $sf nats per byte in steps $sl–$sh.*
+(steps $((pt - 99))–$pt): its fastest fall after step 300, $sf bits per byte in steps $sl–$sh.*
 ([SVG](../plots/lesson8/phase.svg))
 EOT
     cat > "$D/phase.zh.md" <<EOT
@@ -207,7 +207,7 @@ Olsson 等人（2022）看到，归纳头是在训练中很短的一段里突然
 
 ![Training loss and the heads' scores against the step](../../plots/lesson8/phase.png)
 
-*上图：每一步的训练损失（奈特/字节，横轴是训练步数 training step）、它 50 步的平均（mean of 50 steps）和验证损失（validation）。下图：所有头中最好的归纳分数（induction）和前一词元分数（previous token），是在训练批次上测的（不是 \`kvscope heads\` 的随机字节）。前一词元头先形成；在第 $pf–$pt 步（阴影部分），归纳分数从 $if_ 升到 $it（最终为 $ifi），平均损失从 $lf（第 $((pf - 99))–$pf 步）降到 $lt（第 $((pt - 99))–$pt 步）：这是第 300 步之后最快的下降，第 $sl–$sh 步降了 $sf 奈特/字节。*（[SVG](../../plots/lesson8/phase.svg)）
+*上图：每一步的训练损失（比特/字节，横轴是训练步数 training step）、它 50 步的平均（mean of 50 steps）和验证损失（validation）。下图：所有头中最好的归纳分数（induction）和前一词元分数（previous token），是在训练批次上测的（不是 \`kvscope heads\` 的随机字节）。前一词元头先形成；在第 $pf–$pt 步（阴影部分），归纳分数从 $if_ 升到 $it（最终为 $ifi），平均损失从 $lf（第 $((pf - 99))–$pf 步）降到 $lt（第 $((pt - 99))–$pt 步）：这是第 300 步之后最快的下降，第 $sl–$sh 步降了 $sf 比特/字节。*（[SVG](../../plots/lesson8/phase.svg)）
 EOT
 else
     echo "(The phase change in which the induction head formed is drawn from the shipped model's training log, \`data/model/train_log.csv\`; this model has none.)" > "$D/phase.md"

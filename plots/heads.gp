@@ -35,50 +35,50 @@ at = exists('split') ? sprintf('%d', split) : 'the split'
 set palette defined (0 '#440154', 1 '#472d7b', 2 '#3b528b', 3 '#2c728e', 4 '#21918c', \
                      5 '#27ad81', 6 '#5cc863', 7 '#aadc32', 8 '#fde725')
 cols = 'prev_before prev_after induction sink entropy_bits'
-titles = sprintf('"previous token, queries i < %s" "previous token, queries i ≥ %s" "induction, the worst copy length" "sink: weight on position 0" "entropy of the row (bits)"', at, at)
+titles = sprintf('"previous token, i < %s" "previous token, i ≥ %s" "induction, worst R" "sink: weight on 0" "row entropy (bits)"', at, at)
 # the cell's value, printed in black on light cells and white on dark ones
 ink(v, top) = v / top > 0.6 ? 0x000000 : 0xffffff
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set multiplot title sprintf("What the attention heads of %s do: %d layers × %d heads", name, L, NH) \
-        noenhanced font ',22' layout 2, 3 margins 0.05, 0.93, 0.1, 0.86 spacing 0.10, 0.17
+    set multiplot title sprintf("What the attention heads of %s do: %d layers × %d heads (weights in hundredths)", name, L, NH) \
+        noenhanced font ',23' layout 2, 3 margins 0.06, 0.92, 0.12, 0.85 spacing 0.10, 0.17
     do for [k = 1:5] {
         col = word(cols, k)
         top = k == 5 ? emax : 1
-        set title word(titles, k) noenhanced font ',17'
+        set title word(titles, k) noenhanced font ',23'
         set xrange [-0.5:NH - 0.5]
         set yrange [L - 0.5:-0.5]
-        set xtics 1 scale 0 font ',17'
-        set ytics 1 scale 0 font ',17'
-        set xlabel 'head' font ',17' offset 0, 0.6
-        set ylabel 'layer' font ',17' offset 2, 0
+        set xtics 1 scale 0 font ',23'
+        set ytics 1 scale 0 font ',23'
+        if (k > 3) { set xlabel 'head' font ',23' offset 0, 0.6 } else { unset xlabel }
+        if (k == 1 || k == 4) { set ylabel 'layer' font ',23' offset 2, 0 } else { unset ylabel }
         set grid noxtics noytics nomxtics nomytics
         set border 0
         set cbrange [0:top]
-        set cbtics 0, (top == 1 ? 0.5 : 2), top font ',17'
+        if (top == 1) { set cbtics ('0' 0, '100' 1) font ',23' } else { set cbtics 0, 2, top font ',23' }
         set colorbox vertical user origin graph 1.03, graph 0 size character 1.2, graph 1
         plot in using 'head':'layer':(0.5):(0.5):(column(col)) \
                  with boxxyerror fillcolor palette z fillstyle solid 1.0 noborder notitle, \
-             in using 'head':'layer':(sprintf('%.2f', column(col))):(ink(column(col), top)) \
-                 with labels textcolor rgb variable font ',17' notitle
+             in using 'head':'layer':(top == 1 ? sprintf('%.0f', 100 * column(col)) : sprintf('%.1f', column(col))):(ink(column(col), top)) \
+                 with labels textcolor rgb variable font ',23' notitle
     }
     # the sixth panel: each head's induction against the copy length R, one line per head;
     # the heads that copy (at least 0.3 at some length, named layer.head) in colour, the
     # others grey
     unset colorbox
     set border 3
-    set title 'induction against the copy length R' font ',17'
+    set title 'induction against the copy length R' font ',23'
     set logscale x 2
     set xrange [int(word(copies, 1)) / 1.2 : int(word(copies, words(copies))) * 1.2]
     set yrange [0:1]
-    set xtics () scale 0.5 font ',17' norotate
+    set xtics () scale 0.5 font ',23' norotate
     do for [i = 1:words(copies)] { set xtics add (word(copies, i) int(word(copies, i))) }
-    set ytics 0.5 font ',17'
+    set ytics 0.5 font ',23'
     set grid noxtics ytics
-    set xlabel 'R (bytes)' font ',17' offset 0, 0.6
+    set xlabel 'R (bytes)' font ',23' offset 0, 0.6
     unset ylabel
-    set key at graph 1, graph 0.62 right top font ',17' samplen 1.2 spacing 1 opaque
+    set key at graph 1, graph 0.62 right top font ',23' samplen 1.2 spacing 1 opaque
     copiers = system("awk -F, 'NR > 1 && $4 >= 0.3 && !s[$1 \".\" $2]++ { printf \"%s.%s \", $1, $2 }' '" . lens . "'")
     id(l, h) = sprintf('%d.%d', l, h)
     plot for [i = 0:L * NH - 1] lens using 'copy_len':(column('layer') * NH + column('head') == i && strstrt(' '.copiers, ' '.id(column('layer'), column('head')).' ') == 0 ? column('induction') : NaN) \

@@ -53,11 +53,11 @@ set ylabel 'query: token being computed'
 set xrange [-0.5:n - 0.5]
 set yrange [n - 0.5:-0.5]
 set size ratio -1
-set xtics 1 noenhanced rotate by 60 right scale 0 font ',17'
-set ytics 1 noenhanced scale 0 font ',17'
+set xtics 1 noenhanced rotate by 60 right scale 0 font ',23'
+set ytics 1 noenhanced scale 0 font ',23'
 set grid noxtics noytics nomxtics nomytics
 set border 0
-set key top right opaque font ',17'
+set key top right opaque font ',23'
 if (step == 0) unset key
 set object 1 rectangle from graph 0, graph 0 to graph 1, graph 1 behind fillcolor rgb '#808080' fillstyle solid 1.0 noborder
 if (evicted) {
@@ -87,7 +87,7 @@ if (step > 0) {
         linecolor rgb '#E69F00' linewidth 3 dashtype 2
 }
 set colorbox vertical user origin graph 1.04, graph 0 size character 2, graph 1
-set cbtics font ',17'
+set cbtics font ',23'
 
 clip(z) = z < -range ? -range : (z > range ? range : z)
 # the key entry of the hatch, only when something was evicted (a plot element of its

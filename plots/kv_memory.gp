@@ -40,7 +40,8 @@ do for [fmt in FORMATS] {
     set ylabel 'memory (MiB)'
     set xrange [0 : Tmax * 1.02]
     set yrange [0 : *]
-    set key bottom right Left reverse
+    set key top left Left reverse
+    set offsets 0, 0, graph 0.6, 0   # room above the lines for the key
     set samples 2
     if (exists('rss')) {
         plot in using 'tokens':(column('kv_reserved_bytes') / MiB) with steps ls 4 title 'KV reserved (allocated, grows by doubling)', \

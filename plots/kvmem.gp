@@ -45,10 +45,10 @@ do for [fmt in FORMATS] {
     set key top left Left reverse
     if (dtype eq 'fp16' && Tmax >= 2048) {
         # the label right of the arrow, the arrow from its left end down to the point
-        set label 1 "the article: 32 MiB (one head of 32)" at 2048 + 260, 0.30 left font ',20' textcolor rgb '#333333'
+        set label 1 "the article: 32 MiB (one head of 32)" at 2048 + 260, 0.30 left font ',23' textcolor rgb '#333333'
         set arrow 1 from 2048 + 240, 0.30 to 2048 + 30, 33554432 / GiB + 0.03 linecolor rgb '#333333' linewidth 2 size screen 0.01,25
         if (strstrt(names, 'llama-2-7b') > 0) {
-            set label 2 "← 1 GiB at 2048 tokens (all 32 heads)" at 2048 + 70, 0.97 left font ',20' textcolor rgb '#333333'
+            set label 2 "← 1 GiB at 2048 tokens (all 32 heads)" at 2048 + 70, 0.97 left font ',23' textcolor rgb '#333333'
         }
     }
     plot for [i = 2 : ncols] in using 'tokens':(keep(i) ? column(i) / GiB : NaN) with linespoints ls (i - 1) pointinterval 2 \

@@ -24,8 +24,8 @@ xl(l) = left + l * (cw + gap)
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set label 99 sprintf("The KV cache after the prefill: L × 2 × heads × T × hs = %d × 2 × %d × %d × %d numbers = %s B", L, NH, T, hs, group(2 * L * NH * T * hs * eb)) at screen 0.5, screen 0.955 center font ',24'
-    set label 98 sprintf("%d B a number; the next decode step appends one position (orange) in every layer, K and V, head: %s B a token", eb, group(2 * L * NH * hs * eb)) at screen 0.5, screen 0.905 center font ',18' textcolor rgb '#333333'
+    set label 99 sprintf("The KV cache after the prefill: %d × 2 × %d × %d × %d = %s numbers = %s B (%d B each)", L, NH, T, hs, group(2 * L * NH * T * hs), group(2 * L * NH * T * hs * eb), eb) at screen 0.5, screen 0.955 center font ',24'
+    set label 98 sprintf("L × 2 × heads × T × hs; the next decode step appends one position (orange) to each: %s B a token", group(2 * L * NH * hs * eb)) at screen 0.5, screen 0.905 center font ',23' textcolor rgb '#333333'
     set lmargin at screen 0; set rmargin at screen 1; set tmargin at screen 0.90; set bmargin at screen 0
     set xrange [0 : 1600]; set yrange [H : 0]
     unset border; unset tics; unset grid; unset key
@@ -38,16 +38,16 @@ do for [fmt in FORMATS] {
             n = n + 1; set object n rect from xl(l), yv(h) + 2 to xl(l) + T * u, yv(h) + bh - 2 fc rgb BLUE fs solid 0.55
             n = n + 1; set object n rect from xl(l) + T * u, yv(h) + 2 to xl(l) + (T + 1) * u, yv(h) + bh - 2 fc rgb ORANGE
         }
-        set label 10 + l sprintf('layer %d', l) at xl(l) + T * u / 2.0, top - 24 center font ',20'
-        set label 20 + l sprintf('%d positions', T) at xl(l) + T * u / 2.0, bot + 14 center font ',18' textcolor rgb '#444444'
+        set label 10 + l sprintf('layer %d', l) at xl(l) + T * u / 2.0, top - 24 center font ',23'
+        set label 20 + l sprintf('%d positions', T) at xl(l) + T * u / 2.0, bot + 14 center font ',23' textcolor rgb '#444444'
     }
     set label 1 'K' at 40, yk(NH / 2.0) center font ',30'
     set label 2 'V' at 40, yv(NH / 2.0) center font ',30'
-    set label 3 'head 0' at left - 10, yk(0) + bh / 2.0 right font ',18'
-    set label 4 sprintf('head %d', NH - 1) at left - 10, yk(NH - 1) + bh / 2.0 right font ',18'
-    set label 5 'head 0' at left - 10, yv(0) + bh / 2.0 right font ',18'
-    set label 6 sprintf('head %d', NH - 1) at left - 10, yv(NH - 1) + bh / 2.0 right font ',18'
-    set label 7 sprintf("each band: one head's %d positions × %d numbers (hs)", T, hs) at 800, bot + 62 center font ',20'
+    set label 3 'head 0' at left - 10, yk(0) + bh / 2.0 right font ',23'
+    set label 4 sprintf('head %d', NH - 1) at left - 10, yk(NH - 1) + bh / 2.0 right font ',23'
+    set label 5 'head 0' at left - 10, yv(0) + bh / 2.0 right font ',23'
+    set label 6 sprintf('head %d', NH - 1) at left - 10, yv(NH - 1) + bh / 2.0 right font ',23'
+    set label 7 sprintf("each band: one head's %d positions × %d numbers (hs)", T, hs) at 800, bot + 62 center font ',23'
     plot NaN notitle
     set output
 }

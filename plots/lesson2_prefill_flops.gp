@@ -24,8 +24,8 @@ do for [fmt in FORMATS] {
     do for [t = Tmin : Tmax] { if (t == Tmin || (t & (t - 1)) == 0) { set xtics add (sprintf('%d', t) t) } }
     set format y '10^{/*1.1 %T}'
     set key top left Left reverse
-    set label 1 'doubling T: ×4' at graph 0.62, graph 0.36 textcolor rgb '#D55E00'
-    set label 2 'doubling T: ×2' at graph 0.62, graph 0.66 textcolor rgb '#0072B2'
+    set label 1 'doubling T: ×4' at graph 0.66, graph 0.3 textcolor rgb '#D55E00'
+    set label 2 'doubling T: ×2' at graph 0.62, graph 0.74 textcolor rgb '#0072B2'
     plot in using 'T':'flops_rest' with linespoints ls 1 title 'c\_attn + c\_proj + MLP (counted)', \
          in using 'T':'flops_attn' with linespoints ls 2 title 'attention: q·k^{/*1.1 T} and weights·V (counted)'
     set output

@@ -35,16 +35,16 @@ do for [fmt in FORMATS] {
     eval 'set object 2 polygon ' . stair . ' fc rgb BLUE fs solid 0.75 noborder'
     set object 3 rect from xs, top to xs + S, top + S fs empty border lc rgb '#808080' lw 1
     set label 1 sprintf("prefill: %s scores (blue) at once,\nthe future masked (grey)", group(T * (T + 1) / 2)) \
-        at xs + S / 2.0, top + S + 80 center font ',20'
-    set label 2 sprintf('%d queries (the prompt)', T) at xs - 24, top + S / 2.0 center rotate by 90 font ',20'
-    set label 3 sprintf('%d keys', T) at xs + S / 2.0, top + S + 30 center font ',20'
+        at xs + S / 2.0, top + S + 80 center font ',23'
+    set label 2 sprintf('%d queries (the prompt)', T) at xs - 24, top + S / 2.0 center rotate by 90 font ',23'
+    set label 3 sprintf('%d keys', T) at xs + S / 2.0, top + S + 30 center font ',23'
     # decode: the same square one larger, only its last row computed
     R = (T + 1) * u
     set object 4 rect from xr, top to xr + R, top + R fs empty border lc rgb '#999999' dt 2
     set object 5 rect from xr, top + R - u to xr + R, top + R fc rgb ORANGE
-    set label 4 sprintf("earlier rows: not computed again\n(their K and V are cached)") at xr + R / 2.0, top + R / 2.0 center font ',20' textcolor rgb '#555555'
-    set label 5 sprintf("decode step 1: %d scores,\none query row against every key", T + 1) at xr + R / 2.0, top + S + 80 center font ',20' textcolor rgb '#8a5a00'
-    set label 6 sprintf('%d keys: %d cached + its own', T + 1, T) at xr + R / 2.0, top + S + 30 center font ',20'
+    set label 4 sprintf("earlier rows: not computed again\n(their K and V are cached)") at xr + R / 2.0, top + R / 2.0 center font ',23' textcolor rgb '#555555'
+    set label 5 sprintf("decode step 1: %d scores,\none query row against every key", T + 1) at xr + R / 2.0, top + S + 80 center font ',23' textcolor rgb '#8a5a00'
+    set label 6 sprintf('%d keys: %d cached + its own', T + 1, T) at xr + R / 2.0, top + S + 30 center font ',23'
     set arrow 1 from xr + R / 2.0, top + R / 2.0 + 60 to xr + R / 2.0, top + R - u - 4 lc rgb '#8a5a00' lw 2 size screen 0.01,25
     plot NaN notitle
     set output

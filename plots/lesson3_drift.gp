@@ -12,7 +12,7 @@ load 'plots/style.gp'
 evaluate need_vars('in ok out')
 evaluate need_columns(in, 'step max_abs_diff same_token')
 evaluate need_columns(ok, 'step max_abs_diff same_token')
-ptitle = exists('prompt') ? sprintf(' (prompt "%s")', prompt) : ''
+ptitle = exists('prompt') ? sprintf("\n(prompt \"%s\")", prompt) : ''
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
@@ -23,8 +23,8 @@ do for [fmt in FORMATS] {
     set yrange [-0.5:*]
     set xtics 1
     set key at graph 0.98, graph 0.42 right Left reverse
-    plot in using 'step':'max_abs_diff' with linespoints ls 2 title "article's cache (kvscope verify --article-bug)", \
-         ok using 'step':'max_abs_diff' with linespoints ls 1 title 'correct cache (kvscope verify): exactly 0', \
+    plot in using 'step':'max_abs_diff' with linespoints ls 2 title "the article's cache (its bug)", \
+         ok using 'step':'max_abs_diff' with linespoints ls 1 title 'the correct cache: exactly 0', \
          in using 'step':(column('same_token') == 0 ? column('max_abs_diff') : 1/0) with points ls 7 pointsize 3.5 title 'greedy next token differs'
     set output
 }

@@ -37,16 +37,17 @@ do for [fmt in FORMATS] {
     set yrange [peak / 1000.0 : peak * 3]
     set format x '%g'
     set format y '%g'
-    set xlabel 'FLOPs per byte read (counted)' font ',20'
-    set ylabel 'GFLOP/s reached (measured)' font ',20'
-    set key bottom right Left reverse font ',16' samplen 2 opaque
+    set xlabel 'FLOPs per byte read (counted)' font ',23'
+    set ylabel 'GFLOP/s reached (measured)' font ',23'
+    set key bottom right Left reverse font ',23' samplen 2 opaque
     set arrow 1 from ridge, peak / 1000.0 to ridge, peak nohead lc rgb '#999999' dt 2 lw 2
-    set label 1 sprintf("ridge: %.1f FLOPs/byte", ridge) at ridge / 1.15, peak * 1.7 right font ',15' textcolor rgb '#555555'
-    set label 2 "memory-bound ←" at ridge / 1.15, peak / 60.0 right font ',15' textcolor rgb '#555555'
-    set label 3 "→ compute-bound" at ridge * 1.15, peak / 60.0 left font ',15' textcolor rgb '#555555'
+    set label 1 sprintf("ridge: %.1f FLOPs/byte", ridge) at ridge / 1.15, peak * 1.7 right font ',23' textcolor rgb '#555555'
+    set label 2 "memory-bound ←" at ridge / 1.15, peak / 60.0 right font ',23' textcolor rgb '#555555'
+    set label 3 "→ compute-bound" at ridge * 1.15, peak / 60.0 left font ',23' textcolor rgb '#555555'
     plot roof(x) with lines lw 4 lc rgb '#000000' title sprintf('roof: %.0f GFLOP/s peak, %.1f GB/s', peak, bw), \
          in using 'flops_per_byte':'gflops_s' with linespoints ls 1 title 'one decode step of B sequences', \
-         in using 'flops_per_byte':'gflops_s':(sprintf('B=%d', column('B'))) with labels offset char 0, -1.4 font ',14' textcolor rgb '#0072B2' notitle
+         in using 'flops_per_byte':(int(log(column('B')) / log(2) + 0.5) % 2 == 0 ? column('gflops_s') : NaN):(sprintf('B=%d', column('B'))) with labels offset char 0, -1.4 font ',23' textcolor rgb '#0072B2' notitle, \
+         in using 'flops_per_byte':(int(log(column('B')) / log(2) + 0.5) % 2 == 1 ? column('gflops_s') : NaN):(sprintf('B=%d', column('B'))) with labels offset char 0, 1.4 font ',23' textcolor rgb '#0072B2' notitle
     unset arrow; unset label
     # ---- right: time to first token and per output token ----
     set origin 0.58, 0
@@ -55,13 +56,14 @@ do for [fmt in FORMATS] {
     set logscale x 2
     set logscale y
     set xrange [0.7 : bmax * 1.4]
-    set autoscale y
     set format x '%g'
-    set xlabel 'batch size B' font ',20'
-    set ylabel 'ms (measured)' font ',20'
-    set key top left Left reverse font ',16' samplen 2 opaque
-    plot in using 'B':(1e3 * column('step_s')) with linespoints ls 1 title 'one step (each sequence waits)', \
-         in using 'B':(1e3 * column('step_s') / column('B')) with linespoints ls 3 title 'per generated token (step ÷ B)'
+    set xlabel 'batch size B' font ',23'
+    set ylabel 'ms (measured)' font ',23'
+    set key top left Left reverse font ',23' samplen 2 opaque
+    set autoscale y
+    set offsets 0, 0, graph 0.6, 0   # room above the lines for the key
+    plot in using 'B':(1e3 * column('step_s')) with linespoints ls 1 title 'one step', \
+         in using 'B':(1e3 * column('step_s') / column('B')) with linespoints ls 3 title 'per token (step ÷ B)'
     unset multiplot
     set output
 }

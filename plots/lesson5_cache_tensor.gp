@@ -50,16 +50,16 @@ do for [fmt in FORMATS] {
     # the axes of the tensor, left of the rows
     set label 1 'K' at screen 0.035, first yk((NH - 1) / 2.0) center font ',30'
     set label 2 'V' at screen 0.035, first yv((NH - 1) / 2.0) center font ',30'
-    set label 3 'head 0' at -0.5 - cap * 0.01, yk(0) right font ',17'
-    set label 4 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yk(NH - 1) right font ',17'
-    set label 5 'head 0' at -0.5 - cap * 0.01, yv(0) right font ',17'
-    set label 6 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yv(NH - 1) right font ',17'
-    set label 7 sprintf("layer 0 of %d%s", L, L > 1 ? "\n(each layer the same)" : '') at screen 0.02, screen 0.08 left font ',17'
+    set label 3 'head 0' at -0.5 - cap * 0.01, yk(0) right font ',23'
+    set label 4 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yk(NH - 1) right font ',23'
+    set label 5 'head 0' at -0.5 - cap * 0.01, yv(0) right font ',23'
+    set label 6 sprintf('head %d', NH - 1) at -0.5 - cap * 0.01, yv(NH - 1) right font ',23'
+    set label 7 sprintf("layer 0 of %d%s", L, L > 1 ? "\n(each layer the same)" : '') at screen 0.02, screen 0.08 left font ',23'
     # what the decode step writes, in words, right of the plot
-    set label 8 sprintf("{/:Bold one decode step} writes\nposition %d only:\n%d numbers per head\nin K and in V,\nin each of %d layer%s\n= %s B per token", \
-        T - 1, hs, L, L > 1 ? 's' : '', group(per)) at screen 0.78, screen 0.62 left font ',18' textcolor rgb '#333333'
+    set label 8 sprintf("{/:Bold one decode step} writes\nposition %d only:\n%d numbers per head\nin K and in V,\n%s\n= %s B per token", \
+        T - 1, hs, L > 1 ? sprintf('in each of %d layers', L) : 'in its one layer', group(per)) at screen 0.78, screen 0.62 left font ',23' textcolor rgb '#333333'
     set arrow 1 from screen 0.775, screen 0.64 to T - 0.5, yk(0) + 0.6 linecolor rgb '#333333' linewidth 2 size screen 0.012,25
-    set label 9 sprintf("each row: one head,\n%d numbers (hs)\nper position", hs) at screen 0.78, screen 0.25 left font ',18' textcolor rgb '#333333'
+    set label 9 sprintf("each row: one head,\n%d numbers (hs)\nper position", hs) at screen 0.78, screen 0.25 left font ',23' textcolor rgb '#333333'
     set key at screen 0.765, screen 0.84 left top Left reverse samplen 1.5 spacing 1.1
     plot NaN with boxes fs solid 0.55 fc rgb BLUE title 'holds a token', \
          NaN with boxes fs solid 1.0 fc rgb ORANGE title 'the last step wrote', \

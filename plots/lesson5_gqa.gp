@@ -51,7 +51,7 @@ do for [fmt in FORMATS] {
     n = 0
     do for [row = 1 : 3] {
         nkv = row == 1 ? 8 : row == 2 ? 2 : 1
-        yq = 0.92 - (row - 1) * 0.35
+        yq = row == 1 ? 0.92 : row == 2 ? 0.53 : 0.2
         yv = yq - 0.15
         do for [i = 1 : 8] {
             n = n + 1
@@ -66,16 +66,16 @@ do for [fmt in FORMATS] {
             w = nkv == 8 ? 0.035 : 0.05
             set object n rect from kx - w, yv - 0.035 to kx + w, yv + 0.035 fc rgb ORANGE
         }
-        lab = row == 1 ? "MHA: 8 K/V heads (GPT-2, LLaMA-2-7B, 13B)" : row == 2 ? "GQA: 2 K/V heads, 4 queries each\n(Llama-3-8B, Mistral-7B: 32 : 8; LLaMA-2-70B)" : "MQA: 1 K/V head for all queries"
-        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.115 : 0.075) left font ',17' textcolor rgb '#222222'
+        lab = row == 1 ? "MHA: one K/V head per query head (8 drawn)" : row == 2 ? "GQA, drawn 8 : 2 (Llama-3-8B, Mistral-7B\n32 : 8; LLaMA-2-70B 64 : 8)" : "MQA: 1 K/V head for all queries"
+        set label 10 + row lab at 0.0, yq + (row == 2 ? 0.14 : 0.075) left font ',23' textcolor rgb '#222222'
     }
-    set label 20 "{/:Bold ■} query head     " at screen 0.02, screen 0.05 left font ',17' textcolor rgb BLUE
-    set label 21 "{/:Bold ■} K/V head: what the cache keeps" at screen 0.135, screen 0.05 left font ',17' textcolor rgb '#B07800'
+    set label 20 "{/:Bold ■} query head     " at screen 0.02, screen 0.05 left font ',23' textcolor rgb BLUE
+    set label 21 "{/:Bold ■} K/V head: what the cache keeps" at screen 0.17, screen 0.05 left font ',23' textcolor rgb '#B07800'
     plot NaN notitle
     unset object; unset arrow; unset label
     # ---- right: bytes against the tokens a batch holds ----
-    set origin 0.40, 0
-    set size 0.60, 0.90
+    set origin 0.45, 0
+    set size 0.55, 0.90
     set lmargin 10; set rmargin 3; set tmargin 1; set bmargin 4
     set border 3 linecolor rgb '#808080' linewidth 1.5
     set xtics nomirror out
@@ -87,18 +87,18 @@ do for [fmt in FORMATS] {
     set yrange [0.05 : 10000]
     set format x '10^{/*1.1 %T}'
     set format y '%g'
-    set xlabel 'tokens held: batch × context' font ',20'
-    set ylabel 'KV cache (GiB, fp16)' font ',20'
-    set key top left Left reverse font ',17' spacing 1.1 samplen 2 opaque
-    set label 1 sprintf("80 GB GPU less %.0f GB of weights", W_l3 / 1e9) at 1.3e3, ROOM / GiB * 1.7 left font ',17' textcolor rgb '#555555'
+    set xlabel 'tokens held: batch × context' font ',23'
+    set ylabel 'KV cache (GiB, fp16)' font ',23'
+    set key top left Left reverse font ',23' spacing 1.1 samplen 2 opaque title 'KV cache per token' left
+    set label 1 sprintf("80 GB GPU less %.0f GB of weights", W_l3 / 1e9) at 1.3e3, ROOM / GiB * 1.7 left font ',23' textcolor rgb '#555555'
     set label 2 sprintf("Llama-3-8B fills the rest\nat %.0fk tokens: batch %.0f\nat its 8192 context", cross(p_l3) / 1000, floor(cross(p_l3) / 8192)) \
-        at 1.6e5, 0.4 left font ',17' textcolor rgb '#333333'
+        at 1.6e5, 0.4 left font ',23' textcolor rgb '#333333'
     set arrow 1 from cross(p_l3), 0.6 to cross(p_l3), ROOM / GiB / 1.3 lc rgb '#333333' lw 1.5 size screen 0.01,25
     set object 1 circle at cross(p_l3), ROOM / GiB size screen 0.008 fc rgb '#009E73' fs solid front
-    plot x * p_l2 / GiB with lines lw 3 lc rgb '#000000' dt 2 title sprintf('LLaMA-2-7B (MHA): %s/token', kib(p_l2)), \
-         x * p_l3 / GiB with lines lw 4 lc rgb '#009E73' title sprintf(p_mi == p_l3 ? 'Llama-3-8B, Mistral-7B: %s/token' : 'Llama-3-8B: %s/token', kib(p_l3)), \
-         (p_mi == p_l3 ? NaN : x * p_mi / GiB) with lines lw 3 lc rgb '#CC79A7' title (p_mi == p_l3 ? '' : sprintf('Mistral-7B: %s/token', kib(p_mi))), \
-         x * p_qw / GiB with lines lw 3 lc rgb '#D55E00' title sprintf('Qwen2-7B: %s/token', kib(p_qw)), \
+    plot x * p_l2 / GiB with lines lw 3 lc rgb '#000000' dt 2 title sprintf('LLaMA-2-7B (MHA): %s', kib(p_l2)), \
+         x * p_l3 / GiB with lines lw 4 lc rgb '#009E73' title sprintf(p_mi == p_l3 ? 'Llama-3-8B, Mistral-7B: %s' : 'Llama-3-8B: %s', kib(p_l3)), \
+         (p_mi == p_l3 ? NaN : x * p_mi / GiB) with lines lw 3 lc rgb '#6A3D9A' title (p_mi == p_l3 ? '' : sprintf('Mistral-7B: %s', kib(p_mi))), \
+         x * p_qw / GiB with lines lw 3 lc rgb '#CC79A7' title sprintf('Qwen2-7B: %s', kib(p_qw)), \
          ROOM / GiB with lines lw 3 lc rgb '#999999' dt 3 notitle
     unset multiplot
     set output

@@ -38,14 +38,14 @@ do for [fmt in FORMATS] {
     unset logscale y
     set format y '%g'
     plot short using 0:'bytes_per_token':xticlabels(lab(strcol('dtype'))) with boxes lc rgb '#0072B2' notitle, \
-         short using 0:'bytes_per_token':(sprintf('%d', column('bytes_per_token'))) with labels offset 0,0.9 font ',18' notitle
+         short using 0:'bytes_per_token':(sprintf('%d', column('bytes_per_token'))) with labels offset 0,0.9 font ',23' notitle
     set title 'error against fp32 (log scale)'
     set ylabel 'max |Δlogit| and mean |Δlogit|'
     set logscale y
     set format y '10^{/*1.1 %L}'
-    set yrange [emin / 8 : 1]
-    set key top left Left reverse font ',17' spacing 1.1
-    set label 1 "error 0\n(the reference)" at 0, emin / 3 center font ',17' textcolor rgb '#333333'
+    set yrange [emin / 8 : 300]
+    set key top left Left reverse font ',23' spacing 1.1
+    set label 1 "fp32: error 0 (the reference)" at -0.4, emin / 3 left font ',23' textcolor rgb '#333333'
     plot short using ($0 - 0.27):(nz(column('max_abs_dlogit'))):xticlabels(lab(strcol('dtype'))) with points ls 2 pointsize 2 title sprintf('max, %s', nshort), \
          long using ($0 - 0.09):(nz(column('max_abs_dlogit'))) with points ls 2 pointtype 4 pointsize 2 title sprintf('max, %s', nlong), \
          short using ($0 + 0.09):(nz(column('mean_abs_dlogit'))) with points ls 1 pointsize 2 title sprintf('mean, %s', nshort), \

@@ -25,16 +25,16 @@ do for [fmt in FORMATS] {
     set multiplot layout 1, 2 title sprintf("Outlier channels? Each channel's largest |value| over %d positions, ÷ the median channel's", npos) font ',24'
     set xrange [0 : C + 1]
     set yrange [0 : (top > outlier ? top : outlier) * 1.15]
-    set xtics font ',18'
-    set ytics 1 font ',18'
+    set xtics font ',23'
+    set ytics 1 font ',23'
     set format y '%g×'
-    set key at graph 0.97, graph 0.76 right top Left reverse font ',18' title 'layer' samplen 1.5 opaque
-    set ylabel 'max |value| ÷ median channel' font ',20'
-    set label 1 sprintf('%g×: an outlier', outlier) at C * 0.02, outlier left offset 0, 0.7 font ',18' textcolor rgb '#555555'
+    set key at graph 0.97, graph 0.76 right top Left reverse font ',23' title 'layer' samplen 1.5 opaque
+    set ylabel 'max |value| ÷ median channel' font ',23'
+    set label 1 sprintf('%g×: an outlier', outlier) at C * 0.02, outlier left offset 0, 0.7 font ',23' textcolor rgb '#555555'
     do for [k = 1 : 2] {
         kv = k == 1 ? 'K' : 'V'
-        set title (k == 1 ? 'K, the keys' : 'V, the values') font ',22'
-        set xlabel sprintf('%s channels, largest first (%d)', kv, C) font ',20'
+        set title (k == 1 ? 'K, the keys' : 'V, the values') font ',23'
+        set xlabel sprintf('%s channels, largest first (%d)', kv, C) font ',23'
         if (k == 2) { unset ylabel; unset key }
         plot for [l = 0 : L - 1] sorted using (is(l, kv) ? column(3) : NaN):4 with lines ls (l + 1) lw 4 title sprintf('%d', l), \
              outlier with lines ls 8 notitle

@@ -39,7 +39,7 @@ do for [fmt in FORMATS] {
     set format x '%g'
     set xlabel 'tokens in the sequence'
     set ylabel 'max |Δlogit| vs full'
-    set key top right Left reverse
+    set key top left Left reverse
     if (exists('nosink')) {
         plot nosink using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#D55E00' lw 1.5 title sprintf('no sinks: the %d most recent tokens', W), \
              in using ($2 + 1):'max_abs_dlogit' with lines lc rgb '#0072B2' lw 1.5 title sprintf('%d sinks + the %d most recent', S, W - S)

@@ -43,7 +43,7 @@ do for [fmt in FORMATS] {
          for [b=0:n-1] in using 'block':(column('seq') == b ? column('tokens') / bs : 1/0) with boxes \
             linecolor rgb sprintf('%s', col[b % 7 + 1]) title (held[b + 1] > 0 ? sprintf('prompt %d', b + 1) : ''), \
          in using 'block':(column('seq') >= 0 ? column('tokens') / bs + 0.06 : 1/0):(sprintf('p%d·%d', column('seq') + 1, column('logical'))) \
-            with labels font ',17' notitle
+            with labels font ',23' notitle
     set output
 }
 evaluate publish(out)

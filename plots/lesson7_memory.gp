@@ -41,9 +41,9 @@ do for [fmt in FORMATS] {
     set xrange [0 : smax]
     set yrange [0 : ymax * 1.45]
     set format y '%.0f'
-    set key top right Left reverse font ',17'
-    set label 1 sprintf("preallocating the context takes %.1f MiB at step 0:\nfar above this scale, %.0f× the paged cache's peak", pmax / 1024, pmax / (paged_max > 0 ? paged_max : 1)) \
-        at graph 0.03, graph 0.1 left font ',17' textcolor rgb '#D55E00'
+    set key top right Left reverse font ',23'
+    set label 1 sprintf("preallocating the context takes %.1f MiB at step 0:\nfar above this scale, %.1f× the paged cache's peak", pmax / 1024, pmax / (paged_max > 0 ? paged_max : 1)) \
+        at graph 0.03, graph 0.1 left font ',23' textcolor rgb '#D55E00'
     plot in using 'step':(column('bytes_doubling') / KiB) with steps ls 5 title 'grow by doubling', \
          in using 'step':(column('bytes_paged') / KiB) with steps ls 1 title sprintf('paged, blocks of %s tokens', bs), \
          in using 'step':(column('bytes_used') / KiB) with steps ls 7 dashtype 2 title 'bytes holding tokens'
@@ -52,17 +52,18 @@ do for [fmt in FORMATS] {
     set size 0.34, 0.94
     set title 'share holding tokens'
     unset xlabel
+    set bmargin 5   # the two-line tic label "pre-\nallocate"
     set ylabel 'bytes holding tokens / bytes reserved (%)'
     set xrange [-0.6 : 2.6]
     set yrange [0 : 109]
     set format y '%g'
-    set xtics ('preallocate' 0, 'doubling' 1, 'paged' 2) scale 0 font ',17'
+    set xtics ("pre-\nallocate" 0, 'doubling' 1, 'paged' 2) scale 0 font ',23'
     set grid noxtics ytics
     set style fill solid 0.85 border rgb '#444444'
     set boxwidth 0.6
     unset key
     plot $pct using 1:(pv($1)):($1 == 0 ? 13983232 : $1 == 1 ? 13400487 : 29362) with boxes lc rgb variable, \
-         $pct using 1:(pv($1)):(sprintf('%.1f %%', pv($1))) with labels offset 0,1 font ',18'
+         $pct using 1:(pv($1)):(sprintf('%.1f %%', pv($1))) with labels offset 0,1 font ',23'
     unset multiplot
     set output
 }

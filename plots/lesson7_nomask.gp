@@ -26,7 +26,7 @@ do for [fmt in FORMATS] {
     set yrange [-0.8:*]
     # the legend right of the plot, never over a point
     set rmargin at screen 0.72
-    set key at screen 0.73, graph 1 left top Left reverse font ',18' spacing 1.3
+    set key at screen 0.73, graph 1 left top Left reverse font ',23' spacing 1.3
     plot ok using 'step':'max_abs_dlogprob' with lines lc rgb '#bbbbbb' lw 10 title 'with the mask: all 0', \
          for [b=0:n-1] in using 'step':(column('seq') == b ? column('max_abs_dlogprob') : 1/0) \
             with points ls (b + 2) pointtype (b + 1 == longest ? 6 : pt[b % 6 + 1]) pointsize (b + 1 == longest ? 1.6 : 1.8) title name(b)

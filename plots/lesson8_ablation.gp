@@ -23,26 +23,26 @@ do for [fmt in FORMATS] {
     unset key
     set style fill solid 1.0 noborder
     set boxwidth 0.7
-    set xtics scale 0 font ',18'
-    set ytics font ',18'
+    set xtics scale 0 font ',23'
+    set ytics font ',23'
     set grid noxtics ytics
-    set xlabel 'head ablated (layer.head)' font ',20'
+    set xlabel 'head ablated (layer.head)' font ',23'
     set xrange [-0.6 : *]
-    set title sprintf('induction score of head %s', ind) font ',22'
+    set title sprintf('induction score of head %s', ind) font ',23'
     px = int(substr(prev, strstrt(prev, '.') + 1, strlen(prev))) + 1   # its bar: after 'none'
-    set label 2 "the previous-token head" at px, 0.42 center rotate by 90 font ',18' textcolor rgb '#D55E00' front
+    set label 2 "the previous-token head" at px, 0.42 center rotate by 90 font ',23' textcolor rgb '#D55E00' front
     set yrange [0 : 1]
     set ytics 0.25
     plot in using 0:'induction':(colour(strcol('ablated'))):xtic(strcol('ablated')) with boxes lc rgb variable notitle, \
-         in using 0:'induction':(sprintf('%.2f', column('induction'))):(colour(strcol('ablated'))) with labels offset 0, 0.8 font ',18' textcolor rgb variable notitle
+         in using 0:'induction':(sprintf('%.2f', column('induction'))):(colour(strcol('ablated'))) with labels offset 0, 0.8 font ',23' textcolor rgb variable notitle
     unset label 2
-    set title sprintf('loss on the second copy of %d random bytes', R) font ',22'
+    set title sprintf('loss on the second copy of %d random bytes', R) font ',23'
     set yrange [0 : fb * 1.25]
     set ytics 2
-    set ylabel 'bits per byte' font ',20'
-    set label 1 sprintf('first copy: %.1f (no copying possible)', fb) at graph 0.02, first fb left offset 0, 0.8 font ',18' textcolor rgb '#555555'
+    set ylabel 'bits per byte' font ',23'
+    set label 1 sprintf('first copy: %.1f', fb) at graph 0.02, first fb left offset 0, 0.8 font ',23' textcolor rgb '#555555'
     plot in using 0:'second_bits':(colour(strcol('ablated'))):xtic(strcol('ablated')) with boxes lc rgb variable notitle, \
-         in using 0:'second_bits':(sprintf('%.1f', column('second_bits'))):(colour(strcol('ablated'))) with labels offset 0, 0.8 font ',18' textcolor rgb variable notitle, \
+         in using 0:'second_bits':(sprintf('%.1f', column('second_bits'))):(colour(strcol('ablated'))) with labels offset 0, 0.8 font ',23' textcolor rgb variable notitle, \
          fb with lines ls 8 notitle
     unset label 1
     unset multiplot

@@ -12,23 +12,23 @@ evaluate need_columns(in, 'lever policy budget top1')
 array P[4] = ['window', 'h2o', 'snapkv', 'oracle']
 array NAME[4] = ['window + sinks', 'H2O', 'SnapKV', 'oracle']
 array LS[4] = [2, 4, 5, 3]
-array DX[4] = [0.94, 0.98, 1.02, 1.06]
+array DX[4] = [0.88, 0.96, 1.04, 1.12]
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set multiplot layout 1, 2 title 'Eviction: attention weight lost and next-token agreement against the budget' font ',22' margins 0.08, 0.98, 0.22, 0.86 spacing 0.09, 0
+    set multiplot layout 1, 2 title 'Eviction: attention weight lost and next-token agreement against the budget' font ',23' margins 0.10, 0.98, 0.16, 0.86 spacing 0.09, 0
     set logscale x 2
     set xrange [22 : 180]
-    set xtics (32, 64, 128) font ',16'
-    set ytics font ',16'
-    set xlabel 'budget K (positions per head)' font ',18'
-    set ylabel "share of the full cache's weight evicted" font ',18'
+    set xtics (32, 64, 128) font ',23'
+    set ytics font ',23'
+    set xlabel 'budget K (positions per head)' font ',23'
+    set ylabel "share of the full cache's weight evicted" font ',23'
     set yrange [0 : 1]
     unset key
     plot for [i = 1 : 4] mass using ($2 * DX[i]):(strcol(1) eq P[i] ? $3 : NaN):(strcol(1) eq P[i] ? $4 : NaN):(strcol(1) eq P[i] ? $5 : NaN) \
          with yerrorlines ls LS[i] title NAME[i]
-    set ylabel 'top-1 agreement with the full cache' font ',18'
+    set ylabel 'top-1 agreement with the full cache' font ',23'
     set yrange [0.5 : 1.02]
-    set key at screen 0.5, screen 0.06 center horizontal font ',17' samplen 2 spacing 1 width 1
+    set key bottom right Left reverse font ',23' samplen 2 spacing 1.1 opaque
     plot for [i = 1 : 4] in using (strcol('lever') eq 'evict' && strcol('policy') eq P[i] ? column('budget') : NaN):'top1' \
          with linespoints ls LS[i] title NAME[i]
     unset multiplot

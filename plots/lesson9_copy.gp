@@ -14,20 +14,20 @@ array C[4] = ['#D55E00', '#E69F00', '#CC79A7', '#009E73']
 slot(b) = b == 32 ? 0 : b == 64 ? 1 : 2
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Copying a repeated line: bytes predicted right on the repeat, by policy and budget' font ',22'
-    set ylabel 'share of the repeat predicted right' font ',18'
-    set xlabel 'budget K (positions per head)' font ',18'
+    set title 'Copying a repeated line: bytes predicted right on the repeat, by policy and budget' font ',23'
+    set ylabel 'share of the repeat predicted right' font ',23'
+    set xlabel 'budget K (positions per head)' font ',23'
     set xrange [-0.6 : 2.6]
     set yrange [0 : 1]
-    set xtics ('32' 0, '64' 1, '128' 2) font ',16'
-    set ytics font ',16'
+    set xtics ('32' 0, '64' 1, '128' 2) font ',23'
+    set ytics font ',23'
     set grid noxtics ytics
     set style fill solid 1.0 noborder
     set boxwidth 0.18
-    set key outside right center vertical font ',16' samplen 1.5
+    set key outside right center vertical font ',23' samplen 1.5
     set rmargin 24
     set arrow 1 from graph 0, first FULL to graph 1, first FULL nohead linestyle 8
-    set label 1 sprintf('full cache %.2f', FULL) at graph 1, first FULL left offset 0.5, 0 font ',15' textcolor rgb '#666666'
+    set label 1 sprintf('full cache %.2f', FULL) at graph 1, first FULL left offset 0.5, 0 font ',23' textcolor rgb '#666666'
     plot for [i = 1 : 4] in using (strcol('policy') eq P[i] ? slot(column('budget')) + (i - 2.5) * 0.2 : NaN):'copied' \
          with boxes lc rgb C[i] title NAME[i]
     set output

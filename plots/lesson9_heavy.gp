@@ -11,16 +11,16 @@ stats in using 'layer' nooutput
 NL = int(STATS_max) + 1
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Accumulated attention by rank (log-log): heavy hitters, one line per layer' font ',22'
-    set xlabel 'rank of the position (1: the most attended)' font ',18'
-    set ylabel 'attention accumulated (sum of weights)' font ',18'
+    set title 'Accumulated attention by rank (log-log): heavy hitters, one line per layer' font ',23'
+    set xlabel 'rank of the position (1: the most attended)' font ',23'
+    set ylabel 'attention accumulated (sum of weights)' font ',23'
     set logscale xy
     stats in using 'rank' nooutput
     set xrange [1 : STATS_max]
-    set format y '10^{%L}'
-    set xtics font ',16'
-    set ytics font ',16'
-    set key outside right center vertical font ',16' samplen 2
+    set format y '10^{/*1.15 %L}'
+    set xtics font ',23'
+    set ytics font ',23'
+    set key outside right center vertical font ',23' samplen 2
     set rmargin 18
     plot for [l = 0 : NL - 1] in using (column('layer') == l ? column('rank') : NaN):'accumulated' \
          with lines ls (l + 1) title sprintf('layer %d', l)

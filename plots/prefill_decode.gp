@@ -38,13 +38,13 @@ do for [fmt in FORMATS] {
     set yrange [0.5 : ymax * 40]
     set format y '10^{/*1.1 %T}'
     set ylabel 'count (log scale)'
-    set xtics scale 0 font ',22'
+    set xtics scale 0 font ',23'
     set grid noxtics nomxtics
     set key top left Left reverse
     plot in every ::1 using 'prefill':xtic(2) ls 4 fillcolor rgb '#E69F00' title sprintf('prefill: %d prompt tokens at once', Tp), \
          '' every ::1 using 'decode' ls 1 fillcolor rgb '#0072B2' title sprintf('decode: 1 new token, %d cached', Td), \
-         '' every ::1 using ($0 - 1.0 / 6):(column('prefill')):(label(column('prefill'), strcol('quantity'))) with labels offset 0,1 font ',20' notitle, \
-         '' every ::1 using ($0 + 1.0 / 6):(column('decode')):(label(column('decode'), strcol('quantity'))) with labels offset 0,1 font ',20' notitle
+         '' every ::1 using ($0 - 1.0 / 6):(column('prefill')):(label(column('prefill'), strcol('quantity'))) with labels offset 0,1 font ',23' notitle, \
+         '' every ::1 using ($0 + 1.0 / 6):(column('decode')):(label(column('decode'), strcol('quantity'))) with labels offset 0,1 font ',23' notitle
     set output
 }
 evaluate publish(out)

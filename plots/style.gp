@@ -20,9 +20,9 @@ set tics nomirror out scale 0.75
 set tics textcolor rgb '#333333'
 set grid xtics ytics mxtics mytics linecolor rgb '#dcdcdc' linewidth 1 dashtype solid, linecolor rgb '#eeeeee' linewidth 1 dashtype solid
 set key opaque box linecolor rgb '#d0d0d0' samplen 2.5 spacing 1.2
-set title font ',26'
-set xlabel font ',22'
-set ylabel font ',22'
+set title font ',28'
+set xlabel font ',24'
+set ylabel font ',24'
 
 # Okabe-Ito, as a palette (for images) and as line styles (for lines and points)
 set palette defined (0 '#0072B2', 1 '#56B4E9', 2 '#009E73', 3 '#F0E442', 4 '#E69F00', 5 '#D55E00')
@@ -44,7 +44,7 @@ set style increment user
 #     evaluate publish(out)
 # One font for Latin and CJK text: WenQuanYi Zen Hei (Debian fonts-wqy-zenhei).
 FORMATS = 'pdf'
-FONT = 'WenQuanYi Zen Hei,20'
+FONT = 'WenQuanYi Zen Hei,23'
 terminal(fmt) = sprintf("set terminal pdfcairo size 800/72.0,450/72.0 enhanced font '%s' linewidth 1.5 pointscale 0.5 background rgb 'white'; set output '%s.pdf'", FONT, out)
 publish(o) = sprintf("system \"sh '%s/publish.sh' '%s'\"; if (GPVAL_SYSTEM_ERRNO != 0) { exit error '%s/publish.sh failed for %s' }", scripts, o, scripts, o)
 

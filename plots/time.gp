@@ -8,8 +8,8 @@ reset
 # cache_max_s, recompute_median_s, recompute_min_s, recompute_max_s).
 # By hand:
 #     gnuplot -e "in='data/compare/timing.csv'; out='plots/compare_time_measured'" plots/time.gp
-# Optional: model='...' (what was measured: in the title) and machine='...' (on what: a
-# note under the plot, not in the title).
+# Optional: model='...' (what was measured) and machine='...' (on what): two small notes
+# under the plot, not in the title.
 load (exists('scripts') ? scripts : 'plots').'/style.gp'  # scripts: this folder, set by kvscope
 evaluate need_vars('in out')
 evaluate need_columns(in, 'T cache_median_s cache_min_s cache_max_s recompute_median_s recompute_min_s recompute_max_s')
@@ -29,8 +29,10 @@ yhi = STATS_max_y
 
 do for [fmt in FORMATS] {
     evaluate terminal(fmt)
-    set title 'Measured time of one decode step, with and without the KV cache'.(exists('model') ? "\n".model : '') noenhanced
-    if (exists('machine')) { set label 90 'measured on: '.machine at screen 0.99, screen 0.025 right noenhanced font ',17' textcolor rgb '#666666'; set bmargin 5 }
+    set title 'Measured time of one decode step, with and without the KV cache'
+    # what was measured and on what: a small note under the plot, not in the title
+    if (exists('model')) { set label 91 model at screen 0.99, screen (exists('machine') ? 0.07 : 0.025) right noenhanced font ',23' textcolor rgb '#666666'; set bmargin 5 }
+    if (exists('machine')) { set label 90 'measured on: '.machine at screen 0.99, screen 0.025 right noenhanced font ',23' textcolor rgb '#666666'; set bmargin (exists('model') ? 7 : 5) }
     set logscale xy
     set xtics ()
     do for [i = 0 : nrows - 1] {

@@ -490,7 +490,7 @@ START_TEST(test_qkv_k_fills) {
     Png p;
     ck_assert_int_eq(png_load(png, &p), 0);
     ck_assert_int_eq(p.w, 1600);
-    ck_assert_int_eq(p.h, 900);
+    ck_assert(p.h >= 800 && p.h <= 900); /* cropped under the colour bar, never under 800 */
     int g[4], gk[4], gv[2];
     grid_of(p.desc, "grid=", g, 4); /* Q's x, y, channel width, token height */
     grid_of(p.desc, "grid_k=", gk, 4); /* Kᵀ's x, y, token width, channel height */

@@ -25,7 +25,7 @@
 /* for the characters FIG_FONT lacks, such as ⟨ ⟩ of the start token's label ⟨s⟩ */
 #define FIG_FONT_FALLBACK "DejaVu Sans" /* Debian fonts-dejavu-core */
 #define FIG_MAX_PIXELS ((size_t)64 << 20)
-#define FIG_MIN_TEXT_PX 23.0 /* 18 px when a 1600 × 900 figure fills a 1280 × 720 slide */
+#define FIG_MIN_TEXT_PX 27.0 /* 18 px when a 1600 × 900 figure fills 0.84 of a 1280 × 720 slide (the deck) */
 
 typedef struct Fig Fig;
 typedef enum { FIG_LEFT, FIG_CENTER, FIG_RIGHT } FigAlign;

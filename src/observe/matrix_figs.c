@@ -15,8 +15,8 @@ static const Rgb WHITE = {255, 255, 255}, BLACK = {0, 0, 0};
 
 /* Every text at least TEXT_PX: 18 px when the 1600 × 900 canvas fills a 1280 × 720
  * slide (what `make check-figures` asks of every figure). */
-#define TEXT_PX 23
-#define TITLE_PX 30
+#define TEXT_PX 27
+#define TITLE_PX 34
 #define SUB_PX TEXT_PX
 #define HEAD_PX TEXT_PX
 #define CAP_PX TEXT_PX
@@ -58,7 +58,7 @@ static void cell_number(Fig *f, int x, int y, int w, int h, Rgb bg, const char *
 #define LABEL_MIN_PX TEXT_PX
 #define TICK_PX 4
 
-static double label_px(int cell) { return clampi(cell * 3 / 4, LABEL_MIN_PX, 26); }
+static double label_px(int cell) { return clampi(cell * 3 / 4, LABEL_MIN_PX, 30); }
 
 /* The smallest k of 1, 2, 3, 4, 5, 10, 20, 25, 50, 100, … with k cells of cell px
  * holding a label of label_px(cell) and a little air. */
@@ -193,7 +193,7 @@ static void colorbar_h(Fig *f, int x, int y, int w, int h, float R, const char *
 
 static void titles(Fig *f, const char *title, const char *sub) {
     fig_text(f, HEATFIG_W / 2.0, 44, TITLE_PX, FIG_CENTER, BLACK, title);
-    if (sub) fig_text(f, HEATFIG_W / 2.0, 78, SUB_PX, FIG_CENTER, SOFT, sub);
+    if (sub) fig_text(f, HEATFIG_W / 2.0, 84, SUB_PX, FIG_CENTER, SOFT, sub);
 }
 
 /* "layer 1, head 4", or with the names the run gave: "induction head (layer 1, head 4)
@@ -388,6 +388,7 @@ typedef struct {
     int xq, yq, xk, yk, xv, yv;
     int klab;             /* height of Kᵀ's token labels (measured: it depends on the font) */
     int xbar, ybar;       /* the colour bar, under Kᵀ's token labels */
+    int H;                /* height: down to the colour bar's ticks, at least 800 */
     char title[256];
 } QkvDraw;
 
@@ -395,7 +396,7 @@ typedef struct {
  * so that Q (T×hs) and V are as wide as hs channels and as tall as T tokens and Kᵀ
  * (hs×T) is the same rectangle turned; the channel axis is hs·u long in all three.
  * The colour bar goes under the tallest panel's labels. */
-#define QKV_TOP 134
+#define QKV_TOP 150
 #define QKV_BELOW 150 /* under the panels: token labels, channel ticks, the colour bar */
 #define QKV_BAR_ABOVE 40 /* from the lowest labels to the bar: its caption and some air */
 #define QKV_BAR_H 18
@@ -422,6 +423,7 @@ static void qkv_fit_k(QkvDraw *d) {
     const int low = imax(d->yk + hs * u + d->klab, d->yq + T * u + 30);
     d->xbar = HEATFIG_W / 2;
     d->ybar = low + QKV_BAR_ABOVE;
+    d->H = clampi(d->ybar + QKV_BAR_H + 56, 800, HEATFIG_H);
 }
 
 /* Measures Kᵀ's token labels by drawing them on a scratch canvas (see qkv_fit_k). */
@@ -485,8 +487,13 @@ static int qkv_draw(Fig *f, void *user) {
     const HfQkv *q = d->q;
     const int T = q->T, hs = q->hs, ut = d->ut, uc = d->uc;
     char sub[200], note[64];
-    snprintf(sub, sizeof sub, "rows of Q and V and columns of K^T are the tokens%s; the other axis: "
-             "the head's hs channels", stride_note(note, sizeof note, axis_stride(ut)));
+    TokLabel *l = malloc((size_t)T * sizeof *l);
+    if (!l) return -1;
+    const int m = toklabel_axis(q->at.tok, NULL, T, l);
+    if (spans(l, m))
+        snprintf(note, sizeof note, " (a character's label spans its UTF-8 byte-tokens)");
+    else stride_note(note, sizeof note, axis_stride(ut));
+    snprintf(sub, sizeof sub, "rows of Q and V, columns of K^T: the tokens%s; other axis: channels", note);
     titles(f, d->title, sub);
     HfMatrix mq = {T, hs, q->q, q->row, 1, NULL, q->R}, mk = {hs, T, q->k, 1, q->row, NULL, q->R},
              mv = {T, hs, q->v, q->row, 1, NULL, q->R};
@@ -494,9 +501,6 @@ static int qkv_draw(Fig *f, void *user) {
     draw_matrix(f, &mk, d->xk, d->yk, ut, d->uk);
     draw_matrix(f, &mv, d->xv, d->yv, uc, ut);
     qkv_headings(f, d);
-    TokLabel *l = malloc((size_t)T * sizeof *l);
-    if (!l) return -1;
-    const int m = toklabel_axis(q->at.tok, NULL, T, l);
     row_labels(f, l, m, d->xq - 6, d->yq, ut, -1);
     row_labels(f, l, m, d->xv - 6, d->yv, ut, -1);
     col_labels(f, l, m, d->xk, ut, d->yk + hs * d->uk);
@@ -528,7 +532,7 @@ int heatfig_qkv(const HfQkv *q, const char *png, const char *svg, char *err, siz
              q->at.layer, q->at.head, q->T, q->hs, q->hs, q->T, q->T, q->hs, (double)q->R, d.xq,
              d.yq, d.uc, d.ut, d.xk, d.yk, d.ut, d.uk, d.xv, d.yv);
     PngText t = {d.title, desc};
-    return fig_write(png, svg, d.W, HEATFIG_H, qkv_draw, &d, &t, err, n);
+    return fig_write(png, svg, d.W, d.H, qkv_draw, &d, &t, err, n);
 }
 
 /* ---- one attention step ---- */
@@ -565,7 +569,7 @@ static void step_layout_decode(StepDraw *d) {
 static void step_layout_prefill(StepDraw *d) {
     const HfStep *s = d->s;
     const int T = s->t, aw = HEATFIG_W - 80 - STEP_LAB - 2 * STEP_G;
-    d->ch = clampi(570 / (2 * T), 2, 36);
+    d->ch = clampi(530 / (2 * T), 2, 36);
     d->cw = clampi(aw / (3 * s->hs), 1, 16);
     while (d->cw > 1 && 2 * T * d->ch + s->hs * d->cw > aw) d->cw--;
     while (d->ch > 2 && 2 * T * d->ch + s->hs * d->cw > aw) d->ch--;
@@ -575,7 +579,7 @@ static void step_layout_prefill(StepDraw *d) {
     d->xq = x0, d->yq = 134;
     d->xk = x0 + s->hs * d->cw + STEP_G, d->yk = d->yq;
     d->xv = d->xk + s->hs * d->cw + STEP_G;
-    d->ys = d->yq + T * d->ch + 56;
+    d->ys = d->yq + T * d->ch + 92; /* room for two-line headers */
     d->xs = x0, d->xw = x0 + T * d->ch + STEP_G;
     d->xz = d->xw + T * d->ch + STEP_G, d->yz = d->ys;
 }
@@ -604,8 +608,8 @@ static int step_setup(StepDraw *d) {
         snprintf(d->title, sizeof d->title, "Prefill, %s: all %d prompt tokens at once",
                  where_words(wh, sizeof wh, &s->at), s->n);
         char note[64];
-        snprintf(d->sub, sizeof d->sub, "every query row against every key row (T×hs against T×hs), "
-                 "the causal mask, the softmax, the weighted sum of the values%s",
+        snprintf(d->sub, sizeof d->sub, "all queries against all keys, the causal mask, the softmax, "
+                 "the weighted sum of the values%s",
                  stride_note(note, sizeof note, axis_stride(d->ch)));
     }
     return 0;
@@ -613,12 +617,12 @@ static int step_setup(StepDraw *d) {
 
 static void step_numbers(Fig *f, const StepDraw *d, const float *v, int rows, int x, float R,
                          const char *fmt) {
-    if (d->ch < 15 || d->sw < 40) return;
+    if (d->ch < TEXT_PX + 2 || d->sw < 40) return;
     for (int r = 0; r < rows; r++) {
         char b[32];
         snprintf(b, sizeof b, fmt, (double)v[r]);
         cell_number(f, x, d->ys + r * d->ch, d->sw, d->ch, value_colour(v[r], R), b,
-                    imin(d->ch - 2, 17));
+                    TEXT_PX);
     }
 }
 
@@ -630,11 +634,11 @@ static void step_head(Fig *f, int x, int y, const char *fmt, int a, int b, const
 
 static void step_bars(Fig *f, const HfStep *s) {
     char c[96];
-    snprintf(c, sizeof c, "q, K, V, z: ±%g (fixed at the prefill)", (double)s->R);
-    colorbar_h(f, 130, HEATFIG_H - 62, 380, 16, s->R, c);
-    snprintf(c, sizeof c, "score: ±%g (the prefill's largest; clipped beyond)", (double)s->Rs);
-    colorbar_h(f, 610, HEATFIG_H - 62, 380, 16, s->Rs, c);
-    colorbar_h(f, 1090, HEATFIG_H - 62, 380, 16, 0, "weight: 0 to 1 (each row sums to 1)");
+    snprintf(c, sizeof c, "q, K, V, z: ±%g", (double)s->R);
+    colorbar_h(f, 130, HEATFIG_H - 66, 380, 16, s->R, c);
+    snprintf(c, sizeof c, "score: ±%g (clipped beyond)", (double)s->Rs);
+    colorbar_h(f, 610, HEATFIG_H - 66, 380, 16, s->Rs, c);
+    colorbar_h(f, 1090, HEATFIG_H - 66, 380, 16, 0, "weight: 0 to 1");
 }
 
 static int step_draw_decode(Fig *f, const StepDraw *d) {
@@ -691,9 +695,12 @@ static int step_draw_prefill(Fig *f, const StepDraw *d) {
     step_head(f, d->xq, d->yq - 10, "Q (%d×%d): queries%s", T, hs, "");
     step_head(f, d->xk, d->yk - 10, "K (%d×%d): keys, all cached%s", T, hs, "");
     step_head(f, d->xv, d->yk - 10, "V (%d×%d): values, all cached%s", T, hs, "");
-    step_head(f, d->xs, d->ys - 10, "scores Q·K^T/√hs (%d×%d)%s", T, T, "");
-    step_head(f, d->xw, d->ys - 10, "weights: softmax (%d×%d)%s", T, T, "");
-    step_head(f, d->xz, d->yz - 10, "Z = weights·V (%d×%d)%s", T, hs, "");
+    step_head(f, d->xs, d->ys - 44, "scores (%d×%d)%s", T, T, "");
+    fig_text(f, d->xs, d->ys - 10, HEAD_PX, FIG_LEFT, SOFT, "Q·K^T/√hs");
+    step_head(f, d->xw, d->ys - 44, "weights (%d×%d)%s", T, T, "");
+    fig_text(f, d->xw, d->ys - 10, HEAD_PX, FIG_LEFT, SOFT, "softmax");
+    step_head(f, d->xz, d->yz - 44, "Z (%d×%d)%s", T, hs, "");
+    fig_text(f, d->xz, d->yz - 10, HEAD_PX, FIG_LEFT, SOFT, "= weights·V");
     TokLabel *l = malloc((size_t)T * sizeof *l);
     if (!l) return -1;
     const int m = toklabel_axis(s->at.tok, NULL, T, l);
@@ -744,7 +751,7 @@ typedef struct {
 
 static void heads_layout(HeadsDraw *d) {
     const int NH = d->h->NH, T = d->h->T, aw = HEATFIG_W - 160 - 190, ah = HEATFIG_H - 110 - 50;
-    d->gx = 26, d->gy = 34;
+    d->gx = 26, d->gy = 44;
     int best = 1, bp = 0;
     for (int c = 1; c <= NH; c++) {
         const int r = (NH + c - 1) / c;

@@ -1,6 +1,7 @@
 /* figtext.c — the text of a figure's SVG, for tests/figcheck/figcheck.sh: every text at
- * least SLIDE_PX tall when the figure fills a 16:9 slide projected at SLIDE_W×SLIDE_H
- * (so SLIDE_PX · max(W/SLIDE_W, H/SLIDE_H) at its published size W×H), and no two texts
+ * least SLIDE_PX tall when the figure is shown as the lecture deck shows it: DECK_SHARE of
+ * a 16:9 slide projected at SLIDE_W×SLIDE_H (so SLIDE_PX · max(W/SLIDE_W, H/SLIDE_H) /
+ * DECK_SHARE at its published size W×H: 26.8 px for 1600×900), and no two texts
  * overlapping.
  *
  *   figtext SVG         one line per failure on stdout, naming the figure and the texts;
@@ -34,8 +35,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A figure is shown as large as fits a 1280×720 slide; its text must be 18 px there. */
+/* The deck (plots/slides.sh) shows a figure at 0.84 to 0.92 of a 1280×720 slide (the rest
+ * is its caption); its text must be 18 px there, at the smallest share. */
 #define SLIDE_PX 18.0
+#define DECK_SHARE 0.84
 #define SLIDE_W 1280.0
 #define SLIDE_H 720.0
 #define OVERLAP_PX 1.0
@@ -249,8 +252,8 @@ static int check(const char *path, const Svg *s, Run *r, size_t nr) {
         name(a, sizeof a, &r[i]);
         if (r[i].px < s->min_px && ++fails <= MAX_REPORT) {
             if (r[i].px > 0)
-                printf("%s: %s is below %.1f px (%.0f px on a %.0fx%.0f slide)\n", path, a,
-                       s->min_px, SLIDE_PX, SLIDE_W, SLIDE_H);
+                printf("%s: %s is below %.1f px (%.0f px at %.2f of a %.0fx%.0f slide)\n", path, a,
+                       s->min_px, SLIDE_PX, DECK_SHARE, SLIDE_W, SLIDE_H);
             else printf("%s: %s is in a font of unknown size\n", path, a);
         }
         for (size_t j = i + 1; j < nr; j++)
@@ -273,7 +276,7 @@ static int scale_of(const char *t, double *k, double *min_px) {
         return -1;
     *k = w / vw;
     const double fit = w / SLIDE_W > h / SLIDE_H ? w / SLIDE_W : h / SLIDE_H;
-    *min_px = SLIDE_PX * fit;
+    *min_px = SLIDE_PX * fit / DECK_SHARE;
     return 0;
 }
 

@@ -151,16 +151,22 @@ while IFS="$(printf '\t')" read -r page kind file shown own; do
     m=$("$FT" --list "$svg" | grep "^the text at" | sed -n 's/.*, \([0-9.]*\) px)$/\1/p' | sort -n | head -1)
     [ -n "$m" ] || continue
     # figtext sizes are at the figure's published size (its PNG's width)
-    pw=$(sed -n '1,5{s/.*<svg[^>]* width="\([0-9.]*\)".*/\1/p}' "$svg" | head -1)
+    pw=$(sed -n '1,5{s/.*<svg[^>]* width="\([0-9.]*\)\(px\)*".*/\1/p}' "$svg" | head -1) # cairo: "1600px", gnuplot: "1600"
     px=$(awk -v m="$m" -v s="$shown" -v w="$pw" 'BEGIN { printf "%.1f", m * s / w }')
+    echo "$page $file $px" >> "$tmp/figall.txt"
     if awk -v p="$px" -v min="$MIN" 'BEGIN { exit !(p < min) }'; then
         figsmall=$((figsmall + 1))
         echo "$page $file $px" >> "$tmp/figsmall.txt"
     fi
 done < "$tmp/layout.tsv"
+if [ -s "$tmp/figall.txt" ]; then
+    least=$(sort -k3 -n "$tmp/figall.txt" | head -1)
+    echo "check-slides: the figures' smallest own text as shown: $(echo "$least" | cut -d' ' -f3) px ($(echo "$least" | cut -d' ' -f2), page ${least%% *})"
+fi
 if [ "$figsmall" -gt 0 ]; then
     worst=$(sort -k3 -n "$tmp/figsmall.txt" | head -1)
     msg="figures' own text under $MIN px as shown: $figsmall of $figpages figure pages (smallest: page ${worst%% *}, $(echo "$worst" | cut -d' ' -f2) at $(echo "$worst" | cut -d' ' -f3) px)"
+    sort -k3 -n "$tmp/figsmall.txt" | awk '{ printf "check-slides: note: page %d: %s, smallest text %s px as shown\n", $1, $2, $3 }'
     if [ "${SLIDES_STRICT:-0}" = 1 ]; then bad "$msg"; else echo "check-slides: note: $msg; those figures are tests/figcheck's to fix (SLIDES_STRICT=1 fails on it)"; fi
 fi
 
