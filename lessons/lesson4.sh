@@ -157,11 +157,11 @@ END {
 }' "$M/decode_time.csv" "$D/cmpm/compare.csv"
 rm -rf "$D/cmpm"
 # what the text says of them: the cached step is far from the FMA peak, and at the longest
-# length it reads well below the bandwidth, its extra K/V taking far longer than reading them
+# length it reads below the bandwidth, its extra K/V taking far longer than reading them
 claim "a cached step uses a few per cent of the FMA peak" "$(value "$V" m_peak_share_cache) < 10"
 claim "the recomputed step computes many times faster per second than the cached one" \
     "$(value "$V" m_gflops_recompute) > 3 * $(value "$V" m_gflops_cache)"
-claim "at the longest measured length the cached step reads at well below the bandwidth" "$(value "$V" m_bw_share_last) < 60"
+claim "at the longest measured length the cached step reads below the bandwidth" "$(value "$V" m_bw_share_last) < 90"
 claim "its extra K and V take longer than reading them would" "$(value "$V" m_kv_extra_ms) > 3 * $(value "$V" m_kv_extra_read_ms)"
 claim "the shortest measured cached step reads at about the bandwidth or faster" "$(value "$V" m_gbs_first) > 0.8 * $(value "$V" m_bw)"
 
