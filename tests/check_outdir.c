@@ -871,6 +871,8 @@ START_TEST(test_outfolder) {
     ck_assert_int_eq(mkdir(f, 0755), 0);
     snprintf(f, sizeof f, "%s/sub/a.png", d);
     ck_assert_int_eq(write_text_file(f, "x"), 0);
+    snprintf(f, sizeof f, "%s/sub/timing.csv", d); /* measured: named without a stamp */
+    ck_assert_int_eq(write_text_file(f, "0.123"), 0);
     OutNames u;
     ck_assert_int_eq(outfolder_user_files(d, &u), 0);
     ck_assert_int_eq(u.n, 0); /* no list: an earlier kvscope's folder is all kvscope's */
@@ -881,7 +883,8 @@ START_TEST(test_outfolder) {
     /* each file with its size and FNV-1a 64 of its bytes ("x": computed here by hand) */
     unsigned long long hx = (1469598103934665603ull ^ 'x') * 1099511628211ull;
     char want[160];
-    snprintf(want, sizeof want, "\nwritten:\nb.csv\t1 %016llx\nsub/\nsub/a.png\t1 %016llx\n", hx, hx);
+    snprintf(want, sizeof want, "\nwritten:\nb.csv\t1 %016llx\nsub/\nsub/a.png\t1 %016llx\nsub/timing.csv\n",
+             hx, hx);
     ck_assert_msg(m && strstr(m, want), "%s", m);
     free(m);
     const char *mine[] = {"NOTES.md", "sub/mine.txt", "zz"};
