@@ -74,8 +74,8 @@ roofline_section() {
         echo "B = $blast at $roof_last %, B = $b_lo at only $roof_lo %: with fewer than 8 rows the matmul kernel takes the"
         echo "rows one at a time through each group of weights, and the larger matrices come back from the"
         echo "processor's caches for every row. Right of the ridge the same step is bound by"
-        echo "arithmetic: B = 32 reached $peak32 % of the FMA peak, B = $bmax $peakmax %. Right panel: a step"
-        echo "takes longer as B grows, but the time per generated token fell from $tok1 ms at B = 1 to"
+        echo "arithmetic: B = 32 reached $peak32 % of the FMA peak, B = $bmax $peakmax %. Right panel: the time"
+        echo "of one step (what each sequence waits per token) and the time per generated token, which fell from $tok1 ms at B = 1 to"
         echo "$tokbest ms at B = $bbest; 32 sequences get $gain32× the tokens per second of one.*"
         echo "([SVG](../plots/measured/roofline.svg))"
         echo
@@ -94,7 +94,7 @@ roofline_section() {
     {
         echo "![Batched decode of GPT-2 small on the roofline](../../plots/measured/roofline.png)"
         echo
-        echo "*每个点是 B 条序列一起做的一个解码步（GPT-2 small 的形状，单线程，$machine）。不论 B 多大，这一步只把每个权重读一遍，所以每字节的浮点运算次数随 B 增长。脊点（每字节 $ridge 次浮点运算）左侧受内存带宽限制：B = 1 达到斜屋顶的 $roof_1 %（屋顶是对浮点数求和测得的带宽，解码步可以略微超过它），B = $blast 达到 $roof_last %，B = $b_lo 只有 $roof_lo %：不到 8 行时，矩阵乘法算子逐行走过每组权重，较大的矩阵每一行都要再从处理器缓存里读一遍。脊点右侧受算力限制：B = 32 达到 FMA 峰值的 $peak32 %，B = $bmax 达到 $peakmax %。右图：B 越大，一步越久，但每生成一个词元的时间从 B = 1 的 $tok1 毫秒降到 B = $bbest 的 $tokbest 毫秒；32 条序列每秒生成的词元是 1 条的 $gain32 倍。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测速度；roof 是屋顶（峰值与带宽），ridge 是脊点，memory-bound / compute-bound 是受内存限制 / 受算力限制。右图纵轴是实测毫秒：one step 是一步的时间（每条序列每个词元要等这么久），per generated token 是一步除以 B。（[SVG](../../plots/measured/roofline.svg)）"
+        echo "*每个点是 B 条序列一起做的一个解码步（GPT-2 small 的形状，单线程，$machine）。不论 B 多大，这一步只把每个权重读一遍，所以每字节的浮点运算次数随 B 增长。脊点（每字节 $ridge 次浮点运算）左侧受内存带宽限制：B = 1 达到斜屋顶的 $roof_1 %（屋顶是对浮点数求和测得的带宽，解码步可以略微超过它），B = $blast 达到 $roof_last %，B = $b_lo 只有 $roof_lo %：不到 8 行时，矩阵乘法算子逐行走过每组权重，较大的矩阵每一行都要再从处理器缓存里读一遍。脊点右侧受算力限制：B = 32 达到 FMA 峰值的 $peak32 %，B = $bmax 达到 $peakmax %。右图是一步的时间（每条序列每个词元要等的时间）和每生成一个词元的时间，后者从 B = 1 的 $tok1 毫秒降到 B = $bbest 的 $tokbest 毫秒；32 条序列每秒生成的词元是 1 条的 $gain32 倍。*图中英文：左图横轴 FLOPs per byte read (counted) 是每读一个字节的浮点运算次数（计数），纵轴 GFLOP/s reached (measured) 是实测速度；roof 是屋顶（峰值与带宽），ridge 是脊点，memory-bound / compute-bound 是受内存限制 / 受算力限制。右图纵轴是实测毫秒：one step 是一步的时间（每条序列每个词元要等这么久），per generated token 是一步除以 B。（[SVG](../../plots/measured/roofline.svg)）"
         echo
         echo "| 批大小 B | 每个解码步的浮点运算次数 | 读取字节 | 每字节浮点运算次数 | 达到 | 一步 | 每生成一个词元 | 首词元延迟 |"
         tail -n +2 "$1/roofline.md" | sed -n '/^|---/,/^$/p' | sed '/^$/d'

@@ -1202,8 +1202,11 @@ START_TEST(test_cli_checkpoint_locked) {
     snprintf(out, sizeof out, "%s/m", dir);
     snprintf(lock, sizeof lock, "%s/m.ckpt.lock", dir);
     snprintf(err, sizeof err, "%s/err", dir);
+    /* another run's lock: kvscope's text in it, held */
+    static const char text[] = "kvscope train: this checkpoint is in use; removed when the run ends\n";
     int fd = open(lock, O_RDWR | O_CREAT, 0644);
     ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
     ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
     const char *args[64];
     tiny_args(args, corpus, out, "3");
@@ -1217,6 +1220,44 @@ START_TEST(test_cli_checkpoint_locked) {
     ck_assert_int_eq(run_kvscope(args, NULL, err), 0);
     ck_assert(exists(out));
     ck_assert(!exists(lock));
+    remove_tree(dir);
+}
+END_TEST
+
+/* A file at CHECKPOINT.lock that kvscope did not write (a user's, or the corpus itself) is
+ * never taken over or removed: exit 2 before any work, the file as it was. */
+START_TEST(test_cli_lock_not_ours) {
+    char dir[64], corpus[128], out[128], lock[160], err[160], ck[160];
+    ck_assert_ptr_nonnull(make_temp_dir(dir, sizeof dir));
+    snprintf(corpus, sizeof corpus, "%s/data.lock", dir);
+    write_corpus(corpus, 200000);
+    size_t before = 0, after = 0;
+    char *c0 = read_file(corpus, &before);
+    snprintf(out, sizeof out, "%s/m", dir);
+    snprintf(lock, sizeof lock, "%s/m.ckpt.lock", dir);
+    snprintf(err, sizeof err, "%s/err", dir);
+    ck_assert_int_eq(write_text_file(lock, "mine\n"), 0);
+    const char *args[64];
+    tiny_args(args, corpus, out, "3");
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    char *e = read_file(err, NULL);
+    ck_assert_msg(e && strstr(e, "not kvscope's") && strchr(e, '\n') == e + strlen(e) - 1, "%s",
+                  e ? e : "");
+    free(e);
+    char *l = read_file(lock, NULL);
+    ck_assert_msg(l && strcmp(l, "mine\n") == 0, "the user's lock file changed");
+    free(l);
+    ck_assert(!exists(out));
+    /* the corpus itself at the lock's path (--checkpoint DIR/data) */
+    snprintf(ck, sizeof ck, "%s/data", dir);
+    int n = 0;
+    while (args[n]) n++;
+    args[n] = "--checkpoint", args[n + 1] = ck, args[n + 2] = NULL;
+    ck_assert_int_eq(run_kvscope(args, NULL, err), 2);
+    char *c1 = read_file(corpus, &after);
+    ck_assert(c0 && c1 && before == after && memcmp(c0, c1, before) == 0);
+    free(c0);
+    free(c1);
     remove_tree(dir);
 }
 END_TEST
@@ -1348,6 +1389,7 @@ Suite *make_train_suite(void) {
     tcase_add_test(t, test_cli_grads_out);
     tcase_add_test(t, test_cli_resume_other_shape);
     tcase_add_test(t, test_cli_checkpoint_locked);
+    tcase_add_test(t, test_cli_lock_not_ours);
     tcase_add_test(t, test_cli_grads_out_spares_model);
     tcase_add_test(t, test_cli_stdout_full);
     tcase_add_test(t, test_cli_chart_note_names_out);

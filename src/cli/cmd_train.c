@@ -722,14 +722,56 @@ static int run_training(TrainArgs *a, const Corpus *c, Trainer *tr, TrainLog *lo
  * stops. The lock dies with the process (kill -9 included); the file goes at the end.
  * 0, or 2 after the error line. (A lock file that cannot be made locks nothing: the
  * checks that follow name what is wrong with the path.) */
+/* What a lock file of kvscope's holds: a file without it is someone else's, never taken
+ * over or removed. */
+static const char LOCK_TEXT[] = "kvscope train: this checkpoint is in use; removed when the run ends\n";
+
+/* The run's lock file, CHECKPOINT.lock: made new (O_EXCL) with LOCK_TEXT, or an earlier
+ * run's left by a kill (it holds LOCK_TEXT). fd; or -1, after the error line (*rc = 2) when
+ * the file there is not kvscope's, with *rc 0 when it cannot be made at all. */
+static int open_lock(const char *path, int *rc) {
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        const ssize_t n = write(fd, LOCK_TEXT, sizeof LOCK_TEXT - 1);
+        if (n == (ssize_t)(sizeof LOCK_TEXT - 1)) return fd;
+        close(fd);
+        unlink(path);
+        *rc = cli_fail("cannot write the checkpoint's lock file", path);
+        return -1;
+    }
+    /* no folder to make it in, or no right to: the checks of the outputs that follow name
+     * the real problem, and a run that cannot write there writes no checkpoint either */
+    if (errno != EEXIST) return -1;
+    char have[sizeof LOCK_TEXT] = {0};
+    struct stat st;
+    fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    /* empty: a run killed between making it and writing it (an empty file holds nothing) */
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        write(fd, LOCK_TEXT, sizeof LOCK_TEXT - 1) == (ssize_t)(sizeof LOCK_TEXT - 1))
+        return fd;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size != (off_t)(sizeof LOCK_TEXT - 1) ||
+        read(fd, have, sizeof LOCK_TEXT - 1) != (ssize_t)(sizeof LOCK_TEXT - 1) ||
+        memcmp(have, LOCK_TEXT, sizeof LOCK_TEXT - 1) != 0) {
+        if (fd >= 0) close(fd);
+        *rc = cli_fail("the checkpoint's lock file CHECKPOINT.lock exists and is not kvscope's; "
+                       "kvscope never replaces it (give another --checkpoint)", path);
+        return -1;
+    }
+    return fd;
+}
+
 static int lock_checkpoint(TrainArgs *a) {
     a->lock_fd = -1;
     if (!a->out || snprintf(a->lock_path, sizeof a->lock_path, "%s.lock", a->checkpoint) >=
                        (int)sizeof a->lock_path)
         return 0;
-    int fd = open(a->lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) return 0;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int rc = 0;
+    const int fd = open_lock(a->lock_path, &rc);
+    if (fd < 0) return rc;
+    struct stat held, now; /* still the file at the path: not one another run just removed */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &held) != 0 ||
+        stat(a->lock_path, &now) != 0 || held.st_ino != now.st_ino || held.st_dev != now.st_dev) {
         close(fd);
         return cli_fail("--checkpoint is in use by another training run right now (it holds "
                         "CHECKPOINT.lock); wait for it to end, or give this run another --checkpoint",
