@@ -310,6 +310,36 @@ int cli_outdir_spares(const OutDir *od, const char *option, const char *path) {
     return 2;
 }
 
+/* One output folder of a text-and-chart command: see cli_text_chart_outputs. */
+static int text_chart_folder(const TextChartOutputs *t, OutDir *od, const char *path,
+                             const char *option, const char *script) {
+    int rc;
+    if ((rc = cli_outdir_check(od, path, t->command, option, t->force ? OUTDIR_FORCE : 0)) ||
+        (rc = cli_outdir_spares(od, "--model", t->model_dir)) ||
+        (rc = cli_outdir_spares(od, "--text", t->text)) ||
+        (rc = cli_outdir_spares(od, "--scripts", script)))
+        return rc;
+    return 0;
+}
+
+int cli_text_chart_outputs(const TextChartOutputs *t, OutDir *od, OutDir *op) {
+    char script[4300], err[4600], what[96];
+    int rc;
+    snprintf(what, sizeof what, "%s needs a text", t->command);
+    if (!t->text) return cli_fail(what, "--text FILE");
+    if (!gnuplot_quotable(t->scripts)) return cli_fail("--scripts cannot hold a quote", t->scripts);
+    snprintf(script, sizeof script, "%s/%s", t->scripts, t->gp);
+    if ((rc = text_chart_folder(t, od, t->out, "--out", script)) ||
+        (t->sep && ((rc = text_chart_folder(t, op, t->plots, "--plots", script)) ||
+                    (rc = cli_outdirs_apart(od, op)))))
+        return rc;
+    snprintf(what, sizeof what, "the %s chart needs gnuplot, which is not on PATH; install it with",
+             t->command);
+    if (!gnuplot_found()) return cli_fail(what, GNUPLOT_INSTALL_HINT);
+    if (gnuplot_check_script(script, err, sizeof err) != 0) return cli_fail("--scripts", err);
+    return 0;
+}
+
 void cli_note_left(const char *left, int n) {
     if (n > 0)
         fprintf(stderr, "kvscope: note: cannot remove what a killed run left%s: %s\n",

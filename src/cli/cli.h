@@ -92,6 +92,15 @@ int cli_outdirs_apart(const OutDir *a, const OutDir *b);
 /* 2 after an error line when od would replace the input path given with option (a
  * --model folder, a --prompts file), else 0. path NULL: 0. */
 int cli_outdir_spares(const OutDir *od, const char *option, const char *path);
+/* A command that reads a text and draws one chart (loss, copying): --out (and --plots
+ * when sep) may be replaced, lie apart and spare the --model folder, the --text file and
+ * the chart script SCRIPTS/GP; gnuplot is there and the script reads. Before any work.
+ * 0, or 2 after the error line. */
+typedef struct {
+    const char *command, *out, *plots, *model_dir, *text, *scripts, *gp;
+    int force, sep;
+} TextChartOutputs;
+int cli_text_chart_outputs(const TextChartOutputs *t, OutDir *od, OutDir *op);
 /* "kvscope: note: cannot remove what a killed run left: <left>" when n > 0 (OutDir.left,
  * OutFile.left: a leftover beside an output that stays). */
 void cli_note_left(const char *left, int n);

@@ -60,28 +60,9 @@ static const Command LOSS = {
 /* Before any work: both folders may be replaced and lie apart, neither holds an input,
  * and gnuplot and the script are there. 0, or 2 after the error line. */
 static int check_outputs(const LossArgs *a, OutDir *od, OutDir *op, int sep) {
-    char script[4300], err[4600];
-    const unsigned fl = a->force ? OUTDIR_FORCE : 0;
-    int rc;
-    if (!a->text) return cli_fail("loss needs a text", "--text FILE");
-    if (!gnuplot_quotable(a->scripts)) return cli_fail("--scripts cannot hold a quote", a->scripts);
-    snprintf(script, sizeof script, "%s/loss.gp", a->scripts);
-    if ((rc = cli_outdir_check(od, a->out, "loss", "--out", fl)) ||
-        (rc = cli_outdir_spares(od, "--model", a->model.model_dir)) ||
-        (rc = cli_outdir_spares(od, "--text", a->text)) ||
-        (rc = cli_outdir_spares(od, "--scripts", script)))
-        return rc;
-    if (sep && ((rc = cli_outdir_check(op, a->plots, "loss", "--plots", fl)) ||
-                (rc = cli_outdirs_apart(od, op)) ||
-                (rc = cli_outdir_spares(op, "--model", a->model.model_dir)) ||
-                (rc = cli_outdir_spares(op, "--text", a->text)) ||
-                (rc = cli_outdir_spares(op, "--scripts", script))))
-        return rc;
-    if (!gnuplot_found())
-        return cli_fail("the loss chart needs gnuplot, which is not on PATH; install it with",
-                        GNUPLOT_INSTALL_HINT);
-    if (gnuplot_check_script(script, err, sizeof err) != 0) return cli_fail("--scripts", err);
-    return 0;
+    const TextChartOutputs t = {"loss", a->out, a->plots, a->model.model_dir, a->text,
+                                a->scripts, "loss.gp", a->force, sep};
+    return cli_text_chart_outputs(&t, od, op);
 }
 
 /* --text into *buf, the model's prompt. 0, or 2 after the error line. */
