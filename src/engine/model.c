@@ -650,7 +650,10 @@ static int rows_attention(Model *m, const RowCache *cache, int l, int R, uint64_
     }
     int bad = 0;
     uint64_t sum = 0;
-    OMP(omp parallel for schedule(dynamic, 1) reduction(+ : sum) reduction(| : bad) if(R > 1))
+    const int workers = cache->workers > 1 ? cache->workers : 1;
+    (void)workers; /* read by OpenMP only */
+    OMP(omp parallel for schedule(dynamic, 1) reduction(+ : sum) reduction(| : bad) \
+        num_threads(workers) if(R > 1 && workers > 1))
     for (int r = 0; r < R; r++) {
 #ifdef _OPENMP
         const int worker = omp_get_thread_num();

@@ -191,13 +191,14 @@ int model_forward(Model *m, KVCache *cache, const int *tokens, int n, float *log
  * layer, store(user, r, l, k, v) is called for every row r, in order 0..R-1, with the
  * row's new key and value (C each); then attend(user, worker, r, l, q, out) for every
  * row, in any order and — built with OpenMP — on several threads at once (worker:
- * 0 .. kern_threads() - 1, which scratch to use): row r attends over its own sequence's
+ * 0 .. workers - 1, which scratch to use): row r attends over its own sequence's
  * slots up to its own, all stored by then, and writes out (C). attend returns the
  * number of slots it attended (for the FLOP count); either returns < 0 on error. */
 typedef struct {
     int (*store)(void *user, int row, int layer, const float *k, const float *v);
     int (*attend)(void *user, int worker, int row, int layer, const float *q, float *out);
     void *user;
+    int workers; /* workers the cache has scratch for (≥ 1): at most this many attend at once */
 } RowCache;
 
 /* Rows of many sequences in one pass (batched decode, see batch.h and paged.h).

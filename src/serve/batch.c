@@ -108,7 +108,7 @@ int padded_prefill(Model *m, PaddedBatch *pb, int b, const int *tokens, int T, f
         }
         lg[T - 1] = logits;
         PaddedRows pr = {pb, m->kern, seq, idx};
-        const RowCache cache = {padded_store, padded_attend, &pr};
+        const RowCache cache = {padded_store, padded_attend, &pr, pb->workers};
         rc = model_forward_rows(m, tokens, idx, T, &cache, lg, flops);
         if (rc == 0) {
             pb->len[b] = T;
@@ -143,7 +143,7 @@ int padded_decode(Model *m, PaddedBatch *pb, const int *seqs, const int *tokens,
         }
         if (rc == 0) {
             PaddedRows pr = {pb, m->kern, seqs, slot};
-            const RowCache cache = {padded_store, padded_attend, &pr};
+            const RowCache cache = {padded_store, padded_attend, &pr, pb->workers};
             rc = model_forward_rows(m, tokens, pos, R, &cache, logits, flops);
         }
         if (rc == 0) {

@@ -141,7 +141,7 @@ int paged_forward(Model *m, PagedCache *pc, const int *seqs, const int *tokens, 
             if (add[s]) rc = paged_reserve(pc, s, add[s]);
         if (rc == 0) {
             PagedRows pr = {pc, m->kern, seqs, slot};
-            const RowCache cache = {paged_store, paged_attend, &pr};
+            const RowCache cache = {paged_store, paged_attend, &pr, pc->workers};
             int *pos = slot; /* position = slot: a paged sequence has no padding */
             rc = model_forward_rows(m, tokens, pos, R, &cache, logits, flops);
         }
