@@ -52,7 +52,7 @@ do for [fmt in FORMATS] {
         set xtics 1 scale 0 font ',23'
         set ytics 1 scale 0 font ',23'
         if (k > 3) { set xlabel 'head' font ',23' offset 0, 0.6 } else { unset xlabel }
-        if (k == 1 || k == 4) { set ylabel 'layer' font ',23' offset 2, 0 } else { unset ylabel }
+        if (k == 1 || k == 4) { set ylabel 'layer' font ',23' offset 0.5, 0 } else { unset ylabel }
         set grid noxtics noytics nomxtics nomytics
         set border 0
         set cbrange [0:top]
@@ -68,23 +68,24 @@ do for [fmt in FORMATS] {
     # others grey
     unset colorbox
     set border 3
-    set title 'induction against the copy length R' font ',23'
+    set title 'induction against the copy distance R' font ',23'
     set logscale x 2
     set xrange [int(word(copies, 1)) / 1.2 : int(word(copies, words(copies))) * 1.2]
-    set yrange [0:1]
+    set yrange [0:2.4] # the legend above the lines
     set xtics () scale 0.5 font ',23' norotate
     do for [i = 1:words(copies)] { set xtics add (word(copies, i) int(word(copies, i))) }
-    set ytics 0.5 font ',23'
+    set ytics (0, 0.5, 1) font ',23'
     set grid noxtics ytics
     set xlabel 'R (bytes)' font ',23' offset 0, 0.6
     unset ylabel
-    set key at graph 1, graph 0.62 right top font ',23' samplen 1.2 spacing 1 opaque
+    set key at graph 1, graph 1 right top font ',23' samplen 1.2 spacing 0.9 opaque
     copiers = system("awk -F, 'NR > 1 && $4 >= 0.3 && !s[$1 \".\" $2]++ { printf \"%s.%s \", $1, $2 }' '" . lens . "'")
     id(l, h) = sprintf('%d.%d', l, h)
+    subst(s) = s[1:strstrt(s, '.') - 1] . ' ' . s[strstrt(s, '.') + 1:] # '1.4' -> '1 4'
     plot for [i = 0:L * NH - 1] lens using 'copy_len':(column('layer') * NH + column('head') == i && strstrt(' '.copiers, ' '.id(column('layer'), column('head')).' ') == 0 ? column('induction') : NaN) \
              with lines lc rgb '#bbbbbb' lw 2 title (i == 0 ? 'other heads' : ''), \
          for [k = 1:words(copiers)] lens using 'copy_len':(id(column('layer'), column('head')) eq word(copiers, k) ? column('induction') : NaN) \
-             with linespoints linestyle k title sprintf('head %s', word(copiers, k))
+             with linespoints linestyle k title sprintf('layer %s, head %s', word(subst(word(copiers, k)), 1), word(subst(word(copiers, k)), 2))
     unset logscale x
     unset key
     unset multiplot
